@@ -1,0 +1,21 @@
+#![doc = include_str!("../README.md")]
+
+mod cluster;
+mod config;
+mod error;
+mod four_letter;
+mod java;
+mod paths;
+mod proxy;
+mod server;
+mod session;
+mod timing;
+
+pub use cluster::TestingCluster;
+pub use error::{Error, Result};
+pub use four_letter::{ServerMode, four_letter_word};
+pub use paths::unique_root;
+pub use proxy::FaultProxy;
+pub use server::{TestingServer, TestingServerBuilder};
+pub use session::{Expiry, SessionCredentials, expire_session};
+pub use timing::Timing;

@@ -1,0 +1,234 @@
+//! `FaultProxy`: a loopback TCP proxy that can black-hole or cut the links it carries.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::error::{Error, Result};
+use crate::session::{SessionCredentials, parse_connect_response};
+
+/// A loopback TCP proxy in front of one server, for partition tests.
+///
+/// Point a client at [`connect_string`](Self::connect_string) instead of the server. Then:
+/// - [`pause`](Self::pause) black-holes every link, current and new: bytes stop flowing in both
+///   directions, but no connection is reset, as when a network partition drops packets. The
+///   client's own timeouts must notice.
+/// - [`resume`](Self::resume) lets bytes flow again, including those held while paused.
+/// - [`drop_connections`](Self::drop_connections) closes every current link at once, as when a
+///   connection is cut; the client reconnects through the proxy.
+///
+/// The proxy also reads the first answer the server sends on each link, which carries the session
+/// id and password, so [`sessions`](Self::sessions) can hand them to [`crate::expire_session`]
+/// for any client, whatever its language.
+///
+/// It runs on the Tokio runtime that starts it and stops when dropped.
+///
+/// ```no_run
+/// # async fn demo() -> curator_test::Result<()> {
+/// let server = curator_test::TestingServer::start().await?;
+/// let proxy = curator_test::FaultProxy::start(&server.connect_string()).await?;
+/// // connect a client to proxy.connect_string() ...
+/// proxy.pause();            // the client is partitioned from the server
+/// proxy.resume();           // and rejoins
+/// proxy.drop_connections(); // its connection is cut; it reconnects
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct FaultProxy {
+    address: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    upstream: String,
+    paused: watch::Sender<bool>,
+    links: Mutex<JoinSet<()>>,
+    sessions: Mutex<Vec<SessionCredentials>>,
+}
+
+impl FaultProxy {
+    /// Starts a proxy on a free `127.0.0.1` port that forwards to `upstream` (`host:port`; of a
+    /// connect string with several hosts, the first).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when no port can be bound.
+    pub async fn start(upstream: &str) -> Result<Self> {
+        let upstream = upstream
+            .split(',')
+            .next()
+            .unwrap_or(upstream)
+            .trim()
+            .to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(Error::io("binding the fault proxy"))?;
+        let address = listener
+            .local_addr()
+            .map_err(Error::io("reading the proxy's address"))?;
+        let shared = Arc::new(Shared {
+            upstream,
+            paused: watch::Sender::new(false),
+            links: Mutex::new(JoinSet::new()),
+            sessions: Mutex::new(Vec::new()),
+        });
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        Ok(Self {
+            address,
+            shared,
+            accept,
+        })
+    }
+
+    /// `127.0.0.1:port` of the proxy, for a client's connect string.
+    pub fn connect_string(&self) -> String {
+        self.address.to_string()
+    }
+
+    /// Stops every byte on every link, current and future, without closing anything.
+    pub fn pause(&self) {
+        self.shared.paused.send_replace(true);
+    }
+
+    /// Lets bytes flow again.
+    pub fn resume(&self) {
+        self.shared.paused.send_replace(false);
+    }
+
+    /// Whether the proxy is paused.
+    pub fn is_paused(&self) -> bool {
+        *self.shared.paused.borrow()
+    }
+
+    /// Closes every current link (new ones are accepted as usual).
+    pub fn drop_connections(&self) {
+        self.shared
+            .links
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .abort_all();
+    }
+
+    /// The number of links open now.
+    pub fn open_connections(&self) -> usize {
+        let mut links = self
+            .shared
+            .links
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while links.try_join_next().is_some() {}
+        links.len()
+    }
+
+    /// The sessions the server granted through this proxy, oldest first (a reconnect to the same
+    /// session appears again).
+    pub fn sessions(&self) -> Vec<SessionCredentials> {
+        self.shared
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.drop_connections();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let Ok((client, _)) = listener.accept().await else {
+            continue;
+        };
+        let mut links = shared.links.lock().unwrap_or_else(PoisonError::into_inner);
+        while links.try_join_next().is_some() {}
+        links.spawn(link(client, Arc::clone(&shared)));
+    }
+}
+
+async fn link(client: TcpStream, shared: Arc<Shared>) {
+    let mut paused = shared.paused.subscribe();
+    if paused.wait_for(|p| !*p).await.is_err() {
+        return;
+    }
+    let Ok(server) = TcpStream::connect(&shared.upstream).await else {
+        tracing::debug!(upstream = %shared.upstream, "fault proxy: upstream refused");
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let up = pump(client_read, server_write, shared.paused.subscribe(), None);
+    let down = pump(
+        server_read,
+        client_write,
+        shared.paused.subscribe(),
+        Some(&shared),
+    );
+    // Either side closing ends the link; dropping the halves closes the other side too.
+    tokio::select! {
+        () = up => {}
+        () = down => {}
+    }
+}
+
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut paused: watch::Receiver<bool>,
+    mut sniff: Option<&Shared>,
+) {
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut first_frame = Vec::new();
+    loop {
+        let n = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        // Bytes read while paused are held here, not lost, as a network would hold them.
+        if paused.wait_for(|p| !*p).await.is_err() {
+            return;
+        }
+        if let Some(shared) = sniff {
+            first_frame.extend_from_slice(&buffer[..n]);
+            if let Some(done) = sniff_session(&first_frame, shared) {
+                if done {
+                    sniff = None;
+                    first_frame = Vec::new();
+                }
+            }
+        }
+        if to.write_all(&buffer[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads the server's connect response from the start of a link. `None` while incomplete;
+/// `Some(true)` once handled (recorded, or not a connect response).
+fn sniff_session(bytes: &[u8], shared: &Shared) -> Option<bool> {
+    let len = i32::from_be_bytes(bytes.get(..4)?.try_into().ok()?);
+    let len = usize::try_from(len).ok().filter(|l| *l <= 4096);
+    let Some(len) = len else { return Some(true) };
+    let body = bytes.get(4..4 + len)?;
+    if let Ok(session) = parse_connect_response(body) {
+        if session.id != 0 {
+            shared
+                .sessions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(session);
+        }
+    }
+    Some(true)
+}

@@ -1,0 +1,63 @@
+# curator-rs tasks. `just --list` shows them.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# The quick start: install what is missing, then show the framework against a real server.
+default: demo
+
+# Install ZooKeeper, Apache Curator's jars and Kazoo from Debian when missing; print what is there.
+setup:
+    scripts/setup.sh
+
+# Every test of the workspace (unit, doc and real-server tests), sharing one ZooKeeper where it can.
+test: setup
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if cargo nextest --version >/dev/null 2>&1; then
+        scripts/with-shared-zk.sh cargo nextest run --workspace --all-targets --no-fail-fast
+    else
+        scripts/with-shared-zk.sh cargo test --workspace --all-targets --no-fail-fast
+    fi
+    cargo test --workspace --doc --quiet
+
+# A real run against a real ZooKeeper: a tour of servers, sessions and faults.
+demo: setup
+    cargo run --quiet -p curator-test --example fault_tour
+
+# Formatting, clippy and rustdoc, all with warnings as errors.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
+# Benchmarks (never part of `just test`).
+bench: setup
+    cargo bench --workspace
+
+# Start a ZooKeeper server in the background for manual work; its address goes to target/zk/connect.
+zk-up:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    mkdir -p target/zk
+    if [[ -f target/zk/pid ]] && kill -0 "$(cat target/zk/pid)" 2>/dev/null; then
+        echo "already running: $(cat target/zk/connect)"; exit 0
+    fi
+    cargo build --quiet -p curator-test --bin curator-test-server
+    rm -f target/zk/connect
+    nohup target/debug/curator-test-server --connect-file target/zk/connect >target/zk/server.log 2>&1 &
+    echo $! > target/zk/pid
+    for _ in $(seq 1 600); do [[ -s target/zk/connect ]] && break; sleep 0.1; done
+    [[ -s target/zk/connect ]] || { cat target/zk/server.log; exit 1; }
+    echo "ZooKeeper at $(cat target/zk/connect) (export ZK_CONNECT=$(cat target/zk/connect))"
+
+# Stop the server `zk-up` started.
+zk-down:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [[ -f target/zk/pid ]]; then
+        kill "$(cat target/zk/pid)" 2>/dev/null || true
+        rm -f target/zk/pid
+        echo "stopped"
+    else
+        echo "not running"
+    fi
