@@ -1,1 +1,24 @@
 #![doc = include_str!("../README.md")]
+
+mod builder;
+mod client;
+mod error;
+mod session;
+mod wire;
+
+pub mod acl;
+pub mod ensemble;
+pub mod listen;
+pub mod metrics;
+pub mod ops;
+pub mod paths;
+pub mod retry;
+pub mod state;
+pub mod types;
+pub mod watcher;
+
+pub use builder::CuratorFrameworkBuilder;
+pub use client::CuratorFramework;
+pub use error::{Error, Result};
+pub use state::ConnectionState;
+pub use types::{CreateMode, Stat, WatchedEvent};

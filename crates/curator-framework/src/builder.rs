@@ -1,0 +1,363 @@
+//! `CuratorFrameworkBuilder`: every setting of a client, validated by `build()`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::acl::{AclProvider, DefaultAclProvider};
+use crate::client::CuratorFramework;
+use crate::ensemble::{EnsembleProvider, FixedEnsembleProvider, validate_connect_string};
+use crate::error::{Error, Result};
+use crate::paths;
+use crate::retry::{ExponentialBackoffRetry, RetryPolicy, SharedRetryPolicy};
+use crate::state::ConnectionStateErrorPolicy;
+
+/// The validated settings a client runs with.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) ensemble: Arc<dyn EnsembleProvider>,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connection_timeout: Duration,
+    pub(crate) max_close_wait: Duration,
+    pub(crate) retry_policy: SharedRetryPolicy,
+    pub(crate) namespace: Option<Arc<str>>,
+    pub(crate) auth: Vec<(String, Vec<u8>)>,
+    pub(crate) acl_provider: Arc<dyn AclProvider>,
+    pub(crate) can_be_read_only: bool,
+    pub(crate) error_policy: ConnectionStateErrorPolicy,
+    pub(crate) simulated_expiration_percent: u8,
+    pub(crate) default_data: Vec<u8>,
+    pub(crate) use_container_parents: bool,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("ensemble", &self.ensemble)
+            .field("session_timeout", &self.session_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .field("max_close_wait", &self.max_close_wait)
+            .field("retry_policy", &self.retry_policy)
+            .field("namespace", &self.namespace)
+            .field(
+                "auth_schemes",
+                &self
+                    .auth
+                    .iter()
+                    .map(|(s, _)| s.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("acl_provider", &self.acl_provider)
+            .field("can_be_read_only", &self.can_be_read_only)
+            .field("error_policy", &self.error_policy)
+            .field(
+                "simulated_expiration_percent",
+                &self.simulated_expiration_percent,
+            )
+            .field("default_data_len", &self.default_data.len())
+            .field("use_container_parents", &self.use_container_parents)
+            .finish()
+    }
+}
+
+/// Builds a [`CuratorFramework`]. Setters never fail; `build()` reports the first bad setting.
+///
+/// Defaults: session timeout 60 s, connection timeout 15 s, max close wait 1 s,
+/// [`ExponentialBackoffRetry`] from 100 ms for 5 retries (each sleep at most 5 s), no namespace,
+/// Curator's open ACL, the standard connection-state error policy, `Lost` after `Suspended` has
+/// lasted 100% of the negotiated session timeout, empty default data, container parents.
+///
+/// ```
+/// use std::time::Duration;
+/// use curator_framework::CuratorFramework;
+/// use curator_framework::retry::ExponentialBackoffRetry;
+/// let client = CuratorFramework::builder()
+///     .connect_string("127.0.0.1:2181,127.0.0.1:2182")
+///     .session_timeout(Duration::from_secs(30))
+///     .connection_timeout(Duration::from_secs(10))
+///     .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+///     .namespace("app1")
+///     .build()
+///     .unwrap();
+/// # drop(client);
+/// let err = CuratorFramework::builder().connect_string("localhost:2181")
+///     .session_timeout(Duration::ZERO).build().unwrap_err();
+/// assert!(err.to_string().contains("session timeout"));
+/// ```
+#[must_use = "a builder does nothing until build() is called"]
+pub struct CuratorFrameworkBuilder {
+    ensemble: Option<Arc<dyn EnsembleProvider>>,
+    session_timeout: Duration,
+    connection_timeout: Duration,
+    max_close_wait: Duration,
+    retry_policy: SharedRetryPolicy,
+    namespace: Option<String>,
+    auth: Vec<(String, Vec<u8>)>,
+    acl_provider: Arc<dyn AclProvider>,
+    can_be_read_only: bool,
+    error_policy: ConnectionStateErrorPolicy,
+    simulated_expiration_percent: u8,
+    default_data: Vec<u8>,
+    use_container_parents: bool,
+    error: Option<Error>,
+}
+
+impl fmt::Debug for CuratorFrameworkBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CuratorFrameworkBuilder")
+            .field("ensemble", &self.ensemble)
+            .field("session_timeout", &self.session_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .field("namespace", &self.namespace)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for CuratorFrameworkBuilder {
+    fn default() -> Self {
+        Self {
+            ensemble: None,
+            session_timeout: Duration::from_secs(60),
+            connection_timeout: Duration::from_secs(15),
+            max_close_wait: Duration::from_secs(1),
+            retry_policy: Arc::new(
+                ExponentialBackoffRetry::new(Duration::from_millis(100), 5)
+                    .with_max_sleep(Duration::from_secs(5)),
+            ),
+            namespace: None,
+            auth: Vec::new(),
+            acl_provider: Arc::new(DefaultAclProvider),
+            can_be_read_only: false,
+            error_policy: ConnectionStateErrorPolicy::Standard,
+            simulated_expiration_percent: 100,
+            default_data: Vec::new(),
+            use_container_parents: true,
+            error: None,
+        }
+    }
+}
+
+impl CuratorFrameworkBuilder {
+    fn fail(mut self, error: Error) -> Self {
+        self.error.get_or_insert(error);
+        self
+    }
+
+    /// The servers: `host:port[,host:port...][/chroot]`.
+    pub fn connect_string(mut self, connect_string: impl Into<String>) -> Self {
+        self.ensemble = Some(Arc::new(FixedEnsembleProvider::new(connect_string)));
+        self
+    }
+
+    /// Asks `provider` for the servers each time a session is made (instead of a fixed
+    /// connect string).
+    pub fn ensemble_provider(mut self, provider: impl EnsembleProvider + 'static) -> Self {
+        self.ensemble = Some(Arc::new(provider));
+        self
+    }
+
+    /// The session timeout to ask for (the server bounds it to 2–20 ticks by default).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long an operation waits for a connection before failing with
+    /// [`Error::ConnectionLoss`] (and going to the retry policy); also the timeout of one
+    /// connection attempt.
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// How long `close()` waits for background work to finish.
+    pub fn max_close_wait(mut self, wait: Duration) -> Self {
+        self.max_close_wait = wait;
+        self
+    }
+
+    /// The retry policy of every operation.
+    pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.retry_policy = Arc::new(policy);
+        self
+    }
+
+    /// Prefixes every path with `/<namespace>` (created as a container on first use).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        let namespace = namespace.into();
+        match paths::validate_namespace(&namespace) {
+            Ok(()) => {
+                self.namespace = Some(namespace);
+                self
+            }
+            Err(error) => self.fail(error),
+        }
+    }
+
+    /// Authenticates every session with `scheme` and `auth` (for digest: `b"user:password"`).
+    /// May be called several times. Credentials are never printed.
+    pub fn authorization(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
+        let scheme = scheme.into();
+        if scheme.is_empty() {
+            return self.fail(Error::InvalidArgument(
+                "authorization scheme must not be empty".into(),
+            ));
+        }
+        self.auth.push((scheme, auth.into()));
+        self
+    }
+
+    /// The ACL of nodes created without one.
+    pub fn acl_provider(mut self, provider: impl AclProvider + 'static) -> Self {
+        self.acl_provider = Arc::new(provider);
+        self
+    }
+
+    /// Allows connecting to servers in read-only mode (reported as
+    /// [`ConnectionState::ReadOnly`](crate::ConnectionState::ReadOnly)).
+    pub fn can_be_read_only(mut self, allowed: bool) -> Self {
+        self.can_be_read_only = allowed;
+        self
+    }
+
+    /// Which connection states recipes treat as errors.
+    pub fn connection_state_error_policy(mut self, policy: ConnectionStateErrorPolicy) -> Self {
+        self.error_policy = policy;
+        self
+    }
+
+    /// Reports `Lost` (and abandons the session) once `Suspended` has lasted this percentage of
+    /// the negotiated session timeout (1–100, default 100); 0 waits for the server to say the
+    /// session expired.
+    pub fn simulated_session_expiration_percent(mut self, percent: u8) -> Self {
+        if percent > 100 {
+            return self.fail(Error::InvalidArgument(format!(
+                "simulated session expiration percent must be 0..=100, not {percent}"
+            )));
+        }
+        self.simulated_expiration_percent = percent;
+        self
+    }
+
+    /// Data written by creates that give none (default: empty; Java Curator writes the local IP
+    /// address).
+    pub fn default_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.default_data = data.into();
+        self
+    }
+
+    /// Creates parents made by `creating_parent_containers_if_needed` as persistent nodes instead
+    /// of containers.
+    pub fn dont_use_container_parents(mut self) -> Self {
+        self.use_container_parents = false;
+        self
+    }
+
+    /// Validates the settings and builds the client (not started).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first bad setting: no connect string, a zero
+    /// timeout, a bad namespace, a bad expiration percent, an empty authorization scheme.
+    pub fn build(self) -> Result<CuratorFramework> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let Some(ensemble) = self.ensemble else {
+            return Err(Error::InvalidArgument(
+                "no connect string or ensemble provider".into(),
+            ));
+        };
+        validate_connect_string(&ensemble.connect_string())?;
+        for (name, value) in [
+            ("session timeout", self.session_timeout),
+            ("connection timeout", self.connection_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(Error::InvalidArgument(format!("{name} must be positive")));
+            }
+            if value > Duration::from_millis(i32::MAX as u64) {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} {value:?} is too long"
+                )));
+            }
+        }
+        let settings = Settings {
+            ensemble,
+            session_timeout: self.session_timeout,
+            connection_timeout: self.connection_timeout,
+            max_close_wait: self.max_close_wait,
+            retry_policy: self.retry_policy,
+            namespace: self.namespace.map(Arc::from),
+            auth: self.auth,
+            acl_provider: self.acl_provider,
+            can_be_read_only: self.can_be_read_only,
+            error_policy: self.error_policy,
+            simulated_expiration_percent: self.simulated_expiration_percent,
+            default_data: self.default_data,
+            use_container_parents: self.use_container_parents,
+        };
+        Ok(CuratorFramework::from_settings(settings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder() -> CuratorFrameworkBuilder {
+        CuratorFrameworkBuilder::default().connect_string("127.0.0.1:2181")
+    }
+
+    #[test]
+    fn bad_settings_are_reported_by_build() {
+        let cases: Vec<(CuratorFrameworkBuilder, &str)> = vec![
+            (CuratorFrameworkBuilder::default(), "no connect string"),
+            (
+                CuratorFrameworkBuilder::default().connect_string(""),
+                "names no server",
+            ),
+            (
+                CuratorFrameworkBuilder::default().connect_string("host:port"),
+                "bad port",
+            ),
+            (
+                builder().session_timeout(Duration::ZERO),
+                "session timeout must be positive",
+            ),
+            (
+                builder().connection_timeout(Duration::ZERO),
+                "connection timeout must be positive",
+            ),
+            (builder().namespace("/abs"), "must not start or end"),
+            (builder().namespace("a//b"), "empty node name"),
+            (
+                builder().simulated_session_expiration_percent(101),
+                "0..=100",
+            ),
+            (builder().authorization("", b"x".to_vec()), "scheme"),
+        ];
+        for (builder, expected) in cases {
+            let error = builder.build().expect_err(expected);
+            assert!(
+                error.to_string().contains(expected),
+                "{expected:?} not in {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_first_bad_setting_wins_and_secrets_stay_out_of_debug() {
+        let error = builder()
+            .namespace("/x")
+            .simulated_session_expiration_percent(200)
+            .build()
+            .unwrap_err();
+        assert!(error.to_string().contains("namespace"), "{error}");
+        let text = format!(
+            "{:?}",
+            builder().authorization("digest", b"user:secret".to_vec())
+        );
+        assert!(!text.contains("secret"), "{text}");
+    }
+}

@@ -1,0 +1,168 @@
+//! The framework's one error type.
+
+/// Everything an operation of this framework can fail with: the ZooKeeper error codes callers act
+/// on, and the framework's own failures (a closed client, a deadline, bad input).
+///
+/// Errors are `Clone + Eq`, so recipes can store and compare them. Classify them with
+/// [`is_retryable`](Error::is_retryable) and [`is_session_terminal`](Error::is_session_terminal)
+/// instead of matching long lists of variants.
+///
+/// ```
+/// use curator_framework::Error;
+/// assert!(Error::ConnectionLoss.is_retryable());
+/// assert!(!Error::NoNode.is_retryable());
+/// assert!(Error::SessionExpired.is_session_terminal());
+/// assert_eq!(Error::NoNode.code(), Some(-101));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The node does not exist (ZooKeeper `NONODE`, -101).
+    #[error("no node")]
+    NoNode,
+    /// The node already exists (`NODEEXISTS`, -110).
+    #[error("node exists")]
+    NodeExists,
+    /// The expected version does not match the node's (`BADVERSION`, -103).
+    #[error("bad version")]
+    BadVersion,
+    /// The node has children (`NOTEMPTY`, -111).
+    #[error("node has children")]
+    NotEmpty,
+    /// Ephemeral nodes may not have children (`NOCHILDRENFOREPHEMERALS`, -108).
+    #[error("ephemeral nodes may not have children")]
+    NoChildrenForEphemerals,
+    /// The session lacks permission (`NOAUTH`, -102).
+    #[error("not authorized")]
+    NoAuth,
+    /// The ACL is invalid (`INVALIDACL`, -114).
+    #[error("invalid ACL")]
+    InvalidAcl,
+    /// Authentication failed (`AUTHFAILED`, -115).
+    #[error("authentication failed")]
+    AuthFailed,
+    /// The connection to the server was lost; the request may or may not have been applied
+    /// (`CONNECTIONLOSS`, -4).
+    #[error("connection lost")]
+    ConnectionLoss,
+    /// The server did not answer in time (`OPERATIONTIMEOUT`, -7).
+    #[error("operation timed out at the server")]
+    OperationTimeout,
+    /// The session expired: its ephemeral nodes and watches are gone (`SESSIONEXPIRED`, -112).
+    #[error("session expired")]
+    SessionExpired,
+    /// The session moved to another server (`SESSIONMOVED`, -118).
+    #[error("session moved to another server")]
+    SessionMoved,
+    /// A write reached a read-only server (`NOTREADONLY`, -119).
+    #[error("write to a read-only server")]
+    NotReadOnly,
+    /// No such watcher to remove (`NOWATCHER`, -121).
+    #[error("no such watcher")]
+    NoWatcher,
+    /// A quota was exceeded (`QUOTAEXCEEDED`, -125).
+    #[error("quota exceeded")]
+    QuotaExceeded,
+    /// The server throttled the request (`THROTTLEDOP`, -127).
+    #[error("request throttled by the server")]
+    Throttled,
+    /// Dynamic reconfiguration is disabled (`RECONFIGDISABLED`, -123).
+    #[error("reconfiguration disabled")]
+    ReconfigDisabled,
+    /// The server does not implement the request (`UNIMPLEMENTED`, -6).
+    #[error("not implemented by the server")]
+    Unimplemented,
+    /// A transaction step failed; nothing of the transaction was applied.
+    #[error("transaction step {index} failed: {cause}")]
+    Transaction {
+        /// The index of the failing step.
+        index: usize,
+        /// Why it failed.
+        cause: Box<Error>,
+    },
+    /// Any other ZooKeeper error code.
+    #[error("ZooKeeper error {code}: {message}")]
+    Other {
+        /// ZooKeeper's numeric code (0 when none applies).
+        code: i32,
+        /// What the wire client said.
+        message: String,
+    },
+    /// The client is closed (or was never started).
+    #[error("the client is closed")]
+    Closed,
+    /// The client has not been started (`start()`).
+    #[error("the client is not started; call start() first")]
+    NotStarted,
+    /// A framework deadline passed (a connection that did not come within the connection
+    /// timeout, or a caller's own timeout).
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// A path that ZooKeeper would reject.
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The offending path.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Any other bad input or setting.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// Whether retrying the same request may succeed: connection loss, operation timeout, session
+    /// moved. (Session expiry is [`is_session_terminal`](Self::is_session_terminal) instead.)
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::ConnectionLoss | Error::OperationTimeout | Error::SessionMoved
+        )
+    }
+
+    /// Whether the session is over: its ephemeral nodes and watches are gone.
+    pub fn is_session_terminal(&self) -> bool {
+        matches!(
+            self,
+            Error::SessionExpired | Error::AuthFailed | Error::Closed
+        )
+    }
+
+    /// ZooKeeper's numeric error code, where the error is one of ZooKeeper's.
+    pub fn code(&self) -> Option<i32> {
+        Some(match self {
+            Error::NoNode => -101,
+            Error::NodeExists => -110,
+            Error::BadVersion => -103,
+            Error::NotEmpty => -111,
+            Error::NoChildrenForEphemerals => -108,
+            Error::NoAuth => -102,
+            Error::InvalidAcl => -114,
+            Error::AuthFailed => -115,
+            Error::ConnectionLoss => -4,
+            Error::OperationTimeout => -7,
+            Error::SessionExpired => -112,
+            Error::SessionMoved => -118,
+            Error::NotReadOnly => -119,
+            Error::NoWatcher => -121,
+            Error::QuotaExceeded => -125,
+            Error::Throttled => -127,
+            Error::ReconfigDisabled => -123,
+            Error::Unimplemented => -6,
+            Error::Transaction { cause, .. } => return cause.code(),
+            Error::Other { code, .. } if *code != 0 => *code,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn invalid_path(path: &str, reason: impl Into<String>) -> Error {
+        Error::InvalidPath {
+            path: path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The result type of the framework.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,440 @@
+//! `create()`: create a node, with every mode, parents, ACL, TTL, protection and idempotence.
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+
+use crate::acl::Acl;
+use crate::client::{CuratorFramework, Inner};
+use crate::error::{Error, Result};
+use crate::ops::{self, OpFuture};
+use crate::paths;
+use crate::types::{CreateMode, Stat, validate_ttl};
+use crate::wire::WireSession;
+
+/// Options of `create()`.
+///
+/// **Protection** (`with_protection`) names the node `_c_<uuid>-<name>`, exactly as Curator does.
+/// If the connection drops while the create is in flight, the retry first looks for a child of
+/// the parent with that prefix and adopts it instead of creating a second node; an ephemeral
+/// node found from an older session is deleted and created anew. If the create finally fails
+/// with a connection error, or its future is dropped before it finished, the node (if it was
+/// created unseen) is deleted in the background. Use it for sequential and ephemeral nodes whose
+/// duplicates would hurt (locks, latches, registrations).
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use std::time::Duration;
+/// use curator_framework::CreateMode;
+/// let path = client.create().creating_parents_if_needed().with_protection()
+///     .with_mode(CreateMode::EphemeralSequential).for_path("/jobs/job-", b"x").await?;
+/// client.create().with_mode(CreateMode::PersistentWithTtl).with_ttl(Duration::from_secs(60))
+///     .for_path("/leases/a", b"").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until for_path(..) is awaited"]
+pub struct CreateBuilder<'c> {
+    client: &'c CuratorFramework,
+    mode: CreateMode,
+    acl: Option<Vec<Acl>>,
+    ttl: Option<Duration>,
+    parents: Option<ParentMode>,
+    protected: bool,
+    idempotent: bool,
+    or_set_data: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParentMode {
+    Persistent,
+    Containers,
+}
+
+impl<'c> CreateBuilder<'c> {
+    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+        Self {
+            client,
+            mode: CreateMode::Persistent,
+            acl: None,
+            ttl: None,
+            parents: None,
+            protected: false,
+            idempotent: false,
+            or_set_data: false,
+        }
+    }
+
+    /// The create mode (default [`CreateMode::Persistent`]).
+    pub fn with_mode(mut self, mode: CreateMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The node's ACL (default: the client's ACL provider's choice for the path).
+    pub fn with_acl(mut self, acl: Vec<Acl>) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+
+    /// The TTL of a `PersistentWithTtl` or `PersistentSequentialWithTtl` node.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Creates missing parents as persistent nodes with empty data.
+    pub fn creating_parents_if_needed(mut self) -> Self {
+        self.parents = Some(ParentMode::Persistent);
+        self
+    }
+
+    /// Creates missing parents as container nodes (persistent if the client was built with
+    /// `dont_use_container_parents`), so the server removes them once empty.
+    pub fn creating_parent_containers_if_needed(mut self) -> Self {
+        self.parents = Some(ParentMode::Containers);
+        self
+    }
+
+    /// Protects the create against lost replies (see the type's docs).
+    pub fn with_protection(mut self) -> Self {
+        self.protected = true;
+        self
+    }
+
+    /// When a retry meets `NodeExists`, succeeds if the node holds exactly this data at version
+    /// 0: the first attempt did apply.
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+
+    /// When the node exists, overwrites its data instead of failing.
+    pub fn or_set_data(mut self) -> Self {
+        self.or_set_data = true;
+        self
+    }
+
+    /// Creates `path` with `data`; yields the path created (with its sequence number for
+    /// sequential modes, and its protected prefix, namespace removed).
+    pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> Create<'c> {
+        Create {
+            builder: self,
+            path: path.to_owned(),
+            data: data.as_ref().to_vec(),
+        }
+    }
+
+    /// Creates `path` with the client's default data (empty unless set on the builder).
+    pub fn for_path_with_default_data(self, path: &str) -> Create<'c> {
+        let data = self.client.inner.settings.default_data.clone();
+        Create {
+            builder: self,
+            path: path.to_owned(),
+            data,
+        }
+    }
+}
+
+/// An awaitable `create()`; yields the created path.
+#[derive(Debug)]
+#[must_use = "operations do nothing until awaited"]
+pub struct Create<'c> {
+    builder: CreateBuilder<'c>,
+    path: String,
+    data: Vec<u8>,
+}
+
+impl<'c> Create<'c> {
+    /// Yields the created node's stat as well as its path.
+    pub fn with_stat(self) -> CreateWithStat<'c> {
+        CreateWithStat(self)
+    }
+}
+
+/// `create()...for_path(..).with_stat()`: yields `(path, stat)`.
+#[derive(Debug)]
+#[must_use = "operations do nothing until awaited"]
+pub struct CreateWithStat<'c>(Create<'c>);
+
+impl IntoFuture for Create<'_> {
+    type Output = Result<String>;
+    type IntoFuture = OpFuture<String>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let client = self.builder.client.clone();
+        match self.into_plan() {
+            // The inner future was polled once already (its request is sent); this one only
+            // maps its output.
+            Ok(plan) => {
+                let created = plan.start(&client);
+                OpFuture::eager(async move { created.await.map(|(path, _)| path) })
+            }
+            Err(error) => OpFuture::ready(Err(error)),
+        }
+    }
+}
+
+impl IntoFuture for CreateWithStat<'_> {
+    type Output = Result<(String, Stat)>;
+    type IntoFuture = OpFuture<(String, Stat)>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let client = self.0.builder.client.clone();
+        match self.0.into_plan() {
+            Ok(plan) => plan.start(&client),
+            Err(error) => OpFuture::ready(Err(error)),
+        }
+    }
+}
+
+/// Everything a create needs, validated, with the namespace applied.
+#[derive(Debug)]
+struct Plan {
+    /// The full path to create (protected name included).
+    path: String,
+    data: Vec<u8>,
+    mode: CreateMode,
+    acl: Vec<Acl>,
+    ttl: Option<Duration>,
+    /// The mode of missing parents, when they are to be created.
+    parents: Option<CreateMode>,
+    /// Each ancestor of `path` with the ACL provider's choice for it.
+    ancestors: Vec<(String, Vec<Acl>)>,
+    /// `(parent, "_c_<uuid>-")` when protected.
+    protection: Option<(String, String)>,
+    idempotent: bool,
+    or_set_data: bool,
+}
+
+impl Create<'_> {
+    fn into_plan(self) -> Result<Plan> {
+        let Create {
+            builder,
+            path,
+            data,
+        } = self;
+        let client = builder.client;
+        let mode = builder.mode;
+        let mut fixed = if mode.is_sequential() {
+            client.fix_sequential_path(&path)?
+        } else {
+            client.fix_path(&path)?
+        };
+        if fixed == "/" {
+            return Err(Error::invalid_path(
+                &path,
+                "the root node cannot be created",
+            ));
+        }
+        ops::check_data(&data)?;
+        match (mode.is_ttl(), builder.ttl) {
+            (true, Some(ttl)) => validate_ttl(ttl)?,
+            (true, None) => {
+                return Err(Error::InvalidArgument(format!(
+                    "create mode {mode:?} needs a TTL (with_ttl)"
+                )));
+            }
+            (false, Some(_)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "create mode {mode:?} takes no TTL"
+                )));
+            }
+            (false, None) => {}
+        }
+        let protection = if builder.protected {
+            let (parent, name) = match fixed.rsplit_once('/') {
+                Some(("", name)) => ("/".to_owned(), name.to_owned()),
+                Some((parent, name)) => (parent.to_owned(), name.to_owned()),
+                None => unreachable!("validated paths are absolute"),
+            };
+            let prefix = paths::protected_prefix(&uuid::Uuid::new_v4());
+            fixed = paths::join(&parent, &format!("{prefix}{name}"));
+            Some((parent, prefix))
+        } else {
+            None
+        };
+        let acl = builder
+            .acl
+            .unwrap_or_else(|| client.inner.settings.acl_provider.acl_for_path(&fixed));
+        if acl.is_empty() {
+            return Err(Error::InvalidArgument(
+                "an ACL needs at least one entry".into(),
+            ));
+        }
+        let parents = builder.parents.map(|parents| match parents {
+            ParentMode::Containers if client.inner.settings.use_container_parents => {
+                CreateMode::Container
+            }
+            _ => CreateMode::Persistent,
+        });
+        let provider = &client.inner.settings.acl_provider;
+        let ancestors = if parents.is_some() {
+            paths::ancestors(&fixed)
+                .into_iter()
+                .map(|p| (p.to_owned(), provider.acl_for_path(p)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Plan {
+            ancestors,
+            path: fixed,
+            data,
+            mode,
+            acl,
+            ttl: builder.ttl,
+            parents,
+            protection,
+            idempotent: builder.idempotent,
+            or_set_data: builder.or_set_data,
+        })
+    }
+}
+
+/// Deletes a protected create's node in the background unless disarmed: the create's future
+/// was dropped, or failed in a way that may have created the node unseen.
+struct CleanupGuard {
+    inner: Arc<Inner>,
+    protection: Option<(String, String)>,
+}
+
+impl CleanupGuard {
+    fn disarm(&mut self) {
+        self.protection = None;
+    }
+}
+
+impl Drop for CleanupGuard {
+    fn drop(&mut self) {
+        if let Some((parent, prefix)) = self.protection.take() {
+            tracing::debug!(
+                parent,
+                prefix,
+                "protected create abandoned; cleaning up in the background"
+            );
+            self.inner.delete_protected_in_background(parent, prefix);
+        }
+    }
+}
+
+impl Plan {
+    fn start(self, client: &CuratorFramework) -> OpFuture<(String, Stat)> {
+        let plan = Arc::new(self);
+        let display_path = plan.path.clone();
+        let mut guard = CleanupGuard {
+            inner: Arc::clone(&client.inner),
+            protection: plan.protection.clone(),
+        };
+        let attempt_plan = Arc::clone(&plan);
+        let op = ops::start(client, "create", &display_path, move |session, attempt| {
+            let plan = Arc::clone(&attempt_plan);
+            async move { plan.attempt(&session, attempt).await }
+        });
+        let client = client.clone();
+        OpFuture::eager(async move {
+            let result = op.await;
+            match &result {
+                // Failures that prove nothing was created need no cleanup.
+                Ok(_)
+                | Err(Error::NodeExists | Error::NoNode | Error::NoAuth | Error::InvalidAcl) => {
+                    guard.disarm()
+                }
+                Err(Error::InvalidArgument(_) | Error::InvalidPath { .. } | Error::NotStarted) => {
+                    guard.disarm()
+                }
+                Err(_) => {}
+            }
+            drop(guard);
+            result.map(|(path, stat)| (client.unfix_path(&path), stat))
+        })
+    }
+
+    async fn attempt(&self, session: &WireSession, attempt: u32) -> Result<(String, Stat)> {
+        if attempt > 0 {
+            if let Some(found) = self.find_protected(session).await? {
+                return Ok(found);
+            }
+        }
+        match self.create_once(session).await {
+            Err(Error::NoNode) if self.parents.is_some() => {
+                self.create_parents(session).await?;
+                self.create_once(session).await
+            }
+            Err(Error::NodeExists) if self.or_set_data => {
+                let stat = session.set_data(&self.path, &self.data, None).await?;
+                Ok((self.path.clone(), stat))
+            }
+            Err(Error::NodeExists) if self.idempotent && attempt > 0 => {
+                let (data, stat) = session.get_data(&self.path).await?;
+                if stat.version == 0 && data == self.data {
+                    Ok((self.path.clone(), stat))
+                } else {
+                    Err(Error::NodeExists)
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn create_once(&self, session: &WireSession) -> Result<(String, Stat)> {
+        session
+            .create(&self.path, &self.data, self.mode, &self.acl, self.ttl)
+            .await
+    }
+
+    /// Creates every missing ancestor, all requests in flight together (ZooKeeper applies them
+    /// in order, top down).
+    async fn create_parents(&self, session: &WireSession) -> Result<()> {
+        let mode = self.parents.unwrap_or(CreateMode::Persistent);
+        let creates = self
+            .ancestors
+            .iter()
+            .map(|(path, acl)| session.create(path, &[], mode, acl, None));
+        for result in join_all(creates).await {
+            match result {
+                Ok(_) | Err(Error::NodeExists) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    /// After a lost reply: the node this create may already have made.
+    async fn find_protected(&self, session: &WireSession) -> Result<Option<(String, Stat)>> {
+        let Some((parent, prefix)) = &self.protection else {
+            return Ok(None);
+        };
+        let children = match session.get_children(parent).await {
+            Ok((children, _)) => children,
+            Err(Error::NoNode) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let Some(name) = children
+            .into_iter()
+            .find(|c| c.starts_with(prefix.as_str()))
+        else {
+            return Ok(None);
+        };
+        let path = paths::join(parent, &name);
+        let stat = match session.exists(&path).await? {
+            Some(stat) => stat,
+            None => return Ok(None),
+        };
+        if self.mode.is_ephemeral() && stat.ephemeral_owner != session.session_id() {
+            // Made by an older session that is gone or going: not ours to adopt.
+            tracing::debug!(
+                path,
+                "protected node belongs to an older session; replacing it"
+            );
+            match session.delete(&path, None).await {
+                Ok(()) | Err(Error::NoNode) => return Ok(None),
+                Err(error) => return Err(error),
+            }
+        }
+        tracing::debug!(path, "adopted the node of an earlier attempt");
+        Ok(Some((path, stat)))
+    }
+}

@@ -1,0 +1,198 @@
+//! `delete()`: delete a node, optionally at a version, with its children, guaranteed.
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+use futures::future::{BoxFuture, join_all};
+
+use crate::client::{CuratorFramework, Inner};
+use crate::error::{Error, Result};
+use crate::ops::{self, OpFuture};
+use crate::paths;
+use crate::retry;
+use crate::wire::WireSession;
+
+/// Options of `delete()`.
+///
+/// **Guaranteed** deletes keep going after the caller has given up: when the delete fails with
+/// a connection error (after the retry policy), or its future is dropped before it finished, the
+/// client retries it in the background, across reconnects, until the node is gone (or the
+/// client closes). The caller still gets the error. Pending deletes are counted in
+/// [`Metrics::pending_guaranteed_deletes`](crate::metrics::Metrics::pending_guaranteed_deletes).
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// client.delete().guaranteed().deleting_children_if_needed().for_path("/jobs").await?;
+/// client.delete().quietly().for_path("/maybe-there").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until for_path(..) is awaited"]
+pub struct DeleteBuilder<'c> {
+    client: &'c CuratorFramework,
+    version: Option<i32>,
+    guaranteed: bool,
+    children: bool,
+    quietly: bool,
+    idempotent: bool,
+}
+
+impl<'c> DeleteBuilder<'c> {
+    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+        Self {
+            client,
+            version: None,
+            guaranteed: false,
+            children: false,
+            quietly: false,
+            idempotent: false,
+        }
+    }
+
+    /// Deletes only if the node's data version is `version`; otherwise [`Error::BadVersion`].
+    pub fn with_version(mut self, version: i32) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// Keeps deleting in the background after a connection failure (see the type's docs).
+    pub fn guaranteed(mut self) -> Self {
+        self.guaranteed = true;
+        self
+    }
+
+    /// Deletes the node's children (recursively) first.
+    pub fn deleting_children_if_needed(mut self) -> Self {
+        self.children = true;
+        self
+    }
+
+    /// A missing node is not an error.
+    pub fn quietly(mut self) -> Self {
+        self.quietly = true;
+        self
+    }
+
+    /// A missing node on a retry is not an error (the first attempt did apply).
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+
+    /// Deletes `path`.
+    pub fn for_path(self, path: &str) -> Delete<'c> {
+        Delete {
+            builder: self,
+            path: path.to_owned(),
+        }
+    }
+}
+
+/// An awaitable `delete()`.
+#[derive(Debug)]
+#[must_use = "operations do nothing until awaited"]
+pub struct Delete<'c> {
+    builder: DeleteBuilder<'c>,
+    path: String,
+}
+
+/// Hands a guaranteed delete to the background unless disarmed.
+struct GuaranteeGuard {
+    inner: Arc<Inner>,
+    pending: Option<(String, Option<i32>)>,
+}
+
+impl Drop for GuaranteeGuard {
+    fn drop(&mut self) {
+        if let Some((path, version)) = self.pending.take() {
+            tracing::debug!(path, "guaranteed delete continues in the background");
+            self.inner.guaranteed_delete(path, version);
+        }
+    }
+}
+
+impl IntoFuture for Delete<'_> {
+    type Output = Result<()>;
+    type IntoFuture = OpFuture<()>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let Delete { builder, path } = self;
+        let client = builder.client;
+        let fixed: Arc<str> = match client.fix_path(&path) {
+            Ok(fixed) if fixed == "/" => {
+                return OpFuture::ready(Err(Error::invalid_path(
+                    &path,
+                    "the root node cannot be deleted",
+                )));
+            }
+            Ok(fixed) => fixed.into(),
+            Err(error) => return OpFuture::ready(Err(error)),
+        };
+        let DeleteBuilder {
+            version,
+            guaranteed,
+            children,
+            quietly,
+            idempotent,
+            ..
+        } = builder;
+        let mut guard = GuaranteeGuard {
+            inner: Arc::clone(&client.inner),
+            pending: guaranteed.then(|| (fixed.to_string(), version)),
+        };
+        let attempt_path = Arc::clone(&fixed);
+        let op = ops::start(client, "delete", &fixed, move |session, attempt| {
+            let fixed = Arc::clone(&attempt_path);
+            async move {
+                let result = match session.delete(&fixed, version).await {
+                    Err(Error::NotEmpty) if children => {
+                        delete_children(&session, fixed.to_string()).await?;
+                        session.delete(&fixed, version).await
+                    }
+                    other => other,
+                };
+                match result {
+                    Err(Error::NoNode) if quietly || (idempotent && attempt > 0) => Ok(()),
+                    other => other,
+                }
+            }
+        });
+        OpFuture::eager(async move {
+            let result = op.await;
+            let retry_in_background = matches!(&result, Err(error) if retry::should_retry(error));
+            if !retry_in_background {
+                guard.pending = None;
+            }
+            drop(guard);
+            result
+        })
+    }
+}
+
+/// Deletes everything under `path` (not `path` itself): each level's deletes are sent together;
+/// children that turn out to have children of their own are emptied first.
+fn delete_children(session: &WireSession, path: String) -> BoxFuture<'_, Result<()>> {
+    Box::pin(async move {
+        let children = match session.get_children(&path).await {
+            Ok((children, _)) => children,
+            Err(Error::NoNode) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        let child_paths: Vec<String> = children.iter().map(|c| paths::join(&path, c)).collect();
+        let results = join_all(child_paths.iter().map(|child| session.delete(child, None))).await;
+        for (child, result) in child_paths.into_iter().zip(results) {
+            match result {
+                Ok(()) | Err(Error::NoNode) => {}
+                Err(Error::NotEmpty) => {
+                    delete_children(session, child.clone()).await?;
+                    match session.delete(&child, None).await {
+                        Ok(()) | Err(Error::NoNode) => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,92 @@
+//! `set_acl()`: replace a node's ACL.
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+use crate::acl::Acl;
+use crate::client::CuratorFramework;
+use crate::error::{Error, Result};
+use crate::ops::{self, OpFuture};
+use crate::types::Stat;
+
+/// Options of `set_acl()`.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_framework::acl::{Acl, Perms};
+/// client.set_acl().with_acl(vec![Acl::world_anyone(Perms::READ)]).for_path("/public").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until for_path(..) is awaited"]
+pub struct SetAclBuilder<'c> {
+    client: &'c CuratorFramework,
+    acl: Option<Vec<Acl>>,
+    version: Option<i32>,
+}
+
+impl<'c> SetAclBuilder<'c> {
+    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+        Self {
+            client,
+            acl: None,
+            version: None,
+        }
+    }
+
+    /// The new ACL (default: the client's ACL provider's choice for the path).
+    pub fn with_acl(mut self, acl: Vec<Acl>) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+
+    /// Only if the node's ACL version is `version`.
+    pub fn with_version(mut self, version: i32) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// Sets the ACL of `path`.
+    pub fn for_path(self, path: &str) -> SetAcl<'c> {
+        SetAcl {
+            builder: self,
+            path: path.to_owned(),
+        }
+    }
+}
+
+/// An awaitable `set_acl()`; yields the node's new stat.
+#[derive(Debug)]
+#[must_use = "operations do nothing until awaited"]
+pub struct SetAcl<'c> {
+    builder: SetAclBuilder<'c>,
+    path: String,
+}
+
+impl IntoFuture for SetAcl<'_> {
+    type Output = Result<Stat>;
+    type IntoFuture = OpFuture<Stat>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let client = self.builder.client;
+        let fixed: Arc<str> = match client.fix_path(&self.path) {
+            Ok(path) => path.into(),
+            Err(error) => return OpFuture::ready(Err(error)),
+        };
+        let acl = self
+            .builder
+            .acl
+            .unwrap_or_else(|| client.inner.settings.acl_provider.acl_for_path(&fixed));
+        if acl.is_empty() {
+            return OpFuture::ready(Err(Error::InvalidArgument(
+                "an ACL needs at least one entry".into(),
+            )));
+        }
+        let acl: Arc<[Acl]> = acl.into();
+        let version = self.builder.version;
+        ops::start(client, "set_acl", &fixed.clone(), move |session, _| {
+            let (fixed, acl) = (Arc::clone(&fixed), Arc::clone(&acl));
+            async move { session.set_acl(&fixed, &acl, version).await }
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! `set_data()`: replace a node's data, optionally only at an expected version.
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+use crate::client::CuratorFramework;
+use crate::error::{Error, Result};
+use crate::ops::{self, OpFuture};
+use crate::types::Stat;
+
+/// Options of `set_data()`.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let stat = client.set_data().for_path("/config", b"v2").await?;
+/// // Compare-and-set: fails with Error::BadVersion if someone wrote in between.
+/// client.set_data().with_version(stat.version).for_path("/config", b"v3").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until for_path(..) is awaited"]
+pub struct SetDataBuilder<'c> {
+    client: &'c CuratorFramework,
+    version: Option<i32>,
+    idempotent: bool,
+}
+
+impl<'c> SetDataBuilder<'c> {
+    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+        Self {
+            client,
+            version: None,
+            idempotent: false,
+        }
+    }
+
+    /// Writes only if the node's data version is `version`; otherwise
+    /// [`Error::BadVersion`].
+    pub fn with_version(mut self, version: i32) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// When a retry (after a lost reply) meets `BadVersion`, succeeds if the node is at
+    /// `version + 1` with exactly this data: the first attempt did apply.
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+
+    /// Writes `data` to `path`.
+    pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> SetData<'c> {
+        SetData {
+            builder: self,
+            path: path.to_owned(),
+            data: data.as_ref().to_vec(),
+        }
+    }
+}
+
+/// An awaitable `set_data()`; yields the node's new stat.
+#[derive(Debug)]
+#[must_use = "operations do nothing until awaited"]
+pub struct SetData<'c> {
+    builder: SetDataBuilder<'c>,
+    path: String,
+    data: Vec<u8>,
+}
+
+impl IntoFuture for SetData<'_> {
+    type Output = Result<Stat>;
+    type IntoFuture = OpFuture<Stat>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let SetData {
+            builder,
+            path,
+            data,
+        } = self;
+        let fixed: Arc<str> = match builder
+            .client
+            .fix_path(&path)
+            .and_then(|p| ops::check_data(&data).map(|()| p))
+        {
+            Ok(path) => path.into(),
+            Err(error) => return OpFuture::ready(Err(error)),
+        };
+        let data: Arc<[u8]> = data.into();
+        let (version, idempotent) = (builder.version, builder.idempotent);
+        ops::start(
+            builder.client,
+            "set_data",
+            &fixed.clone(),
+            move |session, attempt| {
+                let (fixed, data) = (Arc::clone(&fixed), Arc::clone(&data));
+                async move {
+                    match session.set_data(&fixed, &data, version).await {
+                        Err(Error::BadVersion) if idempotent && attempt > 0 => {
+                            let (current, stat) = session.get_data(&fixed).await?;
+                            if Some(stat.version) == version.map(|v| v.wrapping_add(1))
+                                && *current == *data
+                            {
+                                Ok(stat)
+                            } else {
+                                Err(Error::BadVersion)
+                            }
+                        }
+                        other => other,
+                    }
+                }
+            },
+        )
+    }
+}

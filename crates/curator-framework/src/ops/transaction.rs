@@ -1,0 +1,324 @@
+//! `transaction()`: several writes applied all together or not at all (ZooKeeper's multi).
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::acl::Acl;
+use crate::client::CuratorFramework;
+use crate::error::{Error, Result};
+use crate::ops::{self, OpFuture};
+use crate::types::{CreateMode, Stat, validate_ttl};
+use crate::wire::{WireOp, WireOpResult};
+
+/// One step of a transaction.
+///
+/// ```
+/// use curator_framework::CreateMode;
+/// use curator_framework::ops::transaction::TransactionOp;
+/// let step = TransactionOp::create("/jobs/job-", b"x").with_mode(CreateMode::PersistentSequential);
+/// let guard = TransactionOp::check("/jobs", 3);
+/// # let _ = (step, guard);
+/// ```
+#[derive(Debug, Clone)]
+pub struct TransactionOp {
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        mode: CreateMode,
+        acl: Option<Vec<Acl>>,
+        ttl: Option<Duration>,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    Check {
+        path: String,
+        version: i32,
+    },
+}
+
+impl TransactionOp {
+    /// Creates `path` (persistent unless [`with_mode`](Self::with_mode) says otherwise).
+    pub fn create(path: &str, data: impl AsRef<[u8]>) -> Self {
+        Self {
+            kind: Kind::Create {
+                path: path.to_owned(),
+                data: data.as_ref().to_vec(),
+                mode: CreateMode::Persistent,
+                acl: None,
+                ttl: None,
+            },
+        }
+    }
+
+    /// Writes `data` to `path`.
+    pub fn set_data(path: &str, data: impl AsRef<[u8]>) -> Self {
+        Self {
+            kind: Kind::SetData {
+                path: path.to_owned(),
+                data: data.as_ref().to_vec(),
+                version: None,
+            },
+        }
+    }
+
+    /// Deletes `path`.
+    pub fn delete(path: &str) -> Self {
+        Self {
+            kind: Kind::Delete {
+                path: path.to_owned(),
+                version: None,
+            },
+        }
+    }
+
+    /// Fails the transaction unless `path` is at data version `version`.
+    pub fn check(path: &str, version: i32) -> Self {
+        Self {
+            kind: Kind::Check {
+                path: path.to_owned(),
+                version,
+            },
+        }
+    }
+
+    /// The create mode of a create step (ignored by other steps).
+    pub fn with_mode(mut self, new_mode: CreateMode) -> Self {
+        if let Kind::Create { mode, .. } = &mut self.kind {
+            *mode = new_mode;
+        }
+        self
+    }
+
+    /// The ACL of a create step (ignored by other steps).
+    pub fn with_acl(mut self, new_acl: Vec<Acl>) -> Self {
+        if let Kind::Create { acl, .. } = &mut self.kind {
+            *acl = Some(new_acl);
+        }
+        self
+    }
+
+    /// The TTL of a TTL-mode create step (ignored by other steps).
+    pub fn with_ttl(mut self, new_ttl: Duration) -> Self {
+        if let Kind::Create { ttl, .. } = &mut self.kind {
+            *ttl = Some(new_ttl);
+        }
+        self
+    }
+
+    /// The expected version of a set-data or delete step (ignored by other steps).
+    pub fn with_version(mut self, new_version: i32) -> Self {
+        match &mut self.kind {
+            Kind::SetData { version, .. } | Kind::Delete { version, .. } => {
+                *version = Some(new_version)
+            }
+            _ => {}
+        }
+        self
+    }
+
+    fn into_wire(self, client: &CuratorFramework) -> Result<WireOp> {
+        Ok(match self.kind {
+            Kind::Create {
+                path,
+                data,
+                mode,
+                acl,
+                ttl,
+            } => {
+                let fixed = if mode.is_sequential() {
+                    client.fix_sequential_path(&path)?
+                } else {
+                    client.fix_path(&path)?
+                };
+                ops::check_data(&data)?;
+                match (mode.is_ttl(), ttl) {
+                    (true, Some(ttl)) => validate_ttl(ttl)?,
+                    (true, None) => {
+                        return Err(Error::InvalidArgument(format!(
+                            "create mode {mode:?} needs a TTL"
+                        )));
+                    }
+                    (false, Some(_)) => {
+                        return Err(Error::InvalidArgument(format!(
+                            "create mode {mode:?} takes no TTL"
+                        )));
+                    }
+                    (false, None) => {}
+                }
+                let acl =
+                    acl.unwrap_or_else(|| client.inner.settings.acl_provider.acl_for_path(&fixed));
+                WireOp::Create {
+                    path: fixed,
+                    data,
+                    mode,
+                    acl,
+                    ttl,
+                }
+            }
+            Kind::SetData {
+                path,
+                data,
+                version,
+            } => {
+                ops::check_data(&data)?;
+                WireOp::SetData {
+                    path: client.fix_path(&path)?,
+                    data,
+                    version,
+                }
+            }
+            Kind::Delete { path, version } => WireOp::Delete {
+                path: client.fix_path(&path)?,
+                version,
+            },
+            Kind::Check { path, version } => WireOp::Check {
+                path: client.fix_path(&path)?,
+                version,
+            },
+        })
+    }
+}
+
+/// What one step of a committed transaction did (paths without the namespace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransactionResult {
+    /// A node was created at `path` (with its sequence number, for sequential modes).
+    Create {
+        /// The created path.
+        path: String,
+        /// Its stat, when the server reports one.
+        stat: Option<Stat>,
+    },
+    /// Data was written.
+    SetData {
+        /// The node's new stat.
+        stat: Stat,
+    },
+    /// A node was deleted.
+    Delete,
+    /// A version check passed.
+    Check,
+}
+
+/// Builds a transaction; [`commit`](Self::commit) applies it.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let results = client.transaction()
+///     .create("/a", b"1")
+///     .set_data("/b", b"2")
+///     .check("/c", 3)
+///     .commit()
+///     .await?;
+/// // If any step fails (Error::Transaction { index, cause }), none is applied.
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a transaction does nothing until commit() is awaited"]
+pub struct TransactionBuilder<'c> {
+    client: &'c CuratorFramework,
+    ops: Vec<TransactionOp>,
+}
+
+impl<'c> TransactionBuilder<'c> {
+    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+        Self {
+            client,
+            ops: Vec::new(),
+        }
+    }
+
+    /// Adds a step.
+    pub fn op(mut self, op: TransactionOp) -> Self {
+        self.ops.push(op);
+        self
+    }
+
+    /// Adds the creation of a persistent node.
+    pub fn create(self, path: &str, data: impl AsRef<[u8]>) -> Self {
+        self.op(TransactionOp::create(path, data))
+    }
+
+    /// Adds an unconditional data write.
+    pub fn set_data(self, path: &str, data: impl AsRef<[u8]>) -> Self {
+        self.op(TransactionOp::set_data(path, data))
+    }
+
+    /// Adds an unconditional delete.
+    pub fn delete(self, path: &str) -> Self {
+        self.op(TransactionOp::delete(path))
+    }
+
+    /// Adds a version check.
+    pub fn check(self, path: &str, version: i32) -> Self {
+        self.op(TransactionOp::check(path, version))
+    }
+
+    /// Applies every step atomically.
+    ///
+    /// # Errors
+    /// [`Error::Transaction`] with the failing step's index and cause (nothing was applied);
+    /// [`Error::InvalidArgument`] for an empty transaction or bad input; connection errors.
+    /// A connection loss may hide a commit that did apply; the retry then fails on its first
+    /// step that cannot be repeated (a create meets `NodeExists`).
+    pub fn commit(self) -> OpFuture<Vec<TransactionResult>> {
+        if self.ops.is_empty() {
+            return OpFuture::ready(Err(Error::InvalidArgument(
+                "a transaction needs at least one step".into(),
+            )));
+        }
+        let client = self.client;
+        let wire_ops = match self
+            .ops
+            .into_iter()
+            .map(|op| op.into_wire(client))
+            .collect::<Result<Vec<_>>>()
+        {
+            Ok(ops) => Arc::new(ops),
+            Err(error) => return OpFuture::ready(Err(error)),
+        };
+        let unfix = client.clone();
+        ops::start(client, "transaction", "", move |session, _| {
+            let wire_ops = Arc::clone(&wire_ops);
+            let unfix = unfix.clone();
+            async move {
+                let results = session.multi(&wire_ops).await?;
+                Ok(results
+                    .into_iter()
+                    .map(|result| match result {
+                        WireOpResult::Create { path, stat } => TransactionResult::Create {
+                            path: unfix.unfix_path(&path),
+                            stat,
+                        },
+                        WireOpResult::SetData { stat } => TransactionResult::SetData { stat },
+                        WireOpResult::Delete => TransactionResult::Delete,
+                        WireOpResult::Check => TransactionResult::Check,
+                    })
+                    .collect())
+            }
+        })
+    }
+}
+
+impl IntoFuture for TransactionBuilder<'_> {
+    type Output = Result<Vec<TransactionResult>>;
+    type IntoFuture = OpFuture<Vec<TransactionResult>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        self.commit()
+    }
+}

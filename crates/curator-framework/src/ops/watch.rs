@@ -1,0 +1,81 @@
+//! `add_watch()`: persistent and persistent-recursive watches (ZooKeeper 3.6+).
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+use crate::client::CuratorFramework;
+use crate::error::Result;
+use crate::ops::{self, OpFuture};
+use crate::watcher::PersistentWatcher;
+
+/// Options of `add_watch()`.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let mut watcher = client.add_watch().recursive().for_path("/config").await?;
+/// while let Some(event) = watcher.next().await {
+///     println!("{:?} {}", event.event_type, event.path);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until for_path(..) is awaited"]
+pub struct AddWatchBuilder<'c> {
+    client: &'c CuratorFramework,
+    recursive: bool,
+}
+
+impl<'c> AddWatchBuilder<'c> {
+    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+        Self {
+            client,
+            recursive: false,
+        }
+    }
+
+    /// Watches the whole subtree (`PERSISTENT_RECURSIVE`): creations, deletions and data changes
+    /// of every descendant. (Children-changed events are not sent in this mode.)
+    pub fn recursive(mut self) -> Self {
+        self.recursive = true;
+        self
+    }
+
+    /// Watches `path` (which need not exist).
+    pub fn for_path(self, path: &str) -> AddWatch<'c> {
+        AddWatch {
+            builder: self,
+            path: path.to_owned(),
+        }
+    }
+}
+
+/// An awaitable `add_watch()`.
+#[derive(Debug)]
+#[must_use = "operations do nothing until awaited"]
+pub struct AddWatch<'c> {
+    builder: AddWatchBuilder<'c>,
+    path: String,
+}
+
+impl IntoFuture for AddWatch<'_> {
+    type Output = Result<PersistentWatcher>;
+    type IntoFuture = OpFuture<PersistentWatcher>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let client = self.builder.client;
+        let fixed: Arc<str> = match client.fix_path(&self.path) {
+            Ok(path) => path.into(),
+            Err(error) => return OpFuture::ready(Err(error)),
+        };
+        let recursive = self.builder.recursive;
+        let namespace = client.namespace.clone();
+        ops::start(client, "add_watch", &fixed.clone(), move |session, _| {
+            let fixed = Arc::clone(&fixed);
+            let namespace = namespace.clone();
+            async move {
+                let watcher = session.add_watch(&fixed, recursive).await?;
+                Ok(PersistentWatcher::new(watcher, namespace))
+            }
+        })
+    }
+}

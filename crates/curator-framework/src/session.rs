@@ -1,0 +1,176 @@
+//! The session holder: one task per client that makes sessions, follows their state, turns it
+//! into [`ConnectionState`] transitions, and makes a new session after a loss.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Inner;
+use crate::error::Error;
+use crate::state::ConnectionState;
+use crate::wire::{WireSession, WireState};
+
+/// How the monitoring of one session ended.
+enum Ended {
+    /// The session is gone (expired at the server, abandoned after a long suspension, or failed
+    /// authentication).
+    Lost,
+    /// The client is closing.
+    Closing,
+}
+
+/// Runs until the client closes. At most one session exists at a time: a session is dropped
+/// (and so closed, or abandoned to expire) before the next one is made.
+pub(crate) async fn run(inner: Arc<Inner>) {
+    let cancel = inner.cancel.clone();
+    let mut ever_connected = false;
+    let mut failures = 0u32;
+    loop {
+        let connect_string = inner.settings.ensemble.connect_string();
+        let attempt = tokio::select! {
+            () = cancel.cancelled() => break,
+            result = WireSession::connect(&inner.connect_settings, &connect_string) => result,
+        };
+        let session = match attempt {
+            Ok(session) => Arc::new(session),
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(%error, connect_string, failures, "could not establish a ZooKeeper session");
+                if error == Error::AuthFailed {
+                    inner.report_error("session", format!("authentication failed: {error}"));
+                }
+                // Back off a little between full connect attempts (each already waited for the
+                // servers up to the session timeout).
+                let pause = Duration::from_millis(100).saturating_mul(failures.min(10));
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = tokio::time::sleep(pause) => continue,
+                }
+            }
+        };
+        failures = 0;
+        crate::metrics::Counters::bump(&inner.counters.sessions);
+        let mut watcher = session.state_watcher();
+        let read_only = watcher.state() == WireState::ConnectedReadOnly;
+        tracing::info!(
+            session_id = format_args!("{:#x}", session.session_id()),
+            "ZooKeeper session established"
+        );
+        inner.install_session(Arc::clone(&session));
+        inner.publish_state(if read_only {
+            ConnectionState::ReadOnly
+        } else if ever_connected {
+            ConnectionState::Reconnected
+        } else {
+            ConnectionState::Connected
+        });
+        ever_connected = true;
+
+        let ended = monitor(&inner, &session, &mut watcher).await;
+        inner.remove_session();
+        match ended {
+            Ended::Closing => {
+                close_session(session, watcher, inner.settings.max_close_wait).await;
+                break;
+            }
+            Ended::Lost => {
+                tracing::warn!(
+                    session_id = format_args!("{:#x}", session.session_id()),
+                    "ZooKeeper session lost"
+                );
+                drop(session);
+                inner.publish_state(ConnectionState::Lost);
+            }
+        }
+    }
+}
+
+/// Follows one session until it is lost or the client closes.
+async fn monitor(
+    inner: &Inner,
+    session: &WireSession,
+    watcher: &mut crate::wire::WireStateWatcher,
+) -> Ended {
+    let cancel = &inner.cancel;
+    let percent = u32::from(inner.settings.simulated_expiration_percent);
+    let lost_after = (percent > 0).then(|| session.negotiated_timeout() * percent / 100);
+    let mut suspended_at: Option<Instant> = None;
+    loop {
+        let deadline = suspended_at.zip(lost_after).map(|(at, after)| at + after);
+        tokio::select! {
+            () = cancel.cancelled() => return Ended::Closing,
+            () = sleep_until(deadline) => {
+                tracing::warn!("suspended for the session timeout; abandoning the session");
+                return Ended::Lost;
+            }
+            state = watcher.changed() => match state {
+                WireState::Connected | WireState::ConnectedReadOnly => {
+                    let read_only = state == WireState::ConnectedReadOnly;
+                    inner.set_connected(true);
+                    if read_only {
+                        inner.publish_state(ConnectionState::ReadOnly);
+                    } else if suspended_at.take().is_some() || inner.last_state() == Some(ConnectionState::ReadOnly) {
+                        inner.publish_state(ConnectionState::Reconnected);
+                    }
+                    suspended_at = None;
+                }
+                WireState::Disconnected => {
+                    if suspended_at.is_none() {
+                        suspended_at = Some(Instant::now());
+                        inner.set_connected(false);
+                        inner.publish_state(ConnectionState::Suspended);
+                    }
+                }
+                WireState::Expired | WireState::Closed => {
+                    if suspended_at.is_none() {
+                        inner.set_connected(false);
+                        inner.publish_state(ConnectionState::Suspended);
+                    }
+                    return Ended::Lost;
+                }
+                WireState::AuthFailed => {
+                    inner.report_error("session", "authentication failed".into());
+                    if suspended_at.is_none() {
+                        inner.set_connected(false);
+                        inner.publish_state(ConnectionState::Suspended);
+                    }
+                    return Ended::Lost;
+                }
+            },
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Drops the client's handle on the session, which closes it once no operation holds it any
+/// more, and waits (bounded) until the wire client reports it closed, so the session's ephemeral
+/// nodes are gone when `close()` returns.
+async fn close_session(
+    session: Arc<WireSession>,
+    mut watcher: crate::wire::WireStateWatcher,
+    wait: Duration,
+) {
+    let already_gone = session.state().is_terminal();
+    drop(session);
+    if already_gone {
+        return;
+    }
+    let closed = async {
+        loop {
+            if watcher.state().is_terminal() {
+                return;
+            }
+            watcher.changed().await;
+        }
+    };
+    if tokio::time::timeout(wait, closed).await.is_err() {
+        tracing::debug!(?wait, "session not confirmed closed within max_close_wait");
+    }
+}

@@ -1,0 +1,578 @@
+//! The only module that names the wire client (`zookeeper-client`). Everything it hands out is
+//! in the framework's own types; see docs/decisions/0001-wire-client.md for why this client.
+//!
+//! Each method sends its request when it is first polled, before its first suspension point, so
+//! operations that are polled once when created (see `ops::future`) reach the server in the
+//! order they were created.
+
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::acl::{Acl, Perms};
+use crate::error::{Error, Result};
+use crate::types::{CreateMode, EventType, KeeperState, Stat, WatchedEvent};
+
+/// How to open a session.
+#[derive(Clone)]
+pub(crate) struct ConnectSettings {
+    pub(crate) session_timeout: Duration,
+    pub(crate) connection_timeout: Duration,
+    pub(crate) can_be_read_only: bool,
+    pub(crate) auth: Vec<(String, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for ConnectSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectSettings")
+            .field("session_timeout", &self.session_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .field("can_be_read_only", &self.can_be_read_only)
+            .field(
+                "auth_schemes",
+                &self
+                    .auth
+                    .iter()
+                    .map(|(s, _)| s.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl ConnectSettings {
+    fn connector(&self) -> zk::Connector {
+        let mut connector = zk::Client::connector()
+            .with_session_timeout(self.session_timeout)
+            .with_connection_timeout(self.connection_timeout)
+            .with_readonly(self.can_be_read_only);
+        for (scheme, auth) in &self.auth {
+            connector = connector.with_auth(scheme, auth);
+        }
+        connector
+    }
+}
+
+/// The state of one wire session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WireState {
+    Connected,
+    ConnectedReadOnly,
+    Disconnected,
+    Expired,
+    AuthFailed,
+    Closed,
+}
+
+impl WireState {
+    fn from_zk(state: zk::SessionState) -> WireState {
+        match state {
+            zk::SessionState::SyncConnected => WireState::Connected,
+            zk::SessionState::ConnectedReadOnly => WireState::ConnectedReadOnly,
+            zk::SessionState::Disconnected => WireState::Disconnected,
+            zk::SessionState::Expired => WireState::Expired,
+            zk::SessionState::AuthFailed => WireState::AuthFailed,
+            zk::SessionState::Closed => WireState::Closed,
+        }
+    }
+
+    pub(crate) fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            WireState::Expired | WireState::AuthFailed | WireState::Closed
+        )
+    }
+}
+
+/// Follows one session's state.
+#[derive(Debug)]
+pub(crate) struct WireStateWatcher(zk::StateWatcher);
+
+impl WireStateWatcher {
+    /// The current state, marking it seen.
+    pub(crate) fn state(&mut self) -> WireState {
+        WireState::from_zk(self.0.state())
+    }
+
+    /// Waits for the next state change.
+    pub(crate) async fn changed(&mut self) -> WireState {
+        WireState::from_zk(self.0.changed().await)
+    }
+}
+
+/// One operation of a transaction, with paths already namespaced.
+#[derive(Debug, Clone)]
+pub(crate) enum WireOp {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        mode: CreateMode,
+        acl: Vec<Acl>,
+        ttl: Option<Duration>,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    Check {
+        path: String,
+        version: i32,
+    },
+}
+
+/// The result of one transaction operation (paths as the server reports them).
+#[derive(Debug, Clone)]
+pub(crate) enum WireOpResult {
+    Create { path: String, stat: Option<Stat> },
+    SetData { stat: Stat },
+    Delete,
+    Check,
+}
+
+/// One ZooKeeper session.
+#[derive(Debug)]
+pub(crate) struct WireSession {
+    client: zk::Client,
+}
+
+impl WireSession {
+    /// Opens a new session.
+    pub(crate) async fn connect(
+        settings: &ConnectSettings,
+        connect_string: &str,
+    ) -> Result<WireSession> {
+        let client = settings
+            .connector()
+            .connect(connect_string)
+            .await
+            .map_err(convert_error)?;
+        Ok(WireSession { client })
+    }
+
+    /// Attaches a second connection to this session and closes the session through it, the way
+    /// an expiry happens for a real client (tests only). Returns once the close was sent.
+    pub(crate) async fn attach_and_close(
+        &self,
+        settings: &ConnectSettings,
+        connect_string: &str,
+    ) -> Result<()> {
+        let connector = settings
+            .connector()
+            .with_session(self.client.session().clone());
+        let other = connector
+            .connect(connect_string)
+            .await
+            .map_err(convert_error)?;
+        // Dropping the only handle of the second client sends CloseSession.
+        drop(other);
+        Ok(())
+    }
+
+    pub(crate) fn session_id(&self) -> i64 {
+        self.client.session_id().0
+    }
+
+    pub(crate) fn negotiated_timeout(&self) -> Duration {
+        self.client.session_timeout()
+    }
+
+    pub(crate) fn state_watcher(&self) -> WireStateWatcher {
+        WireStateWatcher(self.client.state_watcher())
+    }
+
+    pub(crate) fn state(&self) -> WireState {
+        WireState::from_zk(self.client.state())
+    }
+
+    /// Creates a node; returns the path the server created (with its sequence number).
+    pub(crate) async fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: &[Acl],
+        ttl: Option<Duration>,
+    ) -> Result<(String, Stat)> {
+        let acl = to_zk_acl(acl);
+        let options = create_options(mode, &acl, ttl);
+        let (stat, sequence) = self
+            .client
+            .create(path, data, &options)
+            .await
+            .map_err(convert_error)?;
+        let created = if mode.is_sequential() {
+            format!("{path}{sequence}")
+        } else {
+            path.to_owned()
+        };
+        Ok((created, convert_stat(&stat)))
+    }
+
+    pub(crate) async fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
+        self.client
+            .delete(path, version)
+            .await
+            .map_err(convert_error)
+    }
+
+    pub(crate) async fn exists(&self, path: &str) -> Result<Option<Stat>> {
+        let stat = self.client.check_stat(path).await.map_err(convert_error)?;
+        Ok(stat.as_ref().map(convert_stat))
+    }
+
+    pub(crate) async fn exists_watched(&self, path: &str) -> Result<(Option<Stat>, WireWatcher)> {
+        let (stat, watcher) = self
+            .client
+            .check_and_watch_stat(path)
+            .await
+            .map_err(convert_error)?;
+        Ok((stat.as_ref().map(convert_stat), WireWatcher(watcher)))
+    }
+
+    pub(crate) async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
+        let (data, stat) = self.client.get_data(path).await.map_err(convert_error)?;
+        Ok((data, convert_stat(&stat)))
+    }
+
+    pub(crate) async fn get_data_watched(
+        &self,
+        path: &str,
+    ) -> Result<(Vec<u8>, Stat, WireWatcher)> {
+        let (data, stat, watcher) = self
+            .client
+            .get_and_watch_data(path)
+            .await
+            .map_err(convert_error)?;
+        Ok((data, convert_stat(&stat), WireWatcher(watcher)))
+    }
+
+    pub(crate) async fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<Stat> {
+        let stat = self
+            .client
+            .set_data(path, data, version)
+            .await
+            .map_err(convert_error)?;
+        Ok(convert_stat(&stat))
+    }
+
+    pub(crate) async fn get_children(&self, path: &str) -> Result<(Vec<String>, Stat)> {
+        let (children, stat) = self
+            .client
+            .get_children(path)
+            .await
+            .map_err(convert_error)?;
+        Ok((children, convert_stat(&stat)))
+    }
+
+    pub(crate) async fn get_children_watched(
+        &self,
+        path: &str,
+    ) -> Result<(Vec<String>, Stat, WireWatcher)> {
+        let (children, stat, watcher) = self
+            .client
+            .get_and_watch_children(path)
+            .await
+            .map_err(convert_error)?;
+        Ok((children, convert_stat(&stat), WireWatcher(watcher)))
+    }
+
+    pub(crate) async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
+        let (acl, stat) = self.client.get_acl(path).await.map_err(convert_error)?;
+        Ok((acl.iter().map(from_zk_acl).collect(), convert_stat(&stat)))
+    }
+
+    pub(crate) async fn set_acl(
+        &self,
+        path: &str,
+        acl: &[Acl],
+        version: Option<i32>,
+    ) -> Result<Stat> {
+        let acl = to_zk_acl(acl);
+        let stat = self
+            .client
+            .set_acl(path, &acl, version)
+            .await
+            .map_err(convert_error)?;
+        Ok(convert_stat(&stat))
+    }
+
+    pub(crate) async fn sync(&self, path: &str) -> Result<()> {
+        self.client.sync(path).await.map_err(convert_error)
+    }
+
+    pub(crate) async fn add_watch(
+        &self,
+        path: &str,
+        recursive: bool,
+    ) -> Result<WirePersistentWatcher> {
+        let mode = if recursive {
+            zk::AddWatchMode::PersistentRecursive
+        } else {
+            zk::AddWatchMode::Persistent
+        };
+        let watcher = self.client.watch(path, mode).await.map_err(convert_error)?;
+        Ok(WirePersistentWatcher {
+            watcher: Some(watcher),
+        })
+    }
+
+    pub(crate) async fn get_config(&self) -> Result<(Vec<u8>, Stat)> {
+        let (data, stat) = self.client.get_config().await.map_err(convert_error)?;
+        Ok((data, convert_stat(&stat)))
+    }
+
+    pub(crate) async fn get_config_watched(&self) -> Result<(Vec<u8>, Stat, WireWatcher)> {
+        let (data, stat, watcher) = self
+            .client
+            .get_and_watch_config()
+            .await
+            .map_err(convert_error)?;
+        Ok((data, convert_stat(&stat), WireWatcher(watcher)))
+    }
+
+    /// Commits `ops` atomically.
+    pub(crate) async fn multi(&self, ops: &[WireOp]) -> Result<Vec<WireOpResult>> {
+        let mut writer = self.client.new_multi_writer();
+        let mut acls = Vec::with_capacity(ops.len());
+        for op in ops {
+            if let WireOp::Create { acl, .. } = op {
+                acls.push(to_zk_acl(acl));
+            }
+        }
+        let mut acl_iter = acls.iter();
+        for op in ops {
+            let added = match op {
+                WireOp::Create {
+                    path,
+                    data,
+                    mode,
+                    ttl,
+                    ..
+                } => {
+                    let acl = acl_iter.next().map(Vec::as_slice).unwrap_or_default();
+                    writer.add_create(path, data, &create_options(*mode, acl, *ttl))
+                }
+                WireOp::SetData {
+                    path,
+                    data,
+                    version,
+                } => writer.add_set_data(path, data, *version),
+                WireOp::Delete { path, version } => writer.add_delete(path, *version),
+                WireOp::Check { path, version } => writer.add_check_version(path, *version),
+            };
+            added.map_err(convert_error)?;
+        }
+        let results = writer.commit().await.map_err(|error| match error {
+            zk::MultiWriteError::OperationFailed { index, source } => Error::Transaction {
+                index,
+                cause: Box::new(convert_error(source)),
+            },
+            zk::MultiWriteError::RequestFailed { source } => convert_error(source),
+        })?;
+        Ok(results
+            .into_iter()
+            .map(|result| match result {
+                zk::MultiWriteResult::Create { path, stat } => WireOpResult::Create {
+                    path,
+                    stat: (!stat.is_invalid()).then(|| convert_stat(&stat)),
+                },
+                zk::MultiWriteResult::SetData { stat } => WireOpResult::SetData {
+                    stat: convert_stat(&stat),
+                },
+                zk::MultiWriteResult::Delete => WireOpResult::Delete,
+                zk::MultiWriteResult::Check => WireOpResult::Check,
+                other => unreachable!("the wire client invented a transaction result: {other:?}"),
+            })
+            .collect())
+    }
+}
+
+/// A one-shot watch.
+#[derive(Debug)]
+pub(crate) struct WireWatcher(zk::OneshotWatcher);
+
+impl WireWatcher {
+    pub(crate) async fn changed(self) -> WatchedEvent {
+        convert_event(self.0.changed().await)
+    }
+
+    #[allow(deprecated)] // The wire client prefers Drop; this variant reports the server's answer.
+    pub(crate) async fn remove(self) -> Result<()> {
+        self.0.remove().await.map_err(convert_error)
+    }
+}
+
+/// A persistent (optionally recursive) watch.
+#[derive(Debug)]
+pub(crate) struct WirePersistentWatcher {
+    /// `None` once a terminal session event was delivered (the wire client panics if asked for
+    /// more after that).
+    watcher: Option<zk::PersistentWatcher>,
+}
+
+impl WirePersistentWatcher {
+    /// The next event, or `None` after the session ended.
+    pub(crate) async fn next(&mut self) -> Option<WatchedEvent> {
+        let watcher = self.watcher.as_mut()?;
+        let event = convert_event(watcher.changed().await);
+        if event.event_type == EventType::Session
+            && matches!(
+                event.session_state,
+                KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
+            )
+        {
+            self.watcher = None;
+        }
+        Some(event)
+    }
+
+    #[allow(deprecated)] // As for one-shot watches: the explicit form reports the server's answer.
+    pub(crate) async fn remove(mut self) -> Result<()> {
+        match self.watcher.take() {
+            Some(watcher) => watcher.remove().await.map_err(convert_error),
+            None => Ok(()),
+        }
+    }
+}
+
+fn create_options<'a>(
+    mode: CreateMode,
+    acl: &'a [zk::Acl],
+    ttl: Option<Duration>,
+) -> zk::CreateOptions<'a> {
+    let zk_mode = match mode {
+        CreateMode::Persistent | CreateMode::PersistentWithTtl => zk::CreateMode::Persistent,
+        CreateMode::PersistentSequential | CreateMode::PersistentSequentialWithTtl => {
+            zk::CreateMode::PersistentSequential
+        }
+        CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
+        CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+        CreateMode::Container => zk::CreateMode::Container,
+    };
+    let options = zk_mode.with_acls(zk::Acls::new(acl));
+    match ttl {
+        Some(ttl) if mode.is_ttl() => options.with_ttl(ttl),
+        _ => options,
+    }
+}
+
+fn to_zk_acl(acl: &[Acl]) -> Vec<zk::Acl> {
+    acl.iter()
+        .map(|entry| {
+            let mut permission = zk::Permission::NONE;
+            for (ours, theirs) in [
+                (Perms::READ, zk::Permission::READ),
+                (Perms::WRITE, zk::Permission::WRITE),
+                (Perms::CREATE, zk::Permission::CREATE),
+                (Perms::DELETE, zk::Permission::DELETE),
+                (Perms::ADMIN, zk::Permission::ADMIN),
+            ] {
+                if entry.perms.contains(ours) {
+                    permission = permission | theirs;
+                }
+            }
+            zk::Acl::new(permission, zk::AuthId::new(&entry.scheme, &entry.id))
+        })
+        .collect()
+}
+
+fn from_zk_acl(acl: &zk::Acl) -> Acl {
+    let mut perms = Perms::NONE;
+    for (ours, theirs) in [
+        (Perms::READ, zk::Permission::READ),
+        (Perms::WRITE, zk::Permission::WRITE),
+        (Perms::CREATE, zk::Permission::CREATE),
+        (Perms::DELETE, zk::Permission::DELETE),
+        (Perms::ADMIN, zk::Permission::ADMIN),
+    ] {
+        if acl.permission().has(theirs) {
+            perms = perms | ours;
+        }
+    }
+    Acl::new(perms, acl.scheme(), acl.id())
+}
+
+fn convert_stat(stat: &zk::Stat) -> Stat {
+    Stat {
+        czxid: stat.czxid,
+        mzxid: stat.mzxid,
+        pzxid: stat.pzxid,
+        ctime: stat.ctime,
+        mtime: stat.mtime,
+        version: stat.version,
+        cversion: stat.cversion,
+        aversion: stat.aversion,
+        ephemeral_owner: stat.ephemeral_owner,
+        data_length: stat.data_length,
+        num_children: stat.num_children,
+    }
+}
+
+fn convert_event(event: zk::WatchedEvent) -> WatchedEvent {
+    let event_type = match event.event_type {
+        zk::EventType::NodeCreated => EventType::NodeCreated,
+        zk::EventType::NodeDeleted => EventType::NodeDeleted,
+        zk::EventType::NodeDataChanged => EventType::NodeDataChanged,
+        zk::EventType::NodeChildrenChanged => EventType::NodeChildrenChanged,
+        zk::EventType::Session => EventType::Session,
+    };
+    let session_state = match event.session_state {
+        zk::SessionState::SyncConnected => KeeperState::SyncConnected,
+        zk::SessionState::ConnectedReadOnly => KeeperState::ConnectedReadOnly,
+        zk::SessionState::Disconnected => KeeperState::Disconnected,
+        zk::SessionState::Expired => KeeperState::Expired,
+        zk::SessionState::Closed => KeeperState::Closed,
+        zk::SessionState::AuthFailed => KeeperState::AuthFailed,
+    };
+    let zxid = (event.zxid >= 0 && event_type != EventType::Session).then_some(event.zxid);
+    WatchedEvent {
+        event_type,
+        session_state,
+        path: event.path,
+        zxid,
+    }
+}
+
+pub(crate) fn convert_error(error: zk::Error) -> Error {
+    match error {
+        zk::Error::NoNode => Error::NoNode,
+        zk::Error::NodeExists => Error::NodeExists,
+        zk::Error::BadVersion => Error::BadVersion,
+        zk::Error::NotEmpty => Error::NotEmpty,
+        zk::Error::NoChildrenForEphemerals => Error::NoChildrenForEphemerals,
+        zk::Error::NoAuth => Error::NoAuth,
+        zk::Error::InvalidAcl => Error::InvalidAcl,
+        zk::Error::AuthFailed => Error::AuthFailed,
+        zk::Error::ConnectionLoss => Error::ConnectionLoss,
+        zk::Error::Timeout => Error::OperationTimeout,
+        zk::Error::SessionExpired => Error::SessionExpired,
+        zk::Error::SessionMoved => Error::SessionMoved,
+        zk::Error::NotReadOnly => Error::NotReadOnly,
+        zk::Error::NoWatcher => Error::NoWatcher,
+        zk::Error::QuotaExceeded => Error::QuotaExceeded,
+        zk::Error::Throttled => Error::Throttled,
+        zk::Error::ReconfigDisabled => Error::ReconfigDisabled,
+        zk::Error::Unimplemented => Error::Unimplemented,
+        zk::Error::ClientClosed => Error::Closed,
+        zk::Error::NoHosts => Error::ConnectionLoss,
+        zk::Error::BadArguments(reason) => Error::InvalidArgument((*reason).to_owned()),
+        zk::Error::UnexpectedErrorCode(code) => Error::Other {
+            code,
+            message: format!("unexpected error code {code}"),
+        },
+        other => Error::Other {
+            code: 0,
+            message: other.to_string(),
+        },
+    }
+}
