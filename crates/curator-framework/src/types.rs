@@ -147,7 +147,7 @@ pub struct WatchedEvent {
     pub session_state: KeeperState,
     /// The node the event is about (namespace removed); empty for session events.
     pub path: String,
-    /// The zxid of the change, for node events.
+    /// The zxid of the change, for node events when the server reports it (ZooKeeper 3.9+).
     pub zxid: Option<i64>,
 }
 

@@ -48,7 +48,10 @@ pub struct FaultProxy {
 #[derive(Debug)]
 struct Shared {
     upstream: String,
+    /// Client-to-server bytes held.
     paused: watch::Sender<bool>,
+    /// Server-to-client bytes held.
+    replies_paused: watch::Sender<bool>,
     links: Mutex<JoinSet<()>>,
     sessions: Mutex<Vec<SessionCredentials>>,
 }
@@ -75,6 +78,7 @@ impl FaultProxy {
         let shared = Arc::new(Shared {
             upstream,
             paused: watch::Sender::new(false),
+            replies_paused: watch::Sender::new(false),
             links: Mutex::new(JoinSet::new()),
             sessions: Mutex::new(Vec::new()),
         });
@@ -94,14 +98,24 @@ impl FaultProxy {
     /// Stops every byte on every link, current and future, without closing anything.
     pub fn pause(&self) {
         self.shared.paused.send_replace(true);
+        self.shared.replies_paused.send_replace(true);
     }
 
-    /// Lets bytes flow again.
+    /// Holds only what the server sends: requests still reach the server and are applied, but
+    /// their replies do not come back. Followed by
+    /// [`drop_connections`](Self::drop_connections), this loses the replies for good: the way to
+    /// test what a client does when it cannot know whether a request was applied.
+    pub fn pause_replies(&self) {
+        self.shared.replies_paused.send_replace(true);
+    }
+
+    /// Lets bytes flow again, in both directions.
     pub fn resume(&self) {
         self.shared.paused.send_replace(false);
+        self.shared.replies_paused.send_replace(false);
     }
 
-    /// Whether the proxy is paused.
+    /// Whether the proxy holds client-to-server bytes.
     pub fn is_paused(&self) -> bool {
         *self.shared.paused.borrow()
     }
@@ -172,7 +186,7 @@ async fn link(client: TcpStream, shared: Arc<Shared>) {
     let down = pump(
         server_read,
         client_write,
-        shared.paused.subscribe(),
+        shared.replies_paused.subscribe(),
         Some(&shared),
     );
     // Either side closing ends the link; dropping the halves closes the other side too.

@@ -73,3 +73,52 @@ async fn drop_connections_cuts_the_link_and_the_client_reconnects() {
         "{sessions:?}"
     );
 }
+
+#[tokio::test]
+async fn paused_replies_let_requests_through_and_dropping_them_loses_the_answer() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = common::connect(
+        &proxy.connect_string(),
+        Timing::new().scale(Duration::from_secs(20)),
+    )
+    .await;
+    let observer = common::connect(&server.connect_string(), Timing::new().session_timeout()).await;
+    let root = unique_root("proxy-replies");
+    common::mkdirs(&observer, &root).await;
+    let node = format!("{root}/applied");
+
+    proxy.pause_replies();
+    let create = tokio::spawn({
+        let client = client.clone();
+        let node = node.clone();
+        async move {
+            client
+                .create(
+                    &node,
+                    b"",
+                    &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+                )
+                .await
+        }
+    });
+    // The request is applied although its reply is held.
+    let deadline = tokio::time::Instant::now() + Timing::new().wait();
+    while observer.check_stat(&node).await.unwrap().is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    proxy.drop_connections();
+    proxy.resume();
+    let outcome = tokio::time::timeout(Timing::new().wait(), create)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(outcome, Err(zk::Error::ConnectionLoss)),
+        "{outcome:?}"
+    );
+}

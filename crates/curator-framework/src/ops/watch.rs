@@ -40,7 +40,9 @@ impl<'c> AddWatchBuilder<'c> {
         self
     }
 
-    /// Watches `path` (which need not exist).
+    /// Watches `path` (which need not exist). ZooKeeper keeps one watch mode per path and
+    /// session: a second `add_watch` on the same path from the same client replaces the first
+    /// one's mode at the server.
     pub fn for_path(self, path: &str) -> AddWatch<'c> {
         AddWatch {
             builder: self,

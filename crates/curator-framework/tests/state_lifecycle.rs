@@ -1,0 +1,295 @@
+//! Lifecycle, namespaces, listeners and auto traits of the client, against a real server.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_framework::listen::ListenerHandle;
+use curator_framework::ops::OpFuture;
+use curator_framework::retry::RetryNTimes;
+use curator_framework::state::FrameworkState;
+use curator_framework::types::EventType;
+use curator_framework::watcher::{PersistentWatcher, Watcher};
+use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error};
+use curator_test::{TestingServer, Timing, unique_root};
+use futures::StreamExt;
+use parking_lot::Mutex;
+
+#[test]
+fn handles_futures_and_errors_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<CuratorFramework>();
+    send_sync::<Error>();
+    send_sync::<ListenerHandle>();
+    send::<OpFuture<String>>();
+    send::<Watcher>();
+    send::<PersistentWatcher>();
+    fn future_is_send<F: std::future::Future + Send>(_: &F) {}
+    let client = CuratorFramework::builder()
+        .connect_string("127.0.0.1:1")
+        .build()
+        .unwrap();
+    future_is_send(&client.close());
+    future_is_send(&client.block_until_connected(Duration::ZERO));
+}
+
+#[tokio::test]
+async fn lifecycle_from_latent_to_stopped() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::builder(&server.connect_string()).build().unwrap();
+    assert_eq!(client.state(), FrameworkState::Latent);
+    assert_eq!(
+        client.get_data().for_path("/").await,
+        Err(Error::NotStarted)
+    );
+    assert_eq!(
+        client
+            .block_until_connected(Duration::from_millis(10))
+            .await,
+        Err(Error::NotStarted)
+    );
+
+    let mut states = client.connection_state_stream();
+    client.start().await.unwrap();
+    assert_eq!(client.state(), FrameworkState::Started);
+    assert!(matches!(
+        client.start().await,
+        Err(Error::InvalidArgument(_))
+    ));
+    support::expect_states(&mut states, &[ConnectionState::Connected]).await;
+    assert!(client.is_connected());
+    assert!(client.session_id().is_some());
+    assert!(client.negotiated_session_timeout().is_some());
+    assert_eq!(client.connection_state(), Some(ConnectionState::Connected));
+
+    client.close().await;
+    client.close().await; // idempotent
+    assert_eq!(client.state(), FrameworkState::Stopped);
+    assert_eq!(client.get_data().for_path("/").await, Err(Error::Closed));
+    assert_eq!(client.start().await, Err(Error::Closed));
+    assert!(!client.is_connected());
+}
+
+#[tokio::test]
+async fn close_removes_ephemeral_nodes_at_once() {
+    let server = TestingServer::start().await.unwrap();
+    // A long session: if close did not close it, the node would outlive the test's deadline.
+    let client = support::started(
+        support::builder(&server.connect_string()).session_timeout(Duration::from_secs(60)),
+    )
+    .await;
+    let observer = support::connected(&server.connect_string()).await;
+    let root = unique_root("close");
+    observer
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&root, b"")
+        .await
+        .unwrap();
+    let node = client
+        .create()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path(&format!("{root}/e"), b"")
+        .await
+        .unwrap();
+    let (_, watcher) = observer
+        .check_exists()
+        .watched()
+        .for_path(&node)
+        .await
+        .unwrap();
+
+    client.close().await;
+    let event = tokio::time::timeout(Timing::new().wait(), watcher)
+        .await
+        .unwrap();
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+}
+
+#[tokio::test]
+async fn dropping_the_last_handle_closes_the_session() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::started(
+        support::builder(&server.connect_string()).session_timeout(Duration::from_secs(60)),
+    )
+    .await;
+    let observer = support::connected(&server.connect_string()).await;
+    let root = unique_root("drop");
+    observer
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&root, b"")
+        .await
+        .unwrap();
+    let node = client
+        .create()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path(&format!("{root}/e"), b"")
+        .await
+        .unwrap();
+    let (_, watcher) = observer
+        .check_exists()
+        .watched()
+        .for_path(&node)
+        .await
+        .unwrap();
+    let clone = client.clone();
+    drop(client);
+    assert!(clone.is_connected(), "a clone keeps the client open");
+    drop(clone);
+    let event = tokio::time::timeout(Timing::new().wait(), watcher)
+        .await
+        .unwrap();
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+}
+
+#[tokio::test]
+async fn an_unreachable_ensemble_times_out_cleanly() {
+    let client = CuratorFramework::builder()
+        .connect_string("127.0.0.1:1")
+        .connection_timeout(Duration::from_millis(200))
+        .session_timeout(Duration::from_secs(2))
+        .retry_policy(RetryNTimes::new(2, Duration::from_millis(10)))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    assert!(matches!(
+        client
+            .block_until_connected(Duration::from_millis(300))
+            .await,
+        Err(Error::Timeout(_))
+    ));
+    assert_eq!(
+        client.get_data().for_path("/").await,
+        Err(Error::ConnectionLoss)
+    );
+    let metrics = client.metrics();
+    assert_eq!(
+        (
+            metrics.operations,
+            metrics.retries,
+            metrics.failed_operations
+        ),
+        (1, 2, 1)
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn namespaces_isolate_and_are_stripped_from_results() {
+    let server = TestingServer::start().await.unwrap();
+    let raw = support::connected(&server.connect_string()).await;
+    let ns_root = unique_root("ns");
+    let namespace = ns_root.trim_start_matches('/').to_owned();
+    let client =
+        support::started(support::builder(&server.connect_string()).namespace(namespace.clone()))
+            .await;
+    assert_eq!(client.namespace(), Some(namespace.as_str()));
+
+    let created = client
+        .create()
+        .with_mode(CreateMode::PersistentSequential)
+        .for_path("/job-", b"x")
+        .await
+        .unwrap();
+    assert!(created.starts_with("/job-"), "{created}");
+    let (data, _) = raw
+        .get_data()
+        .for_path(&format!("{ns_root}{created}"))
+        .await
+        .unwrap();
+    assert_eq!(data, b"x");
+    assert_eq!(
+        client.get_children().for_path("/").await.unwrap().0.len(),
+        1
+    );
+
+    let (_, _, watcher) = client
+        .get_data()
+        .watched()
+        .for_path(&created)
+        .await
+        .unwrap();
+    raw.set_data()
+        .for_path(&format!("{ns_root}{created}"), b"y")
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(Timing::new().wait(), watcher)
+        .await
+        .unwrap();
+    assert_eq!(event.path, created, "event paths lose the namespace");
+
+    // A view with another namespace shares the session but not the tree.
+    let other = client
+        .using_namespace(&format!("{namespace}-other"))
+        .unwrap();
+    assert_eq!(other.session_id(), client.session_id());
+    assert_eq!(other.check_exists().for_path(&created).await, Ok(None));
+    let plain = client.without_namespace();
+    assert!(
+        plain
+            .check_exists()
+            .for_path(&format!("{ns_root}{created}"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(client.using_namespace("/bad").is_err());
+}
+
+#[tokio::test]
+async fn listeners_hear_every_transition_in_order_and_a_panicking_one_is_reported() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let client = support::builder(&server.connect_string()).build().unwrap();
+    let recorded = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&recorded);
+    let _recorder = client
+        .connection_state_listenable()
+        .add_listener(move |state| sink.lock().push(state));
+    let _panicker = client.connection_state_listenable().add_listener(|state| {
+        if state == ConnectionState::Suspended {
+            panic!("listener cannot cope with {state}");
+        }
+    });
+    let mut errors = client.unhandled_error_listenable().stream();
+    let mut states = client.connection_state_stream();
+    client.start().await.unwrap();
+    support::expect_states(&mut states, &[ConnectionState::Connected]).await;
+
+    server.restart().await.unwrap();
+    support::expect_states(
+        &mut states,
+        &[ConnectionState::Suspended, ConnectionState::Reconnected],
+    )
+    .await;
+    let report = tokio::time::timeout(Timing::new().wait(), errors.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        report.message.contains("cannot cope with SUSPENDED"),
+        "{report:?}"
+    );
+    // The recorder, registered before the panicking listener and dispatched in the same order,
+    // heard every transition.
+    support::eventually(
+        "the recorder hears Reconnected",
+        Timing::new().wait(),
+        || {
+            let recorded = Arc::clone(&recorded);
+            async move { recorded.lock().len() == 3 }
+        },
+    )
+    .await;
+    assert_eq!(
+        *recorded.lock(),
+        vec![
+            ConnectionState::Connected,
+            ConnectionState::Suspended,
+            ConnectionState::Reconnected
+        ]
+    );
+    assert_eq!(client.metrics().state_transitions, 3);
+}

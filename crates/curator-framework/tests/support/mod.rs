@@ -1,0 +1,74 @@
+//! Helpers for the framework's tests against real ZooKeeper servers.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use curator_framework::listen::ListenerStream;
+use curator_framework::retry::RetryNTimes;
+use curator_framework::{ConnectionState, CuratorFramework, CuratorFrameworkBuilder};
+use curator_test::Timing;
+use futures::StreamExt;
+
+/// A builder with test-friendly timeouts and a retry policy that covers a server restart.
+pub fn builder(connect: &str) -> CuratorFrameworkBuilder {
+    let timing = Timing::new();
+    CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(timing.scale(Duration::from_secs(15)))
+        .connection_timeout(timing.connection_timeout())
+        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
+}
+
+/// A started client, connected.
+pub async fn connected(connect: &str) -> CuratorFramework {
+    started(builder(connect)).await
+}
+
+/// Builds, starts and waits for the first connection.
+pub async fn started(builder: CuratorFrameworkBuilder) -> CuratorFramework {
+    let client = builder.build().expect("valid settings");
+    client.start().await.expect("start");
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .expect("connected");
+    client
+}
+
+/// The next state of `stream`, within the wait deadline.
+pub async fn next_state(stream: &mut ListenerStream<ConnectionState>) -> ConnectionState {
+    tokio::time::timeout(Timing::new().wait(), stream.next())
+        .await
+        .expect("a connection state in time")
+        .expect("the state stream ended")
+}
+
+/// Asserts the next states of `stream` are exactly `expected`.
+pub async fn expect_states(
+    stream: &mut ListenerStream<ConnectionState>,
+    expected: &[ConnectionState],
+) {
+    let mut seen = Vec::new();
+    for _ in expected {
+        seen.push(next_state(stream).await);
+    }
+    assert_eq!(seen, expected);
+}
+
+/// Polls `condition` until it holds, for things nothing notifies (a server-side expiry).
+pub async fn eventually<F, Fut>(what: &str, deadline: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let end = tokio::time::Instant::now() + deadline;
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "{what} did not happen within {deadline:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
