@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     pub(crate) cancel: CancellationToken,
     pub(crate) tasks: TaskTracker,
     ensured_namespaces: Mutex<HashSet<String>>,
+    /// Asks the session task to end the current session (`inject_session_expiration`).
+    pub(crate) inject_expiry: tokio::sync::Notify,
 }
 
 impl fmt::Debug for Inner {
@@ -385,6 +387,7 @@ impl CuratorFramework {
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
             ensured_namespaces: Mutex::new(HashSet::new()),
+            inject_expiry: tokio::sync::Notify::new(),
             settings,
         });
         Self {
@@ -581,48 +584,34 @@ impl CuratorFramework {
         self.inner.with_retry(|_session, n| attempt(n)).await
     }
 
-    /// Expires this client's session the way a real expiry happens: a second connection attaches
-    /// to the session and closes it. The client then sees `Suspended`, `Lost`, and `Reconnected`
-    /// on a new session. For tests of recovery; the counterpart of ZooKeeper's
-    /// `injectSessionExpiration`.
+    /// Ends this client's session on purpose, as an expiry would: the client reports
+    /// `Suspended` and `Lost`, closes the session (so its ephemeral nodes and watches go at
+    /// once), and makes a new one (`Reconnected`). For tests of recovery; the counterpart of
+    /// ZooKeeper's `injectSessionExpiration`. Returns once the old session is closed. (To have
+    /// the *server* expire a session, see `curator_test::expire_session`.)
     ///
     /// # Errors
-    /// [`Error::ConnectionLoss`] without a connected session; [`Error::Timeout`] when the session
-    /// could not be expired within the session timeout (at least 10 s).
+    /// [`Error::ConnectionLoss`] without a connected session; [`Error::Closed`].
     pub async fn inject_session_expiration(&self) -> Result<()> {
         let session = self.inner.connected_session().await?;
-        let mut watcher = session.state_watcher();
-        let budget = self
-            .inner
-            .settings
-            .session_timeout
-            .max(Duration::from_secs(10));
-        let deadline = tokio::time::Instant::now() + budget;
-        let connect_string = self.inner.settings.ensemble.connect_string();
-        while tokio::time::Instant::now() < deadline {
-            // The session's own connection may take it back before the close lands; then try
-            // again.
-            session
-                .attach_and_close(&self.inner.connect_settings, &connect_string)
-                .await?;
-            let expired = async {
-                loop {
-                    if watcher.state().is_terminal() {
-                        return;
+        let old = session.session_id();
+        drop(session);
+        self.inner.inject_expiry.notify_one();
+        let mut receiver = self.inner.slot.subscribe();
+        let replaced = receiver
+            .wait_for(|slot| {
+                slot.closed
+                    || match &slot.session {
+                        Some(session) => session.session_id() != old,
+                        None => slot.state == Some(ConnectionState::Lost),
                     }
-                    watcher.changed().await;
-                }
-            };
-            if tokio::time::timeout(Duration::from_secs(2), expired)
-                .await
-                .is_ok()
-            {
-                return Ok(());
-            }
+            })
+            .await
+            .map_err(|_| Error::Closed)?;
+        if replaced.closed {
+            return Err(Error::Closed);
         }
-        Err(Error::Timeout(format!(
-            "session not expired within {budget:?}"
-        )))
+        Ok(())
     }
 
     /// Creates a node: `client.create().<options>.for_path(path, data).await`.

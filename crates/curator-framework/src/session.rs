@@ -18,6 +18,8 @@ enum Ended {
     Lost,
     /// The client is closing.
     Closing,
+    /// `inject_session_expiration` asked for the session to end.
+    Injected,
 }
 
 /// Runs until the client closes. At most one session exists at a time: a session is dropped
@@ -74,6 +76,14 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 close_session(session, watcher, inner.settings.max_close_wait).await;
                 break;
             }
+            Ended::Injected => {
+                tracing::info!(
+                    session_id = format_args!("{:#x}", session.session_id()),
+                    "ending the session on request"
+                );
+                close_session(session, watcher, inner.settings.max_close_wait).await;
+                inner.publish_state(ConnectionState::Lost);
+            }
             Ended::Lost => {
                 tracing::warn!(
                     session_id = format_args!("{:#x}", session.session_id()),
@@ -100,6 +110,13 @@ async fn monitor(
         let deadline = suspended_at.zip(lost_after).map(|(at, after)| at + after);
         tokio::select! {
             () = cancel.cancelled() => return Ended::Closing,
+            () = inner.inject_expiry.notified() => {
+                if suspended_at.is_none() {
+                    inner.set_connected(false);
+                    inner.publish_state(ConnectionState::Suspended);
+                }
+                return Ended::Injected;
+            }
             () = sleep_until(deadline) => {
                 tracing::warn!("suspended for the session timeout; abandoning the session");
                 return Ended::Lost;

@@ -154,25 +154,6 @@ impl WireSession {
         Ok(WireSession { client })
     }
 
-    /// Attaches a second connection to this session and closes the session through it, the way
-    /// an expiry happens for a real client (tests only). Returns once the close was sent.
-    pub(crate) async fn attach_and_close(
-        &self,
-        settings: &ConnectSettings,
-        connect_string: &str,
-    ) -> Result<()> {
-        let connector = settings
-            .connector()
-            .with_session(self.client.session().clone());
-        let other = connector
-            .connect(connect_string)
-            .await
-            .map_err(convert_error)?;
-        // Dropping the only handle of the second client sends CloseSession.
-        drop(other);
-        Ok(())
-    }
-
     pub(crate) fn session_id(&self) -> i64 {
         self.client.session_id().0
     }
