@@ -546,6 +546,12 @@ pub(crate) fn convert_error(error: zk::Error) -> Error {
         zk::Error::Unimplemented => Error::Unimplemented,
         zk::Error::ClientClosed => Error::Closed,
         zk::Error::NoHosts => Error::ConnectionLoss,
+        // The wire client fails requests in flight with the error that broke their connection
+        // (an I/O error, a silent server): for the caller that is a connection loss.
+        zk::Error::Custom(error) => {
+            tracing::debug!(%error, "request failed with its connection");
+            Error::ConnectionLoss
+        }
         zk::Error::BadArguments(reason) => Error::InvalidArgument((*reason).to_owned()),
         zk::Error::UnexpectedErrorCode(code) => Error::Other {
             code,
