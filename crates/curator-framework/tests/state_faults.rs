@@ -271,7 +271,7 @@ async fn a_session_expired_by_the_server_is_lost_then_replaced() {
         .await
         .unwrap();
     assert_eq!(outcome, Expiry::Expired);
-    support::expect_states(&mut states, &[Suspended, Lost, Reconnected]).await;
+    support::expect_loss_and_recovery(&mut states).await;
     assert_ne!(client.session_id(), Some(old_session));
     assert_eq!(observer.check_exists().for_path(&node).await, Ok(None));
     // The new session works.

@@ -72,3 +72,39 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// Reads states until the session was lost and a new one connected. A session expired the
+/// classic way (a second connection attaches, then closes it) may first be taken back and forth
+/// between the two connections, so `Suspended`/`Reconnected` pairs may come before the
+/// `Suspended` that precedes `Lost`. `Lost` comes once, and `Reconnected` right after it.
+pub async fn expect_loss_and_recovery(stream: &mut ListenerStream<ConnectionState>) {
+    let mut seen = Vec::new();
+    loop {
+        let state = next_state(stream).await;
+        seen.push(state);
+        if state == ConnectionState::Lost {
+            break;
+        }
+        assert!(
+            matches!(
+                state,
+                ConnectionState::Suspended | ConnectionState::Reconnected
+            ),
+            "unexpected state before Lost: {seen:?}"
+        );
+    }
+    assert!(
+        seen.len() % 2 == 0,
+        "Lost must follow a Suspended: {seen:?}"
+    );
+    assert!(
+        seen.chunks(2)
+            .all(|pair| pair[0] == ConnectionState::Suspended),
+        "Suspended and Reconnected must alternate before Lost: {seen:?}"
+    );
+    assert_eq!(
+        next_state(stream).await,
+        ConnectionState::Reconnected,
+        "after {seen:?}"
+    );
+}
