@@ -32,7 +32,7 @@ lint:
 
 # Benchmarks (never part of `just test`).
 bench: setup
-    cargo bench --workspace
+    cargo bench -p curator-benches
 
 # Start a ZooKeeper server in the background for manual work; its address goes to target/zk/connect.
 zk-up:

@@ -1,0 +1,162 @@
+//! The framework's overhead over the bare wire client, on one real ZooKeeper server, in one run.
+//!
+//! ```text
+//! cargo bench -p curator-benches --bench framework_overhead [-- --quick]
+//! ```
+
+use std::time::Duration;
+
+use curator_benches::{median, rate, time};
+use curator_framework::CuratorFramework;
+use curator_framework::retry::RetryNTimes;
+use curator_test::{TestingServer, unique_root};
+use futures::future::join_all;
+use zookeeper_client as zk;
+
+struct Scenario {
+    name: &'static str,
+    ops: usize,
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let rounds = if quick { 3 } else { 7 };
+    let scale = if quick { 1 } else { 4 };
+
+    let server;
+    let connect = match std::env::var("ZK_CONNECT") {
+        Ok(connect) => connect,
+        Err(_) => {
+            server = TestingServer::start_dedicated()
+                .await
+                .expect("a ZooKeeper server (run `just setup`)");
+            server.connect_string()
+        }
+    };
+    let framework = CuratorFramework::builder()
+        .connect_string(&connect)
+        .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
+        .build()
+        .unwrap();
+    framework.start().await.unwrap();
+    framework
+        .block_until_connected(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let bare = zk::Client::connect(&connect).await.unwrap();
+
+    let root = unique_root("bench");
+    framework
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&root, vec![7u8; 100])
+        .await
+        .unwrap();
+    let data_node = root.clone();
+    let acl = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+
+    let scenarios = [
+        Scenario {
+            name: "sequential get_data",
+            ops: 500 * scale,
+        },
+        Scenario {
+            name: "pipelined get_data (1,000 in flight)",
+            ops: 1000 * scale,
+        },
+        Scenario {
+            name: "sequential create + delete",
+            ops: 250 * scale,
+        },
+    ];
+
+    println!("ZooKeeper at {connect}; {rounds} rounds per driver, alternating; medians\n");
+    println!("| scenario | framework ops/s | bare zookeeper-client ops/s | framework / bare |");
+    println!("| --- | ---: | ---: | ---: |");
+    for (index, scenario) in scenarios.iter().enumerate() {
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        for round in 0..=rounds {
+            let run_ours = || async {
+                match index {
+                    0 => {
+                        for _ in 0..scenario.ops {
+                            framework.get_data().for_path(&data_node).await.unwrap();
+                        }
+                    }
+                    1 => {
+                        for _ in 0..scenario.ops / 1000 {
+                            let futures: Vec<_> = (0..1000)
+                                .map(|_| framework.get_data().for_path(&data_node).into_future())
+                                .collect();
+                            for result in join_all(futures).await {
+                                result.unwrap();
+                            }
+                        }
+                    }
+                    _ => {
+                        for i in 0..scenario.ops {
+                            let path = format!("{root}/n{i}");
+                            framework.create().for_path(&path, b"x").await.unwrap();
+                            framework.delete().for_path(&path).await.unwrap();
+                        }
+                    }
+                }
+            };
+            let run_bare = || async {
+                match index {
+                    0 => {
+                        for _ in 0..scenario.ops {
+                            bare.get_data(&data_node).await.unwrap();
+                        }
+                    }
+                    1 => {
+                        for _ in 0..scenario.ops / 1000 {
+                            let futures: Vec<_> =
+                                (0..1000).map(|_| bare.get_data(&data_node)).collect();
+                            for result in join_all(futures).await {
+                                result.unwrap();
+                            }
+                        }
+                    }
+                    _ => {
+                        for i in 0..scenario.ops {
+                            let path = format!("{root}/b{i}");
+                            bare.create(&path, b"x", &acl).await.unwrap();
+                            bare.delete(&path, None).await.unwrap();
+                        }
+                    }
+                }
+            };
+            // Round 0 warms up both and is discarded; then the order alternates.
+            let (a, b) = if round % 2 == 0 {
+                let a = time(run_ours).await;
+                (a, time(run_bare).await)
+            } else {
+                let b = time(run_bare).await;
+                (time(run_ours).await, b)
+            };
+            if round > 0 {
+                ours.push(a);
+                theirs.push(b);
+            }
+        }
+        let (ours, theirs) = (
+            rate(scenario.ops, median(&mut ours)),
+            rate(scenario.ops, median(&mut theirs)),
+        );
+        println!(
+            "| {} | {ours:.0} | {theirs:.0} | {:.2} |",
+            scenario.name,
+            ours / theirs
+        );
+    }
+    framework
+        .delete()
+        .deleting_children_if_needed()
+        .for_path(&root)
+        .await
+        .unwrap();
+    framework.close().await;
+}
