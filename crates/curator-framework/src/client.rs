@@ -105,11 +105,10 @@ impl Inner {
         &self,
         timeout: Option<Duration>,
     ) -> Result<Arc<WireSession>> {
-        let mut receiver = self.slot.subscribe();
         {
             // Fast path, with no suspension point: an operation created while connected sends
             // its request at once.
-            let slot = receiver.borrow_and_update();
+            let slot = self.slot.borrow();
             if slot.closed {
                 return Err(Error::Closed);
             }
@@ -119,6 +118,7 @@ impl Inner {
                 }
             }
         }
+        let mut receiver = self.slot.subscribe();
         if *self.lifecycle.lock() == FrameworkState::Latent {
             return Err(Error::NotStarted);
         }
@@ -140,15 +140,49 @@ impl Inner {
         }
     }
 
+    /// The current session if it is connected now (no waiting).
+    fn session_now(&self) -> Result<Option<Arc<WireSession>>> {
+        let slot = self.slot.borrow();
+        if slot.closed {
+            return Err(Error::Closed);
+        }
+        Ok(if slot.connected {
+            slot.session.clone()
+        } else {
+            None
+        })
+    }
+
     /// Runs `attempt` against a connected session under the client's retry policy.
+    ///
+    /// When a session is connected, attempt 0 runs directly, with no other layer around it: the
+    /// common case costs no more than the wire client's own call.
     pub(crate) async fn with_retry<T, F, Fut>(&self, attempt: F) -> Result<T>
     where
         F: Fn(Arc<WireSession>, u32) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         Counters::bump(&self.counters.operations);
-        let result = retry::run(
+        let start = tokio::time::Instant::now();
+        let first_failure = match self.session_now() {
+            Ok(Some(session)) => match attempt(session, 0).await {
+                Ok(value) => return Ok(value),
+                Err(error) if retry::should_retry(&error) => Some(error),
+                Err(error) => {
+                    Counters::bump(&self.counters.failed_operations);
+                    return Err(error);
+                }
+            },
+            Ok(None) => None,
+            Err(error) => {
+                Counters::bump(&self.counters.failed_operations);
+                return Err(error);
+            }
+        };
+        let result = retry::run_from(
             &*self.settings.retry_policy,
+            start,
+            first_failure,
             |n| {
                 let attempt = &attempt;
                 async move {
@@ -672,6 +706,15 @@ impl CuratorFramework {
     /// Reads the ensemble configuration: `client.get_config().for_ensemble().await`.
     pub fn get_config(&self) -> crate::ops::get_config::GetConfigBuilder<'_> {
         crate::ops::get_config::GetConfigBuilder::new(self)
+    }
+
+    /// `path` validated, with this handle's namespace applied, in one shared allocation.
+    pub(crate) fn target(&self, path: &str) -> Result<Arc<str>> {
+        paths::validate(path)?;
+        Ok(match self.namespace.as_deref() {
+            None => Arc::from(path),
+            Some(namespace) => Arc::from(paths::apply_namespace(Some(namespace), path)),
+        })
     }
 
     /// `path` with this handle's namespace applied, validated.

@@ -53,15 +53,14 @@ where
 {
     let client = client.clone();
     let span = tracing::debug_span!("zk.op", op = name, path, session_id = ?client.session_id());
-    OpFuture::eager(
-        async move {
-            if !client.namespace_ready() {
-                client.ensure_namespace().await?;
-            }
-            client.inner.with_retry(attempt).await
+    let future = async move {
+        if !client.namespace_ready() {
+            client.ensure_namespace().await?;
         }
-        .instrument(span),
-    )
+        client.inner.with_retry(attempt).await
+    }
+    .instrument(span);
+    OpFuture::eager(future)
 }
 
 /// Checks node data against ZooKeeper's default packet limit.

@@ -327,6 +327,22 @@ impl RetryPolicy for NeverRetry {
 /// ```
 pub async fn run<T, F, Fut>(
     policy: &dyn RetryPolicy,
+    attempt: F,
+    on_retry: impl FnMut(u32, &Error),
+) -> Result<T>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    run_from(policy, tokio::time::Instant::now(), None, attempt, on_retry).await
+}
+
+/// [`run`], for a caller that made attempt 0 itself (started at `start`): `first_failure` is its
+/// error, and the loop goes on from the policy's decision about it.
+pub(crate) async fn run_from<T, F, Fut>(
+    policy: &dyn RetryPolicy,
+    start: tokio::time::Instant,
+    mut first_failure: Option<Error>,
     mut attempt: F,
     mut on_retry: impl FnMut(u32, &Error),
 ) -> Result<T>
@@ -334,15 +350,17 @@ where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<T>>,
 {
-    let start = tokio::time::Instant::now();
     let mut retry_count = 0u32;
     loop {
-        let outcome = attempt(retry_count)
-            .instrument(tracing::debug_span!("attempt", attempt = retry_count))
-            .await;
-        let error = match outcome {
-            Ok(value) => return Ok(value),
-            Err(error) => error,
+        let error = match first_failure.take() {
+            Some(error) => error,
+            None => match attempt(retry_count)
+                .instrument(tracing::debug_span!("attempt", attempt = retry_count))
+                .await
+            {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            },
         };
         if !should_retry(&error) {
             return Err(error);

@@ -82,8 +82,8 @@ impl<'c> DeleteBuilder<'c> {
     /// Deletes `path`.
     pub fn for_path(self, path: &str) -> Delete<'c> {
         Delete {
+            path: self.client.target(path),
             builder: self,
-            path: path.to_owned(),
         }
     }
 }
@@ -93,7 +93,7 @@ impl<'c> DeleteBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct Delete<'c> {
     builder: DeleteBuilder<'c>,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 /// Hands a guaranteed delete to the background unless disarmed.
@@ -118,14 +118,14 @@ impl IntoFuture for Delete<'_> {
     fn into_future(self) -> Self::IntoFuture {
         let Delete { builder, path } = self;
         let client = builder.client;
-        let fixed: Arc<str> = match client.fix_path(&path) {
-            Ok(fixed) if fixed == "/" => {
+        let fixed: Arc<str> = match path {
+            Ok(fixed) if &*fixed == "/" => {
                 return OpFuture::ready(Err(Error::invalid_path(
-                    &path,
+                    "/",
                     "the root node cannot be deleted",
                 )));
             }
-            Ok(fixed) => fixed.into(),
+            Ok(fixed) => fixed,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let DeleteBuilder {

@@ -42,7 +42,7 @@ impl<'c> ExistsBuilder<'c> {
     pub fn for_path(self, path: &str) -> Exists<'c> {
         Exists {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -52,7 +52,7 @@ impl<'c> ExistsBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct Exists<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for Exists<'_> {
@@ -60,8 +60,8 @@ impl IntoFuture for Exists<'_> {
     type IntoFuture = OpFuture<Option<Stat>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         ops::start(self.client, "exists", &fixed.clone(), move |session, _| {
@@ -83,7 +83,7 @@ impl<'c> WatchedExistsBuilder<'c> {
     pub fn for_path(self, path: &str) -> WatchedExists<'c> {
         WatchedExists {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -93,7 +93,7 @@ impl<'c> WatchedExistsBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct WatchedExists<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for WatchedExists<'_> {
@@ -101,8 +101,8 @@ impl IntoFuture for WatchedExists<'_> {
     type IntoFuture = OpFuture<(Option<Stat>, Watcher)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let namespace = self.client.namespace.clone();

@@ -32,7 +32,7 @@ impl<'c> GetAclBuilder<'c> {
     pub fn for_path(self, path: &str) -> GetAcl<'c> {
         GetAcl {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -42,7 +42,7 @@ impl<'c> GetAclBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct GetAcl<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for GetAcl<'_> {
@@ -50,8 +50,8 @@ impl IntoFuture for GetAcl<'_> {
     type IntoFuture = OpFuture<(Vec<Acl>, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         ops::start(self.client, "get_acl", &fixed.clone(), move |session, _| {

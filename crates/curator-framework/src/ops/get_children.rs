@@ -40,7 +40,7 @@ impl<'c> GetChildrenBuilder<'c> {
     pub fn for_path(self, path: &str) -> GetChildren<'c> {
         GetChildren {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -50,7 +50,7 @@ impl<'c> GetChildrenBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct GetChildren<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for GetChildren<'_> {
@@ -58,8 +58,8 @@ impl IntoFuture for GetChildren<'_> {
     type IntoFuture = OpFuture<(Vec<String>, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         ops::start(
@@ -86,7 +86,7 @@ impl<'c> WatchedGetChildrenBuilder<'c> {
     pub fn for_path(self, path: &str) -> WatchedGetChildren<'c> {
         WatchedGetChildren {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -96,7 +96,7 @@ impl<'c> WatchedGetChildrenBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct WatchedGetChildren<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for WatchedGetChildren<'_> {
@@ -104,8 +104,8 @@ impl IntoFuture for WatchedGetChildren<'_> {
     type IntoFuture = OpFuture<(Vec<String>, Stat, Watcher)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let namespace = self.client.namespace.clone();

@@ -40,7 +40,7 @@ impl<'c> GetDataBuilder<'c> {
     pub fn for_path(self, path: &str) -> GetData<'c> {
         GetData {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -50,7 +50,7 @@ impl<'c> GetDataBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct GetData<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for GetData<'_> {
@@ -58,8 +58,8 @@ impl IntoFuture for GetData<'_> {
     type IntoFuture = OpFuture<(Vec<u8>, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         ops::start(
@@ -86,7 +86,7 @@ impl<'c> WatchedGetDataBuilder<'c> {
     pub fn for_path(self, path: &str) -> WatchedGetData<'c> {
         WatchedGetData {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -96,7 +96,7 @@ impl<'c> WatchedGetDataBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct WatchedGetData<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for WatchedGetData<'_> {
@@ -104,8 +104,8 @@ impl IntoFuture for WatchedGetData<'_> {
     type IntoFuture = OpFuture<(Vec<u8>, Stat, Watcher)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let namespace = self.client.namespace.clone();

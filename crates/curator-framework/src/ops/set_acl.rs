@@ -49,8 +49,8 @@ impl<'c> SetAclBuilder<'c> {
     /// Sets the ACL of `path`.
     pub fn for_path(self, path: &str) -> SetAcl<'c> {
         SetAcl {
+            path: self.client.target(path),
             builder: self,
-            path: path.to_owned(),
         }
     }
 }
@@ -60,7 +60,7 @@ impl<'c> SetAclBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct SetAcl<'c> {
     builder: SetAclBuilder<'c>,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for SetAcl<'_> {
@@ -69,8 +69,8 @@ impl IntoFuture for SetAcl<'_> {
 
     fn into_future(self) -> Self::IntoFuture {
         let client = self.builder.client;
-        let fixed: Arc<str> = match client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let acl = self

@@ -51,9 +51,9 @@ impl<'c> SetDataBuilder<'c> {
     /// Writes `data` to `path`.
     pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> SetData<'c> {
         SetData {
+            path: self.client.target(path),
+            data: Arc::from(data.as_ref()),
             builder: self,
-            path: path.to_owned(),
-            data: data.as_ref().to_vec(),
         }
     }
 }
@@ -63,8 +63,8 @@ impl<'c> SetDataBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct SetData<'c> {
     builder: SetDataBuilder<'c>,
-    path: String,
-    data: Vec<u8>,
+    path: Result<Arc<str>>,
+    data: Arc<[u8]>,
 }
 
 impl IntoFuture for SetData<'_> {
@@ -77,15 +77,10 @@ impl IntoFuture for SetData<'_> {
             path,
             data,
         } = self;
-        let fixed: Arc<str> = match builder
-            .client
-            .fix_path(&path)
-            .and_then(|p| ops::check_data(&data).map(|()| p))
-        {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match path.and_then(|p| ops::check_data(&data).map(|()| p)) {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
-        let data: Arc<[u8]> = data.into();
         let (version, idempotent) = (builder.version, builder.idempotent);
         ops::start(
             builder.client,

@@ -31,7 +31,7 @@ impl<'c> SyncBuilder<'c> {
     pub fn for_path(self, path: &str) -> Sync<'c> {
         Sync {
             client: self.client,
-            path: path.to_owned(),
+            path: self.client.target(path),
         }
     }
 }
@@ -41,7 +41,7 @@ impl<'c> SyncBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct Sync<'c> {
     client: &'c CuratorFramework,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for Sync<'_> {
@@ -49,8 +49,8 @@ impl IntoFuture for Sync<'_> {
     type IntoFuture = OpFuture<()>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         ops::start(self.client, "sync", &fixed.clone(), move |session, _| {

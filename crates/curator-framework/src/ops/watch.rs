@@ -45,8 +45,8 @@ impl<'c> AddWatchBuilder<'c> {
     /// one's mode at the server.
     pub fn for_path(self, path: &str) -> AddWatch<'c> {
         AddWatch {
+            path: self.client.target(path),
             builder: self,
-            path: path.to_owned(),
         }
     }
 }
@@ -56,7 +56,7 @@ impl<'c> AddWatchBuilder<'c> {
 #[must_use = "operations do nothing until awaited"]
 pub struct AddWatch<'c> {
     builder: AddWatchBuilder<'c>,
-    path: String,
+    path: Result<Arc<str>>,
 }
 
 impl IntoFuture for AddWatch<'_> {
@@ -65,8 +65,8 @@ impl IntoFuture for AddWatch<'_> {
 
     fn into_future(self) -> Self::IntoFuture {
         let client = self.builder.client;
-        let fixed: Arc<str> = match client.fix_path(&self.path) {
-            Ok(path) => path.into(),
+        let fixed: Arc<str> = match self.path {
+            Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let recursive = self.builder.recursive;
