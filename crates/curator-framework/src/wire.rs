@@ -447,39 +447,32 @@ fn create_options<'a>(
     }
 }
 
+/// Our permission bits and the wire client's, side by side.
+const PERMISSIONS: [(Perms, zk::Permission); 5] = [
+    (Perms::READ, zk::Permission::READ),
+    (Perms::WRITE, zk::Permission::WRITE),
+    (Perms::CREATE, zk::Permission::CREATE),
+    (Perms::DELETE, zk::Permission::DELETE),
+    (Perms::ADMIN, zk::Permission::ADMIN),
+];
+
 fn to_zk_acl(acl: &[Acl]) -> Vec<zk::Acl> {
     acl.iter()
         .map(|entry| {
-            let mut permission = zk::Permission::NONE;
-            for (ours, theirs) in [
-                (Perms::READ, zk::Permission::READ),
-                (Perms::WRITE, zk::Permission::WRITE),
-                (Perms::CREATE, zk::Permission::CREATE),
-                (Perms::DELETE, zk::Permission::DELETE),
-                (Perms::ADMIN, zk::Permission::ADMIN),
-            ] {
-                if entry.perms.contains(ours) {
-                    permission = permission | theirs;
-                }
-            }
+            let permission = PERMISSIONS
+                .iter()
+                .filter(|(ours, _)| entry.perms.contains(*ours))
+                .fold(zk::Permission::NONE, |all, (_, theirs)| all | *theirs);
             zk::Acl::new(permission, zk::AuthId::new(&entry.scheme, &entry.id))
         })
         .collect()
 }
 
 fn from_zk_acl(acl: &zk::Acl) -> Acl {
-    let mut perms = Perms::NONE;
-    for (ours, theirs) in [
-        (Perms::READ, zk::Permission::READ),
-        (Perms::WRITE, zk::Permission::WRITE),
-        (Perms::CREATE, zk::Permission::CREATE),
-        (Perms::DELETE, zk::Permission::DELETE),
-        (Perms::ADMIN, zk::Permission::ADMIN),
-    ] {
-        if acl.permission().has(theirs) {
-            perms = perms | ours;
-        }
-    }
+    let perms = PERMISSIONS
+        .iter()
+        .filter(|(_, theirs)| acl.permission().has(*theirs))
+        .fold(Perms::NONE, |all, (ours, _)| all | *ours);
     Acl::new(perms, acl.scheme(), acl.id())
 }
 

@@ -72,16 +72,16 @@ async fn lifecycle_from_latent_to_stopped() {
     assert!(!client.is_connected());
 }
 
-#[tokio::test]
-async fn close_removes_ephemeral_nodes_at_once() {
-    let server = TestingServer::start().await.unwrap();
-    // A long session: if close did not close it, the node would outlive the test's deadline.
-    let client = support::started(
-        support::builder(&server.connect_string()).session_timeout(Duration::from_secs(60)),
-    )
-    .await;
+/// A client with a long session (so only an explicit close can remove its ephemeral node in
+/// time), and an observer (kept alive with its watch) watching that node.
+async fn ephemeral_under_watch(
+    server: &TestingServer,
+) -> (CuratorFramework, CuratorFramework, Watcher) {
+    let builder =
+        support::builder(&server.connect_string()).session_timeout(Duration::from_secs(60));
+    let client = support::started(builder).await;
     let observer = support::connected(&server.connect_string()).await;
-    let root = unique_root("close");
+    let root = unique_root("ephemeral");
     observer
         .create()
         .creating_parents_if_needed()
@@ -100,7 +100,13 @@ async fn close_removes_ephemeral_nodes_at_once() {
         .for_path(&node)
         .await
         .unwrap();
+    (client, observer, watcher)
+}
 
+#[tokio::test]
+async fn close_removes_ephemeral_nodes_at_once() {
+    let server = TestingServer::start().await.unwrap();
+    let (client, _observer, watcher) = ephemeral_under_watch(&server).await;
     client.close().await;
     let event = tokio::time::timeout(Timing::new().wait(), watcher)
         .await
@@ -111,30 +117,7 @@ async fn close_removes_ephemeral_nodes_at_once() {
 #[tokio::test]
 async fn dropping_the_last_handle_closes_the_session() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::started(
-        support::builder(&server.connect_string()).session_timeout(Duration::from_secs(60)),
-    )
-    .await;
-    let observer = support::connected(&server.connect_string()).await;
-    let root = unique_root("drop");
-    observer
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
-    let node = client
-        .create()
-        .with_mode(CreateMode::Ephemeral)
-        .for_path(&format!("{root}/e"), b"")
-        .await
-        .unwrap();
-    let (_, watcher) = observer
-        .check_exists()
-        .watched()
-        .for_path(&node)
-        .await
-        .unwrap();
+    let (client, _observer, watcher) = ephemeral_under_watch(&server).await;
     let clone = client.clone();
     drop(client);
     assert!(clone.is_connected(), "a clone keeps the client open");
