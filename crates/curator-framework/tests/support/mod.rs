@@ -11,8 +11,19 @@ use curator_framework::{ConnectionState, CuratorFramework, CuratorFrameworkBuild
 use curator_test::Timing;
 use futures::StreamExt;
 
+/// Logs to the test's output when `RUST_LOG` is set (once per test binary).
+pub fn init_logging() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 /// A builder with test-friendly timeouts and a retry policy that covers a server restart.
 pub fn builder(connect: &str) -> CuratorFrameworkBuilder {
+    init_logging();
     let timing = Timing::new();
     CuratorFramework::builder()
         .connect_string(connect)
