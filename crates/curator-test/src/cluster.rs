@@ -49,8 +49,12 @@ impl Member {
 
     fn spawn(&mut self, settings: &ServerSettings) -> Result<()> {
         let args = vec![self.config.display().to_string()];
+        let mut jvm_args = settings.jvm_args.clone();
+        if settings.read_only_mode {
+            jvm_args.push("-Dreadonlymode.enabled=true".to_owned());
+        }
         self.process = Some(JavaProcess::spawn(
-            &server_jvm_args(&settings.jvm_args),
+            &server_jvm_args(&jvm_args),
             QUORUM_MAIN,
             &args,
             &self.log,
@@ -93,6 +97,25 @@ impl TestingCluster {
     /// # Errors
     /// As [`TestingCluster::start`].
     pub async fn start_with(n: usize, timing: Timing) -> Result<Self> {
+        Self::launch(n, timing, ServerSettings::default()).await
+    }
+
+    /// An ensemble whose members keep serving reads after losing their quorum, to clients that
+    /// allow read-only mode. It runs with ZooKeeper's local sessions (sessions are known to one
+    /// member until they create an ephemeral node), which a read-only member needs to accept
+    /// sessions; the default ensemble does not, as most production ensembles do not.
+    ///
+    /// # Errors
+    /// As [`TestingCluster::start`].
+    pub async fn start_read_only_capable(n: usize) -> Result<Self> {
+        let settings = ServerSettings {
+            read_only_mode: true,
+            ..ServerSettings::default()
+        };
+        Self::launch(n, Timing::new(), settings).await
+    }
+
+    async fn launch(n: usize, timing: Timing, settings: ServerSettings) -> Result<Self> {
         if n == 0 {
             return Err(Error::InvalidArgument(
                 "a cluster needs at least one member".into(),
@@ -100,7 +123,7 @@ impl TestingCluster {
         }
         let mut last_error = None;
         for _ in 0..START_ATTEMPTS {
-            let mut cluster = Self::prepare(n, timing)?;
+            let mut cluster = Self::prepare(n, timing, settings.clone())?;
             match cluster.launch_all().await {
                 Ok(()) => return Ok(cluster),
                 Err(error) if config::is_port_conflict(&error) => last_error = Some(error),
@@ -110,12 +133,11 @@ impl TestingCluster {
         Err(last_error.unwrap_or_else(|| Error::InvalidArgument("no start attempt".into())))
     }
 
-    fn prepare(n: usize, timing: Timing) -> Result<Self> {
+    fn prepare(n: usize, timing: Timing, settings: ServerSettings) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("curator-test-ensemble-")
             .tempdir()
             .map_err(Error::io("creating a temporary ensemble directory"))?;
-        let settings = ServerSettings::default();
         let ports = config::free_ports(3 * n)?;
         let peers: Vec<PeerPorts> = ports
             .chunks(3)

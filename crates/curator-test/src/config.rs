@@ -15,6 +15,9 @@ pub(crate) struct ServerSettings {
     pub(crate) tick_time: Duration,
     pub(crate) max_session_timeout: Duration,
     pub(crate) jvm_args: Vec<String>,
+    /// Ensemble members serve reads without a quorum (with local sessions, which a read-only
+    /// member needs to create sessions).
+    pub(crate) read_only_mode: bool,
 }
 
 impl Default for ServerSettings {
@@ -23,6 +26,7 @@ impl Default for ServerSettings {
             tick_time: Duration::from_millis(200),
             max_session_timeout: Duration::from_secs(60),
             jvm_args: Vec::new(),
+            read_only_mode: false,
         }
     }
 }
@@ -66,6 +70,10 @@ pub(crate) fn write_config(
         let _ = writeln!(cfg, "syncLimit={}", (5_000 / tick).max(5));
         let _ = writeln!(cfg, "reconfigEnabled=false");
         let _ = writeln!(cfg, "standaloneEnabled=false");
+        if settings.read_only_mode {
+            let _ = writeln!(cfg, "localSessionsEnabled=true");
+            let _ = writeln!(cfg, "localSessionsUpgradingEnabled=true");
+        }
         for (index, peer) in peers.iter().enumerate() {
             let _ = writeln!(
                 cfg,
