@@ -30,9 +30,12 @@ lint:
     cargo clippy --workspace --all-targets -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
-# Benchmarks (never part of `just test`).
-bench: setup
-    cargo bench -p curator-benches
+# Benchmarks (never part of `just test`): curator-rs vs Apache Curator vs Kazoo on one server,
+# then the framework's overhead over the bare wire client. `just bench --quick` for a short run.
+bench *ARGS: setup
+    cargo build --release -p curator-benches --bins
+    target/release/side-by-side {{ARGS}}
+    cargo bench -p curator-benches --bench framework_overhead -- {{ARGS}}
 
 # Start a ZooKeeper server in the background for manual work; its address goes to target/zk/connect.
 zk-up:

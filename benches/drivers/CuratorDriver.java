@@ -1,0 +1,102 @@
+// Benchmark driver on Apache Curator 5.4 (Debian's jars), for the side-by-side harness.
+// Usage: java -cp <curator and zookeeper jars>:. CuratorDriver <connect-string>
+// Prints "ready", then answers each stdin line "run <scenario> <ops> <path>" with
+// "ok <elapsed-ns> <latency-ns,...>" (or "err <message>"); "quit" ends it.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+
+public final class CuratorDriver {
+    private static final byte[] PAYLOAD = "x".getBytes();
+    private static final int IN_FLIGHT = 1000;
+
+    public static void main(String[] args) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(args[0])
+                .retryPolicy(new RetryNTimes(3, 100))
+                .sessionTimeoutMs(30000)
+                .build();
+        client.start();
+        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            System.out.println("err not connected");
+            return;
+        }
+        System.out.println("ready");
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] words = line.trim().split(" ");
+            if (words[0].equals("quit")) {
+                break;
+            }
+            try {
+                long[] latencies = new long[Integer.parseInt(words[2])];
+                long start = System.nanoTime();
+                run(client, words[1], words[3], latencies);
+                long elapsed = System.nanoTime() - start;
+                StringBuilder out = new StringBuilder("ok ").append(elapsed).append(' ');
+                for (int i = 0; i < latencies.length; i++) {
+                    if (i > 0) {
+                        out.append(',');
+                    }
+                    out.append(latencies[i]);
+                }
+                System.out.println(out);
+            } catch (Exception e) {
+                System.out.println("err " + e);
+            }
+            System.out.flush();
+        }
+        client.close();
+    }
+
+    private static void run(CuratorFramework client, String scenario, String path, long[] latencies)
+            throws Exception {
+        switch (scenario) {
+            case "get_data":
+                for (int i = 0; i < latencies.length; i++) {
+                    long t = System.nanoTime();
+                    client.getData().forPath(path);
+                    latencies[i] = System.nanoTime() - t;
+                }
+                break;
+            case "create_delete":
+                for (int i = 0; i < latencies.length; i++) {
+                    long t = System.nanoTime();
+                    String node = path + "/n" + i;
+                    client.create().forPath(node, PAYLOAD);
+                    client.delete().forPath(node);
+                    latencies[i] = System.nanoTime() - t;
+                }
+                break;
+            case "pipelined_get_data":
+                for (int batch = 0; batch < latencies.length; batch += IN_FLIGHT) {
+                    int n = Math.min(IN_FLIGHT, latencies.length - batch);
+                    CountDownLatch done = new CountDownLatch(n);
+                    long[] issued = new long[n];
+                    for (int i = 0; i < n; i++) {
+                        final int slot = batch + i;
+                        final int local = i;
+                        issued[i] = System.nanoTime();
+                        client.getData().inBackground((c, event) -> {
+                            latencies[slot] = System.nanoTime() - issued[local];
+                            done.countDown();
+                        }).forPath(path);
+                    }
+                    if (!done.await(60, TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("pipelined batch timed out");
+                    }
+                }
+                break;
+            default:
+                throw new IllegalArgumentException("unknown scenario " + scenario);
+        }
+    }
+}

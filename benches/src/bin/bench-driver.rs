@@ -1,0 +1,189 @@
+//! Benchmark driver for the side-by-side harness, in Rust: `framework` (this workspace's
+//! `CuratorFramework`) or `bare` (`zookeeper-client` with nothing on top).
+//!
+//! Usage: `bench-driver framework|bare <connect-string>`. Prints `ready`, then answers each stdin
+//! line `run <scenario> <ops> <path>` with `ok <elapsed-ns> <latency-ns,...>` (or
+//! `err <message>`); `quit` ends it. The Java and Python drivers in `benches/drivers/` speak the
+//! same protocol and do the same work.
+
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
+
+use curator_framework::CuratorFramework;
+use curator_framework::retry::RetryNTimes;
+use futures::future::join_all;
+use zookeeper_client as zk;
+
+const PAYLOAD: &[u8] = b"x";
+const IN_FLIGHT: usize = 1000;
+
+enum Driver {
+    Framework(CuratorFramework),
+    Bare(zk::Client),
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Driver {
+    async fn get(&self, path: &str) -> Result<(), String> {
+        match self {
+            Driver::Framework(c) => c
+                .get_data()
+                .for_path(path)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Driver::Bare(c) => c.get_data(path).await.map(drop).map_err(|e| e.to_string()),
+        }
+    }
+
+    async fn create_delete(&self, node: &str) -> Result<(), String> {
+        match self {
+            Driver::Framework(c) => {
+                c.create()
+                    .for_path(node, PAYLOAD)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                c.delete().for_path(node).await.map_err(|e| e.to_string())
+            }
+            Driver::Bare(c) => {
+                let options = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                c.create(node, PAYLOAD, &options)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                c.delete(node, None).await.map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// `n` reads sent back to back, then awaited; each latency runs from its own send.
+    async fn pipelined(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        match self {
+            Driver::Framework(c) => {
+                let futures: Vec<_> = latencies
+                    .iter()
+                    .map(|_| {
+                        let issued = Instant::now();
+                        let future = c.get_data().for_path(path).into_future();
+                        async move { future.await.map(|_| elapsed_ns(issued)) }
+                    })
+                    .collect();
+                for (slot, result) in latencies.iter_mut().zip(join_all(futures).await) {
+                    *slot = result.map_err(|e| e.to_string())?;
+                }
+            }
+            Driver::Bare(c) => {
+                let futures: Vec<_> = latencies
+                    .iter()
+                    .map(|_| {
+                        let issued = Instant::now();
+                        let future = c.get_data(path);
+                        async move { future.await.map(|_| elapsed_ns(issued)) }
+                    })
+                    .collect();
+                for (slot, result) in latencies.iter_mut().zip(join_all(futures).await) {
+                    *slot = result.map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn run(&self, scenario: &str, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        match scenario {
+            "get_data" => {
+                for slot in latencies.iter_mut() {
+                    let t = Instant::now();
+                    self.get(path).await?;
+                    *slot = elapsed_ns(t);
+                }
+            }
+            "create_delete" => {
+                for (i, slot) in latencies.iter_mut().enumerate() {
+                    let t = Instant::now();
+                    self.create_delete(&format!("{path}/n{i}")).await?;
+                    *slot = elapsed_ns(t);
+                }
+            }
+            "pipelined_get_data" => {
+                for chunk in latencies.chunks_mut(IN_FLIGHT) {
+                    self.pipelined(path, chunk).await?;
+                }
+            }
+            other => return Err(format!("unknown scenario {other}")),
+        }
+        Ok(())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (kind, connect) = match args.as_slice() {
+        [_, kind, connect] => (kind.as_str(), connect.as_str()),
+        _ => {
+            eprintln!("usage: bench-driver framework|bare <connect-string>");
+            std::process::exit(2);
+        }
+    };
+    let driver = match kind {
+        "framework" => {
+            let client = CuratorFramework::builder()
+                .connect_string(connect)
+                .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
+                .session_timeout(Duration::from_secs(30))
+                .build()
+                .expect("valid settings");
+            client.start().await.expect("start");
+            client
+                .block_until_connected(Duration::from_secs(30))
+                .await
+                .expect("connected");
+            Driver::Framework(client)
+        }
+        "bare" => Driver::Bare(
+            zk::Client::connector()
+                .with_session_timeout(Duration::from_secs(30))
+                .connect(connect)
+                .await
+                .expect("connected"),
+        ),
+        other => {
+            eprintln!("unknown driver {other}");
+            std::process::exit(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let reply = match words.as_slice() {
+            ["quit"] | [] => break,
+            ["run", scenario, ops, path] => match ops.parse::<usize>() {
+                Ok(ops) => {
+                    let mut latencies = vec![0u64; ops];
+                    let start = Instant::now();
+                    match driver.run(scenario, path, &mut latencies).await {
+                        Ok(()) => {
+                            let elapsed = elapsed_ns(start);
+                            let list: Vec<String> = latencies.iter().map(u64::to_string).collect();
+                            format!("ok {elapsed} {}", list.join(","))
+                        }
+                        Err(error) => format!("err {error}"),
+                    }
+                }
+                Err(_) => format!("err bad op count {ops}"),
+            },
+            _ => format!("err unknown command {line:?}"),
+        };
+        let _ = writeln!(out, "{reply}");
+        let _ = out.flush();
+    }
+    if let Driver::Framework(client) = driver {
+        client.close().await;
+    }
+}
