@@ -282,7 +282,8 @@ fn main() {
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let write_docs = !args.iter().any(|a| a == "--no-docs");
+    // Only full runs are published.
+    let write_docs = !quick && !args.iter().any(|a| a == "--no-docs");
     let rounds: usize = args
         .iter()
         .skip_while(|a| *a != "--rounds")
