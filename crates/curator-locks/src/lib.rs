@@ -1,0 +1,5 @@
+#![doc = include_str!("../README.md")]
+
+mod mutex;
+
+pub use mutex::{InterProcessMutex, LockGuard};
