@@ -232,22 +232,28 @@ impl Inner {
     /// Deletes `path` in the background until it is gone, retrying across connection loss.
     pub(crate) fn guaranteed_delete(self: &Arc<Self>, path: String, version: Option<i32>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::error!(path, "no Tokio runtime to delete the node in the background");
+            tracing::error!(
+                path,
+                "no Tokio runtime to delete the node in the background"
+            );
             return;
         };
         let inner = Arc::clone(self);
         Counters::bump(&inner.counters.pending_guaranteed_deletes);
-        self.tasks.spawn_on(async move {
-            let cancel = inner.cancel.clone();
-            tokio::select! {
-                () = cancel.cancelled() => {}
-                () = inner.delete_until_gone(&path, version) => {}
-            }
-            inner
-                .counters
-                .pending_guaranteed_deletes
-                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        }, &runtime);
+        self.tasks.spawn_on(
+            async move {
+                let cancel = inner.cancel.clone();
+                tokio::select! {
+                    () = cancel.cancelled() => {}
+                    () = inner.delete_until_gone(&path, version) => {}
+                }
+                inner
+                    .counters
+                    .pending_guaranteed_deletes
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            },
+            &runtime,
+        );
     }
 
     async fn delete_until_gone(&self, path: &str, version: Option<i32>) {
@@ -278,22 +284,29 @@ impl Inner {
     /// `prefix`: the leftovers of a protected create that may have succeeded unseen.
     pub(crate) fn delete_protected_in_background(self: &Arc<Self>, parent: String, prefix: String) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::error!(parent, prefix, "no Tokio runtime to clean up in the background");
+            tracing::error!(
+                parent,
+                prefix,
+                "no Tokio runtime to clean up in the background"
+            );
             return;
         };
         let inner = Arc::clone(self);
         Counters::bump(&inner.counters.pending_guaranteed_deletes);
-        self.tasks.spawn_on(async move {
-            let cancel = inner.cancel.clone();
-            tokio::select! {
-                () = cancel.cancelled() => {}
-                () = inner.delete_protected(&parent, &prefix) => {}
-            }
-            inner
-                .counters
-                .pending_guaranteed_deletes
-                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        }, &runtime);
+        self.tasks.spawn_on(
+            async move {
+                let cancel = inner.cancel.clone();
+                tokio::select! {
+                    () = cancel.cancelled() => {}
+                    () = inner.delete_protected(&parent, &prefix) => {}
+                }
+                inner
+                    .counters
+                    .pending_guaranteed_deletes
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            },
+            &runtime,
+        );
     }
 
     async fn delete_protected(&self, parent: &str, prefix: &str) {

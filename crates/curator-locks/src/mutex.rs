@@ -82,16 +82,29 @@ impl Drop for NodeCleanup<'_> {
 /// Sends a guaranteed delete of `node` now and lets it finish in the background.
 fn delete_in_background(client: &CuratorFramework, node: &str) {
     if tokio::runtime::Handle::try_current().is_err() {
-        tracing::error!(node, "lock node left to its session: dropped outside a Tokio runtime");
+        tracing::error!(
+            node,
+            "lock node left to its session: dropped outside a Tokio runtime"
+        );
         return;
     }
     // The request goes out when the future is made; dropping it hands the rest (retries across
     // connection loss) to the client's background work.
-    drop(client.delete().guaranteed().quietly().for_path(node).into_future());
+    drop(
+        client
+            .delete()
+            .guaranteed()
+            .quietly()
+            .for_path(node)
+            .into_future(),
+    );
 }
 
 enum Attempt {
-    Acquired { node: String, token: i64 },
+    Acquired {
+        node: String,
+        token: i64,
+    },
     TimedOut,
     /// Our node vanished (the session ended while waiting): start over.
     NodeLost,
@@ -128,7 +141,9 @@ impl InterProcessMutex {
     /// Dropping the future at any point leaves no lock node behind (a node it made is deleted in
     /// the background) and does not change what this handle holds.
     pub async fn acquire(&self) -> Result<LockGuard> {
-        self.acquire_until(None).await.map(|guard| guard.expect("no deadline"))
+        self.acquire_until(None)
+            .await
+            .map(|guard| guard.expect("no deadline"))
     }
 
     /// Like [`acquire`](Self::acquire), giving up after `timeout` (`None` then).
@@ -152,20 +167,31 @@ impl InterProcessMutex {
     /// # Errors
     /// Connection errors.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
-        let children = match self.shared.client.get_children().for_path(&self.shared.path).await {
+        let children = match self
+            .shared
+            .client
+            .get_children()
+            .for_path(&self.shared.path)
+            .await
+        {
             Ok((children, _)) => children,
             Err(Error::NoNode) => Vec::new(),
             Err(error) => return Err(error),
         };
-        Ok(sorted(children).into_iter().map(|name| paths::join(&self.shared.path, &name)).collect())
+        Ok(sorted(children)
+            .into_iter()
+            .map(|name| paths::join(&self.shared.path, &name))
+            .collect())
     }
 
     async fn acquire_until(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>> {
         let _one_at_a_time = match deadline {
-            Some(deadline) => match tokio::time::timeout_at(deadline, self.shared.acquiring.lock()).await {
-                Ok(permit) => permit,
-                Err(_) => return Ok(None),
-            },
+            Some(deadline) => {
+                match tokio::time::timeout_at(deadline, self.shared.acquiring.lock()).await {
+                    Ok(permit) => permit,
+                    Err(_) => return Ok(None),
+                }
+            }
             None => self.shared.acquiring.lock().await,
         };
         if let Some(guard) = self.reenter() {
@@ -175,7 +201,9 @@ impl InterProcessMutex {
             match self.attempt(deadline).await? {
                 Attempt::Acquired { node, token } => return Ok(Some(self.hold(node, token))),
                 Attempt::TimedOut => return Ok(None),
-                Attempt::NodeLost => tracing::debug!(path = %self.shared.path, "lock node lost while waiting; trying again"),
+                Attempt::NodeLost => {
+                    tracing::debug!(path = %self.shared.path, "lock node lost while waiting; trying again")
+                }
             }
         }
     }
@@ -197,14 +225,27 @@ impl InterProcessMutex {
         let client = &self.shared.client;
         let policy = client.connection_state_error_policy();
         let (lost_tx, lost) = watch::channel(false);
-        let listener = client.connection_state_listenable().add_listener(move |state| {
-            if policy.is_error_state(state) {
-                lost_tx.send_replace(true);
-            }
+        let listener = client
+            .connection_state_listenable()
+            .add_listener(move |state| {
+                if policy.is_error_state(state) {
+                    lost_tx.send_replace(true);
+                }
+            });
+        *self.shared.held.lock() = Some(Held {
+            node: node.clone(),
+            count: 1,
+            token,
+            lost: lost.clone(),
+            _listener: listener,
         });
-        *self.shared.held.lock() =
-            Some(Held { node: node.clone(), count: 1, token, lost: lost.clone(), _listener: listener });
-        LockGuard { shared: Arc::clone(&self.shared), node, token, lost, released: false }
+        LockGuard {
+            shared: Arc::clone(&self.shared),
+            node,
+            token,
+            lost,
+            released: false,
+        }
     }
 
     /// One try: make a node, then wait until it is the lowest.
@@ -223,7 +264,10 @@ impl InterProcessMutex {
             .into_future();
         let listing = client.get_children().for_path(path).into_future();
         let (node, stat) = create.await?;
-        let mut cleanup = NodeCleanup { client, node: Some(node.clone()) };
+        let mut cleanup = NodeCleanup {
+            client,
+            node: Some(node.clone()),
+        };
         let ours = paths::node_name(&node).to_owned();
         let mut first = match listing.await {
             Ok((children, _)) if children.contains(&ours) => Some(children),
@@ -242,7 +286,10 @@ impl InterProcessMutex {
             };
             if index == 0 {
                 cleanup.node = None;
-                return Ok(Attempt::Acquired { node, token: stat.czxid });
+                return Ok(Attempt::Acquired {
+                    node,
+                    token: stat.czxid,
+                });
             }
             // Watch only the node just before ours: its deletion wakes this waiter alone.
             let previous = paths::join(path, &children[index - 1]);
@@ -253,7 +300,10 @@ impl InterProcessMutex {
             };
             match deadline {
                 Some(deadline) => {
-                    if tokio::time::timeout_at(deadline, watcher.changed()).await.is_err() {
+                    if tokio::time::timeout_at(deadline, watcher.changed())
+                        .await
+                        .is_err()
+                    {
                         return Ok(Attempt::TimedOut);
                     }
                 }
@@ -337,7 +387,15 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         match InterProcessMutex::release_one(&self.shared) {
-            Some(node) => self.shared.client.delete().guaranteed().quietly().for_path(&node).await,
+            Some(node) => {
+                self.shared
+                    .client
+                    .delete()
+                    .guaranteed()
+                    .quietly()
+                    .for_path(&node)
+                    .await
+            }
             None => Ok(()),
         }
     }

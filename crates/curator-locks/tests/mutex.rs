@@ -18,12 +18,20 @@ async fn client(connect: &str) -> CuratorFramework {
         .build()
         .unwrap();
     client.start().await.unwrap();
-    client.block_until_connected(Timing::new().wait()).await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
     client
 }
 
 async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
-    client.get_children().for_path(path).await.map(|(c, _)| c).unwrap_or_default()
+    client
+        .get_children()
+        .for_path(path)
+        .await
+        .map(|(c, _)| c)
+        .unwrap_or_default()
 }
 
 async fn eventually<F, Fut>(what: &str, mut condition: F)
@@ -33,7 +41,10 @@ where
 {
     let end = tokio::time::Instant::now() + Timing::new().wait();
     while !condition().await {
-        assert!(tokio::time::Instant::now() < end, "{what} did not happen in time");
+        assert!(
+            tokio::time::Instant::now() < end,
+            "{what} did not happen in time"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -48,13 +59,21 @@ async fn eight_clients_never_hold_the_lock_together() {
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let client = client(&server.connect_string()).await;
-        let (path, holders, acquisitions, tokens) =
-            (path.clone(), Arc::clone(&holders), Arc::clone(&acquisitions), Arc::clone(&tokens));
+        let (path, holders, acquisitions, tokens) = (
+            path.clone(),
+            Arc::clone(&holders),
+            Arc::clone(&acquisitions),
+            Arc::clone(&tokens),
+        );
         tasks.push(tokio::spawn(async move {
             let mutex = InterProcessMutex::new(client.clone(), &path).unwrap();
             for _ in 0..10 {
                 let guard = mutex.acquire().await.unwrap();
-                assert_eq!(holders.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                assert_eq!(
+                    holders.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders at once"
+                );
                 tokens.lock().push(guard.fencing_token());
                 tokio::task::yield_now().await;
                 assert_eq!(holders.fetch_sub(1, Ordering::SeqCst), 1);
@@ -83,9 +102,20 @@ async fn the_node_layout_is_curators() {
     let name = paths::node_name(guard.node_path()).to_owned();
     assert!(paths::is_protected(&name), "{name}");
     let rest = paths::strip_protection(&name);
-    assert!(rest.starts_with("lock-") && rest.len() == "lock-".len() + 10, "{name}");
-    assert_eq!(mutex.participant_nodes().await.unwrap(), vec![guard.node_path().to_owned()]);
-    let stat = client.check_exists().for_path(guard.node_path()).await.unwrap().unwrap();
+    assert!(
+        rest.starts_with("lock-") && rest.len() == "lock-".len() + 10,
+        "{name}"
+    );
+    assert_eq!(
+        mutex.participant_nodes().await.unwrap(),
+        vec![guard.node_path().to_owned()]
+    );
+    let stat = client
+        .check_exists()
+        .for_path(guard.node_path())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(Some(stat.ephemeral_owner), client.session_id());
     assert_eq!(guard.fencing_token(), stat.czxid);
 }
@@ -100,14 +130,28 @@ async fn a_handle_is_reentrant_and_releases_as_often_as_it_acquired() {
     let first = mine.acquire().await.unwrap();
     let second = mine.acquire().await.unwrap();
     assert_eq!(first.node_path(), second.node_path());
-    assert_eq!(mine.participant_nodes().await.unwrap().len(), 1, "reentry creates no node");
+    assert_eq!(
+        mine.participant_nodes().await.unwrap().len(),
+        1,
+        "reentry creates no node"
+    );
 
     first.release().await.unwrap();
     assert!(mine.is_acquired_in_this_process());
-    assert!(other.acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none());
+    assert!(
+        other
+            .acquire_timeout(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
     second.release().await.unwrap();
     assert!(!mine.is_acquired_in_this_process());
-    let theirs = other.acquire_timeout(Timing::new().wait()).await.unwrap().expect("free now");
+    let theirs = other
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("free now");
     drop(theirs);
 }
 
@@ -119,10 +163,22 @@ async fn a_timed_out_waiter_leaves_no_node() {
     let holder = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
     let waiter = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
-    assert!(waiter.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
-    eventually("the waiter's node is deleted", || async { children(&observer, &path).await.len() == 1 }).await;
+    assert!(
+        waiter
+            .acquire_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    eventually("the waiter's node is deleted", || async {
+        children(&observer, &path).await.len() == 1
+    })
+    .await;
     drop(guard);
-    eventually("the holder's node is deleted", || async { children(&observer, &path).await.is_empty() }).await;
+    eventually("the holder's node is deleted", || async {
+        children(&observer, &path).await.is_empty()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -139,8 +195,14 @@ async fn dropping_acquisitions_at_random_points_leaves_no_node() {
         // Cut the acquisition off after a varying time: before, during or after its create.
         let _ = tokio::time::timeout(Duration::from_micros(delay_us), acquisition).await;
     }
-    eventually("only the holder's node remains", || async { children(&observer, &path).await.len() == 1 }).await;
-    eventually("the background cleanups finish", || async { contender.metrics().pending_guaranteed_deletes == 0 }).await;
+    eventually("only the holder's node remains", || async {
+        children(&observer, &path).await.len() == 1
+    })
+    .await;
+    eventually("the background cleanups finish", || async {
+        contender.metrics().pending_guaranteed_deletes == 0
+    })
+    .await;
     drop(guard);
 }
 
@@ -153,13 +215,24 @@ async fn a_holder_whose_session_expires_is_told_and_the_next_waiter_gets_the_loc
     let waiter = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
     assert!(!guard.is_lost());
-    let waiting = tokio::spawn(async move { waiter.acquire().await.map(|g| (g.node_path().to_owned(), g)) });
+    let waiting = tokio::spawn(async move {
+        waiter
+            .acquire()
+            .await
+            .map(|g| (g.node_path().to_owned(), g))
+    });
 
     let mut states = holder_client.connection_state_stream();
     holder_client.inject_session_expiration().await.unwrap();
-    tokio::time::timeout(Timing::new().wait(), guard.lost()).await.expect("the holder is told");
+    tokio::time::timeout(Timing::new().wait(), guard.lost())
+        .await
+        .expect("the holder is told");
     assert!(guard.is_lost());
-    let (node, _guard) = tokio::time::timeout(Timing::new().wait(), waiting).await.unwrap().unwrap().unwrap();
+    let (node, _guard) = tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_ne!(node, guard.node_path());
     use futures::StreamExt;
     assert_eq!(states.next().await, Some(ConnectionState::Suspended));
@@ -173,9 +246,20 @@ async fn a_waiter_still_acquires_after_a_server_restart() {
     let waiter = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
-    eventually("the waiter queues", || async { holder.participant_nodes().await.map(|p| p.len() == 2).unwrap_or(false) }).await;
+    eventually("the waiter queues", || async {
+        holder
+            .participant_nodes()
+            .await
+            .map(|p| p.len() == 2)
+            .unwrap_or(false)
+    })
+    .await;
 
     server.restart().await.unwrap();
     guard.release().await.unwrap();
-    tokio::time::timeout(Timing::new().wait(), waiting).await.expect("the waiter's watch survived").unwrap().unwrap();
+    tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .expect("the waiter's watch survived")
+        .unwrap()
+        .unwrap();
 }

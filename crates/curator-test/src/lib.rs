@@ -2,6 +2,7 @@
 
 mod cluster;
 mod config;
+mod curator_java;
 mod error;
 mod four_letter;
 mod java;
@@ -12,6 +13,7 @@ mod session;
 mod timing;
 
 pub use cluster::TestingCluster;
+pub use curator_java::{CURATOR_CLASSPATH, CuratorProgram, JavaPeer};
 pub use error::{Error, Result};
 pub use four_letter::{ServerMode, four_letter_word};
 pub use paths::unique_root;

@@ -1,0 +1,93 @@
+//! A Rust `InterProcessMutex` and Apache Curator's (Java, Debian's 5.4 jars) on one path exclude
+//! each other both ways and see each other as participants.
+
+use std::path::Path;
+use std::time::Duration;
+
+use curator_framework::CuratorFramework;
+use curator_locks::InterProcessMutex;
+use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+
+async fn rust_client(connect: &str) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    client
+}
+
+/// Runs a blocking exchange with the Java peer without stalling the runtime.
+async fn ask(peer: &mut JavaPeer, line: &str) -> String {
+    tokio::task::block_in_place(|| peer.ask(line)).unwrap()
+}
+
+fn java_peer(connect: &str, path: &str) -> JavaPeer {
+    let program = CuratorProgram::compile(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/MutexPeer.java"),
+    )
+    .unwrap();
+    let mut peer = program.start(&[connect, path]).unwrap();
+    assert_eq!(peer.read_line().unwrap(), "ready");
+    peer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_and_java_mutexes_exclude_each_other_both_ways() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("interop-mutex");
+    let mut java = tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path));
+    let rust = InterProcessMutex::new(rust_client(&server.connect_string()).await, &path).unwrap();
+
+    // Java holds: Rust cannot acquire, and sees Java's node first in line.
+    assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
+    assert!(
+        rust.acquire_timeout(Duration::from_millis(500))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let waiting = tokio::spawn({
+        let rust = rust.clone();
+        async move { rust.acquire().await }
+    });
+    let mut participants = Vec::new();
+    for _ in 0..100 {
+        participants = rust.participant_nodes().await.unwrap();
+        if participants.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(participants.len(), 2, "{participants:?}");
+    let java_sees = ask(&mut java, "participants").await;
+    let java_nodes: Vec<&str> = java_sees
+        .trim_start_matches("participants ")
+        .split(',')
+        .collect();
+    assert_eq!(
+        java_nodes,
+        participants.iter().map(String::as_str).collect::<Vec<_>>(),
+        "both list the same order"
+    );
+
+    // Java releases: the waiting Rust handle gets the lock.
+    assert_eq!(ask(&mut java, "release").await, "released");
+    let guard = tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+
+    // Rust holds: Java cannot acquire.
+    assert_eq!(ask(&mut java, "acquire 500").await, "timeout");
+    let java_sees = ask(&mut java, "participants").await;
+    assert!(java_sees.contains(guard.node_path()), "{java_sees}");
+    guard.release().await.unwrap();
+    assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
+    assert_eq!(ask(&mut java, "release").await, "released");
+}
