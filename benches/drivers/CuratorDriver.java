@@ -8,15 +8,24 @@ import java.io.InputStreamReader;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorDriver {
     private static final byte[] PAYLOAD = "x".getBytes();
     private static final int IN_FLIGHT = 1000;
+    private static final int CONTENDERS = 8;
+    private static String connectString;
+    private static final List<CuratorFramework> contenders = new ArrayList<>();
 
     public static void main(String[] args) throws Exception {
+        connectString = args[0];
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(args[0])
                 .retryPolicy(new RetryNTimes(3, 100))
@@ -95,6 +104,61 @@ public final class CuratorDriver {
                     }
                 }
                 break;
+            case "mutex_uncontended": {
+                InterProcessMutex mutex = new InterProcessMutex(client, path);
+                for (int i = 0; i < latencies.length; i++) {
+                    long t = System.nanoTime();
+                    mutex.acquire();
+                    mutex.release();
+                    latencies[i] = System.nanoTime() - t;
+                }
+                break;
+            }
+            case "mutex_contended": {
+                // CONTENDERS sessions loop on one lock until the hand-overs add up to the count.
+                while (contenders.size() < CONTENDERS) {
+                    CuratorFramework c = CuratorFrameworkFactory.builder().connectString(connectString)
+                            .retryPolicy(new RetryNTimes(3, 100)).sessionTimeoutMs(30000).build();
+                    c.start();
+                    c.blockUntilConnected(30, TimeUnit.SECONDS);
+                    contenders.add(c);
+                }
+                AtomicInteger next = new AtomicInteger();
+                List<Thread> threads = new ArrayList<>();
+                List<Exception> failures = new ArrayList<>();
+                for (CuratorFramework c : contenders) {
+                    InterProcessMutex mutex = new InterProcessMutex(c, path);
+                    Thread thread = new Thread(() -> {
+                        try {
+                            while (true) {
+                                long t = System.nanoTime();
+                                mutex.acquire();
+                                int slot = next.getAndIncrement();
+                                if (slot < latencies.length) {
+                                    latencies[slot] = System.nanoTime() - t;
+                                }
+                                mutex.release();
+                                if (slot >= latencies.length - 1) {
+                                    break;
+                                }
+                            }
+                        } catch (Exception e) {
+                            synchronized (failures) {
+                                failures.add(e);
+                            }
+                        }
+                    });
+                    thread.start();
+                    threads.add(thread);
+                }
+                for (Thread thread : threads) {
+                    thread.join();
+                }
+                if (!failures.isEmpty()) {
+                    throw failures.get(0);
+                }
+                break;
+            }
             default:
                 throw new IllegalArgumentException("unknown scenario " + scenario);
         }

@@ -13,6 +13,8 @@ from kazoo.client import KazooClient
 
 PAYLOAD = b"x"
 IN_FLIGHT = 1000
+CONTENDERS = 8
+contenders = []
 
 
 def run(client, scenario, path, latencies):
@@ -45,6 +47,47 @@ def run(client, scenario, path, latencies):
             for _ in range(n):
                 if not done.acquire(timeout=60):
                     raise RuntimeError("pipelined batch timed out")
+    elif scenario == "mutex_uncontended":
+        lock = client.Lock(path)
+        for i in range(ops):
+            t = time.perf_counter_ns()
+            lock.acquire()
+            lock.release()
+            latencies[i] = time.perf_counter_ns() - t
+    elif scenario == "mutex_contended":
+        # CONTENDERS sessions loop on one lock until the hand-overs add up to the count.
+        while len(contenders) < CONTENDERS:
+            other = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            other.start(timeout=30)
+            contenders.append(other)
+        counter = {"next": 0}
+        guard = threading.Lock()
+        failures = []
+
+        def contend(session):
+            lock = session.Lock(path)
+            try:
+                while True:
+                    t = time.perf_counter_ns()
+                    lock.acquire()
+                    with guard:
+                        slot = counter["next"]
+                        counter["next"] += 1
+                    if slot < ops:
+                        latencies[slot] = time.perf_counter_ns() - t
+                    lock.release()
+                    if slot >= ops - 1:
+                        break
+            except Exception as error:  # reported after the join
+                failures.append(error)
+
+        threads = [threading.Thread(target=contend, args=(c,)) for c in contenders]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
     else:
         raise ValueError("unknown scenario " + scenario)
 
@@ -65,8 +108,9 @@ def main():
             print("ok %d %s" % (elapsed, ",".join(str(x) for x in latencies)), flush=True)
         except Exception as error:  # reported to the harness, which stops
             print("err %r" % (error,), flush=True)
-    client.stop()
-    client.close()
+    for session in [client] + contenders:
+        session.stop()
+        session.close()
 
 
 if __name__ == "__main__":

@@ -11,14 +11,16 @@ use std::time::{Duration, Instant};
 
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
+use curator_locks::InterProcessMutex;
 use futures::future::join_all;
 use zookeeper_client as zk;
 
 const PAYLOAD: &[u8] = b"x";
 const IN_FLIGHT: usize = 1000;
+const CONTENDERS: usize = 8;
 
 enum Driver {
-    Framework(CuratorFramework),
+    Framework(CuratorFramework, String),
     Bare(zk::Client),
 }
 
@@ -29,7 +31,7 @@ fn elapsed_ns(since: Instant) -> u64 {
 impl Driver {
     async fn get(&self, path: &str) -> Result<(), String> {
         match self {
-            Driver::Framework(c) => c
+            Driver::Framework(c, _) => c
                 .get_data()
                 .for_path(path)
                 .await
@@ -41,7 +43,7 @@ impl Driver {
 
     async fn create_delete(&self, node: &str) -> Result<(), String> {
         match self {
-            Driver::Framework(c) => {
+            Driver::Framework(c, _) => {
                 c.create()
                     .for_path(node, PAYLOAD)
                     .await
@@ -61,7 +63,7 @@ impl Driver {
     /// `n` reads sent back to back, then awaited; each latency runs from its own send.
     async fn pipelined(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
         match self {
-            Driver::Framework(c) => {
+            Driver::Framework(c, _) => {
                 let futures: Vec<_> = latencies
                     .iter()
                     .map(|_| {
@@ -112,13 +114,107 @@ impl Driver {
                     self.pipelined(path, chunk).await?;
                 }
             }
+            "mutex_uncontended" => self.mutex_uncontended(path, latencies).await?,
+            "mutex_contended" => self.mutex_contended(path, latencies).await?,
             other => return Err(format!("unknown scenario {other}")),
+        }
+        Ok(())
+    }
+
+    /// Acquire + release cycles on a free lock. The bare client does the same round trips by
+    /// hand: an ephemeral-sequential create sent together with the listing, then the delete.
+    async fn mutex_uncontended(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        match self {
+            Driver::Framework(c, _) => {
+                let mutex = InterProcessMutex::new(c.clone(), path).map_err(|e| e.to_string())?;
+                for slot in latencies.iter_mut() {
+                    let t = Instant::now();
+                    let guard = mutex.acquire().await.map_err(|e| e.to_string())?;
+                    guard.release().await.map_err(|e| e.to_string())?;
+                    *slot = elapsed_ns(t);
+                }
+            }
+            Driver::Bare(c) => {
+                let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+                let prefix = format!("{path}/lock-");
+                let parent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                match c.create(path, b"", &parent).await {
+                    Ok(_) | Err(zk::Error::NodeExists) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+                for slot in latencies.iter_mut() {
+                    let t = Instant::now();
+                    let create = c.create(&prefix, b"", &options);
+                    let list = c.list_children(path);
+                    let (create, list) = futures::join!(create, list);
+                    let (_, sequence) = create.map_err(|e| e.to_string())?;
+                    list.map_err(|e| e.to_string())?;
+                    c.delete(&format!("{prefix}{sequence}"), None)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    *slot = elapsed_ns(t);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `CONTENDERS` sessions loop on one lock until the hand-overs add up to the count.
+    async fn mutex_contended(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        let Driver::Framework(_, connect) = self else {
+            return Err("unsupported".into());
+        };
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let total = latencies.len();
+        let mut tasks = Vec::new();
+        for _ in 0..CONTENDERS {
+            let client = connect_framework(connect).await;
+            let (next, path) = (std::sync::Arc::clone(&next), path.to_owned());
+            tasks.push(tokio::spawn(async move {
+                let mutex =
+                    InterProcessMutex::new(client.clone(), &path).map_err(|e| e.to_string())?;
+                let mut mine = Vec::new();
+                loop {
+                    let t = Instant::now();
+                    let guard = mutex.acquire().await.map_err(|e| e.to_string())?;
+                    let slot = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    mine.push((slot, elapsed_ns(t)));
+                    guard.release().await.map_err(|e| e.to_string())?;
+                    if slot + 1 >= total {
+                        break;
+                    }
+                }
+                client.close().await;
+                Ok::<_, String>(mine)
+            }));
+        }
+        for task in tasks {
+            for (slot, latency) in task.await.map_err(|e| e.to_string())?? {
+                if let Some(entry) = latencies.get_mut(slot) {
+                    *entry = latency;
+                }
+            }
         }
         Ok(())
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
+async fn connect_framework(connect: &str) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
+        .session_timeout(Duration::from_secs(30))
+        .build()
+        .expect("valid settings");
+    client.start().await.expect("start");
+    client
+        .block_until_connected(Duration::from_secs(30))
+        .await
+        .expect("connected");
+    client
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (kind, connect) = match args.as_slice() {
@@ -129,20 +225,7 @@ async fn main() {
         }
     };
     let driver = match kind {
-        "framework" => {
-            let client = CuratorFramework::builder()
-                .connect_string(connect)
-                .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
-                .session_timeout(Duration::from_secs(30))
-                .build()
-                .expect("valid settings");
-            client.start().await.expect("start");
-            client
-                .block_until_connected(Duration::from_secs(30))
-                .await
-                .expect("connected");
-            Driver::Framework(client)
-        }
+        "framework" => Driver::Framework(connect_framework(connect).await, connect.to_owned()),
         "bare" => Driver::Bare(
             zk::Client::connector()
                 .with_session_timeout(Duration::from_secs(30))
@@ -183,7 +266,7 @@ async fn main() {
         let _ = writeln!(out, "{reply}");
         let _ = out.flush();
     }
-    if let Driver::Framework(client) = driver {
+    if let Driver::Framework(client, _) = driver {
         client.close().await;
     }
 }

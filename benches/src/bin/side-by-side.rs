@@ -17,7 +17,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use curator_framework::CuratorFramework;
-use curator_test::{TestingServer, four_letter_word, unique_root};
+use curator_test::{CURATOR_CLASSPATH, TestingServer, four_letter_word, unique_root};
 
 /// One measured round: how long the driver took for all operations, and each operation's latency.
 struct Sample {
@@ -57,7 +57,8 @@ impl Driver {
         })
     }
 
-    fn run(&mut self, scenario: &str, ops: usize, path: &str) -> Result<Sample, String> {
+    /// `None` when the driver does not implement the scenario.
+    fn run(&mut self, scenario: &str, ops: usize, path: &str) -> Result<Option<Sample>, String> {
         writeln!(self.stdin, "run {scenario} {ops} {path}")
             .map_err(|e| format!("{}: {e}", self.name))?;
         self.stdin
@@ -69,7 +70,7 @@ impl Driver {
             .map_err(|e| format!("{}: {e}", self.name))?;
         let mut words = line.trim().splitn(3, ' ');
         match (words.next(), words.next(), words.next()) {
-            (Some("ok"), Some(elapsed), Some(latencies)) => Ok(Sample {
+            (Some("ok"), Some(elapsed), Some(latencies)) => Ok(Some(Sample {
                 elapsed_ns: elapsed
                     .parse()
                     .map_err(|_| format!("{}: bad reply", self.name))?,
@@ -77,7 +78,8 @@ impl Driver {
                     .split(',')
                     .filter_map(|x| x.parse().ok())
                     .collect(),
-            }),
+            })),
+            (Some("err"), Some("unsupported"), None) => Ok(None),
             _ => Err(format!(
                 "the {} driver failed {scenario}: {}",
                 self.name,
@@ -125,6 +127,14 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 }
 
 fn summarize(driver: &'static str, ops: usize, samples: &[Sample]) -> Summary {
+    if samples.is_empty() {
+        return Summary {
+            driver,
+            ops_per_sec: f64::NAN,
+            p50_us: f64::NAN,
+            p99_us: f64::NAN,
+        };
+    }
     let mut rates: Vec<f64> = samples
         .iter()
         .map(|s| ops as f64 / (s.elapsed_ns as f64 / 1e9))
@@ -143,22 +153,20 @@ fn summarize(driver: &'static str, ops: usize, samples: &[Sample]) -> Summary {
     }
 }
 
+fn ratio_text(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{ratio:.2}")
+    } else {
+        "n/a".to_owned()
+    }
+}
+
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("benches/ sits in the workspace")
         .to_owned()
 }
-
-const CURATOR_CLASSPATH: &[&str] = &[
-    "/usr/share/java/curator-framework.jar",
-    "/usr/share/java/curator-client.jar",
-    "/usr/share/java/zookeeper.jar",
-    "/usr/share/java/zookeeper-jute.jar",
-    "/usr/share/java/guava.jar",
-    "/usr/share/java/slf4j-api.jar",
-    "/usr/share/java/slf4j-nop.jar",
-];
 
 fn java_driver(root: &Path, connect: &str) -> Result<Command, String> {
     let out = root.join("target/bench/java");
@@ -223,8 +231,9 @@ fn chart(path: &Path, scenarios: &[Scenario], results: &[Vec<Summary>]) -> Resul
     let top = (0..scenarios.len())
         .flat_map(|s| (0..drivers.len()).map(move |d| (s, d)))
         .map(|(s, d)| ratio(s, d))
+        .filter(|r| r.is_finite())
         .fold(1.0f64, f64::max)
-        * 1.15;
+        * 1.45;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             "Throughput relative to Apache Curator (higher is better)",
@@ -254,10 +263,14 @@ fn chart(path: &Path, scenarios: &[Scenario], results: &[Vec<Summary>]) -> Resul
     for (d, name) in drivers.iter().enumerate() {
         let color = Palette99::pick(d).to_rgba();
         chart
-            .draw_series((0..scenarios.len()).map(|s| {
-                let x0 = s as f64 + 0.1 + d as f64 * width;
-                Rectangle::new([(x0, 0.0), (x0 + width * 0.9, ratio(s, d))], color.filled())
-            }))
+            .draw_series(
+                (0..scenarios.len())
+                    .filter(|s| ratio(*s, d).is_finite())
+                    .map(|s| {
+                        let x0 = s as f64 + 0.1 + d as f64 * width;
+                        Rectangle::new([(x0, 0.0), (x0 + width * 0.9, ratio(s, d))], color.filled())
+                    }),
+            )
             .map_err(|e| e.to_string())?
             .label(*name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
@@ -306,6 +319,16 @@ fn run() -> Result<(), String> {
             name: "create_delete",
             what: "sequential create + delete (one op = the pair)",
             ops: 250 * scale,
+        },
+        Scenario {
+            name: "mutex_uncontended",
+            what: "acquire + release of a free mutex (one op = the cycle)",
+            ops: 100 * scale,
+        },
+        Scenario {
+            name: "mutex_contended",
+            what: "8 sessions of one process on one mutex (one op = a hand-over)",
+            ops: 100 * scale,
         },
     ];
     let workspace = workspace_root();
@@ -391,16 +414,19 @@ fn run() -> Result<(), String> {
             for k in 0..n {
                 let index = (round + k) % n;
                 let driver = &mut drivers[index];
+                let dir = format!(
+                    "{root}/{}",
+                    driver.name.split_whitespace().next().unwrap_or("d")
+                );
                 let path = match scenario.name {
-                    "create_delete" => format!(
-                        "{root}/{}",
-                        driver.name.split_whitespace().next().unwrap_or("d")
-                    ),
+                    "create_delete" => dir,
+                    name if name.starts_with("mutex") => format!("{dir}-{name}"),
                     _ => data.clone(),
                 };
-                let sample = driver.run(scenario.name, scenario.ops, &path)?;
-                if round > 0 {
-                    samples[index].push(sample);
+                if let Some(sample) = driver.run(scenario.name, scenario.ops, &path)? {
+                    if round > 0 {
+                        samples[index].push(sample);
+                    }
                 }
             }
         }
@@ -450,6 +476,13 @@ fn run() -> Result<(), String> {
     report.push_str("| scenario | driver | ops/s (median) | p50 µs | p99 µs |\n| --- | --- | ---: | ---: | ---: |\n");
     for (scenario, summaries) in scenarios.iter().zip(&results) {
         for s in summaries {
+            if s.ops_per_sec.is_nan() {
+                report.push_str(&format!(
+                    "| {} ({}) | {} | n/a | n/a | n/a |\n",
+                    scenario.name, scenario.ops, s.driver
+                ));
+                continue;
+            }
             report.push_str(&format!(
                 "| {} ({}) | {} | {:.0} | {:.0} | {:.0} |\n",
                 scenario.name, scenario.ops, s.driver, s.ops_per_sec, s.p50_us, s.p99_us
@@ -466,12 +499,12 @@ fn run() -> Result<(), String> {
         };
         let ours = rate("curator-rs");
         report.push_str(&format!(
-            "| {} | {} | {:.2} | {:.2} | {:.2} |\n",
+            "| {} | {} | {} | {} | {} |\n",
             scenario.name,
             scenario.what,
-            ours / rate("Curator (Java)"),
-            ours / rate("Kazoo (Python)"),
-            ours / rate("zookeeper-client (bare)")
+            ratio_text(ours / rate("Curator (Java)")),
+            ratio_text(ours / rate("Kazoo (Python)")),
+            ratio_text(ours / rate("zookeeper-client (bare)"))
         ));
     }
     println!("{report}");
