@@ -13,6 +13,19 @@ use tokio::time::Instant;
 
 /// The name Curator gives mutex nodes (after the protected prefix, before the sequence).
 const LOCK_NAME: &str = "lock-";
+/// Curator's read-lock node name in an `InterProcessReadWriteLock`.
+pub(crate) const READ_LOCK_NAME: &str = "__READ__";
+/// Curator's write-lock node name in an `InterProcessReadWriteLock`.
+pub(crate) const WRITE_LOCK_NAME: &str = "__WRIT__";
+
+/// Which rule decides who holds the lock.
+enum Kind {
+    /// The lowest node holds it (a mutex, or the write side of a read/write lock).
+    Exclusive,
+    /// A reader holds it when no writer's node comes before its own, or when the same
+    /// read/write lock handle holds the write side.
+    Read { write: Arc<Shared> },
+}
 
 /// A distributed mutex: at most one holder at a time across every process using the same path,
 /// Rust or Java (Curator's `InterProcessMutex` layout).
@@ -37,9 +50,11 @@ pub struct InterProcessMutex {
     shared: Arc<Shared>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     client: CuratorFramework,
     path: String,
+    lock_name: &'static str,
+    kind: Kind,
     /// One acquisition at a time per handle.
     acquiring: tokio::sync::Mutex<()>,
     held: Mutex<Option<Held>>,
@@ -116,15 +131,40 @@ impl InterProcessMutex {
     /// # Errors
     /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
     pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
+        Self::with_kind(client, path, LOCK_NAME, Kind::Exclusive)
+    }
+
+    fn with_kind(
+        client: CuratorFramework,
+        path: &str,
+        lock_name: &'static str,
+        kind: Kind,
+    ) -> Result<Self> {
         paths::validate(path)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 client,
                 path: path.to_owned(),
+                lock_name,
+                kind,
                 acquiring: tokio::sync::Mutex::new(()),
                 held: Mutex::new(None),
             }),
         })
+    }
+
+    /// The write side of a read/write lock on `path`.
+    pub(crate) fn write_side(client: CuratorFramework, path: &str) -> Result<Self> {
+        Self::with_kind(client, path, WRITE_LOCK_NAME, Kind::Exclusive)
+    }
+
+    /// The read side of a read/write lock whose write side is `write`.
+    pub(crate) fn read_side(write: &InterProcessMutex) -> Result<Self> {
+        let client = write.shared.client.clone();
+        let kind = Kind::Read {
+            write: Arc::clone(&write.shared),
+        };
+        Self::with_kind(client, &write.shared.path, READ_LOCK_NAME, kind)
     }
 
     /// The lock's path.
@@ -178,8 +218,12 @@ impl InterProcessMutex {
             Err(Error::NoNode) => Vec::new(),
             Err(error) => return Err(error),
         };
+        // Each side of a read/write lock lists only its own nodes, as Curator does.
+        let lock_name = self.shared.lock_name;
+        let mine = |name: &String| lock_name == LOCK_NAME || name.contains(lock_name);
         Ok(sorted(children)
             .into_iter()
+            .filter(mine)
             .map(|name| paths::join(&self.shared.path, &name))
             .collect())
     }
@@ -252,14 +296,26 @@ impl InterProcessMutex {
     async fn attempt(&self, deadline: Option<Instant>) -> Result<Attempt> {
         let client = &self.shared.client;
         let path = &self.shared.path;
+        // A reader whose handle holds the write side takes the read lock at the writer's place in
+        // line (Curator's downgrade): a plain ephemeral node with the writer's sequence.
+        let (name, mode) = match self.writer_sequence() {
+            Some(sequence) => (
+                format!("{}{sequence}", self.shared.lock_name),
+                CreateMode::Ephemeral,
+            ),
+            None => (
+                self.shared.lock_name.to_owned(),
+                CreateMode::EphemeralSequential,
+            ),
+        };
         // The create and the listing go out together; ZooKeeper answers them in order, so the
         // listing normally already contains our node.
         let create = client
             .create()
             .creating_parent_containers_if_needed()
             .with_protection()
-            .with_mode(CreateMode::EphemeralSequential)
-            .for_path(&paths::join(path, LOCK_NAME), b"")
+            .with_mode(mode)
+            .for_path(&paths::join(path, &name), b"")
             .with_stat()
             .into_future();
         let listing = client.get_children().for_path(path).into_future();
@@ -284,15 +340,15 @@ impl InterProcessMutex {
                 cleanup.node = None;
                 return Ok(Attempt::NodeLost);
             };
-            if index == 0 {
+            let Some(blocker) = self.blocker(&children, index) else {
                 cleanup.node = None;
                 return Ok(Attempt::Acquired {
                     node,
                     token: stat.czxid,
                 });
-            }
-            // Watch only the node just before ours: its deletion wakes this waiter alone.
-            let previous = paths::join(path, &children[index - 1]);
+            };
+            // Watch only the node that blocks ours: its deletion wakes this waiter alone.
+            let previous = paths::join(path, &blocker);
             let watcher: Watcher = match client.get_data().watched().for_path(&previous).await {
                 Ok((_, _, watcher)) => watcher,
                 Err(Error::NoNode) => continue,
@@ -314,6 +370,33 @@ impl InterProcessMutex {
         }
     }
 
+    /// For the read side: the sequence of the write node this handle's write side holds.
+    fn writer_sequence(&self) -> Option<String> {
+        let Kind::Read { write } = &self.shared.kind else {
+            return None;
+        };
+        let held = write.held.lock();
+        let node = &held.as_ref()?.node;
+        let name = paths::node_name(node);
+        Some(paths::sort_key(name, WRITE_LOCK_NAME).to_owned())
+    }
+
+    /// The node that keeps ours (at `index` of the sorted `children`) from holding the lock.
+    fn blocker(&self, children: &[String], index: usize) -> Option<String> {
+        match &self.shared.kind {
+            Kind::Exclusive => (index > 0).then(|| children[index - 1].clone()),
+            Kind::Read { write } => {
+                if write.held.lock().is_some() {
+                    return None;
+                }
+                children[..index]
+                    .iter()
+                    .find(|name| name.contains(WRITE_LOCK_NAME))
+                    .cloned()
+            }
+        }
+    }
+
     /// Releases one hold; returns the node to delete when it was the last.
     fn release_one(shared: &Shared) -> Option<String> {
         let mut held = shared.held.lock();
@@ -326,9 +409,17 @@ impl InterProcessMutex {
     }
 }
 
-/// Sorts lock children by their sequence (ignoring protected prefixes), as Curator does.
+/// The part of a lock node's name that orders it: what follows the lock name (Curator's
+/// `fixForSorting`, applied for every lock name so read and write nodes interleave by sequence).
+fn order_key(name: &str) -> &str {
+    [LOCK_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME]
+        .iter()
+        .fold(name, |name, marker| paths::sort_key(name, marker))
+}
+
+/// Sorts lock children by their sequence, ignoring protected prefixes, as Curator does.
 fn sorted(mut children: Vec<String>) -> Vec<String> {
-    children.sort_by(|a, b| paths::sort_key(a, LOCK_NAME).cmp(paths::sort_key(b, LOCK_NAME)));
+    children.sort_by(|a, b| order_key(a).cmp(order_key(b)));
     children
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use curator_framework::CuratorFramework;
-use curator_locks::InterProcessMutex;
+use curator_locks::{InterProcessMutex, InterProcessReadWriteLock};
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
 
 async fn rust_client(connect: &str) -> CuratorFramework {
@@ -26,12 +26,12 @@ async fn ask(peer: &mut JavaPeer, line: &str) -> String {
     tokio::task::block_in_place(|| peer.ask(line)).unwrap()
 }
 
-fn java_peer(connect: &str, path: &str) -> JavaPeer {
+fn java_peer(connect: &str, path: &str, kind: &str) -> JavaPeer {
     let program = CuratorProgram::compile(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/MutexPeer.java"),
     )
     .unwrap();
-    let mut peer = program.start(&[connect, path]).unwrap();
+    let mut peer = program.start(&[connect, path, kind]).unwrap();
     assert_eq!(peer.read_line().unwrap(), "ready");
     peer
 }
@@ -40,7 +40,8 @@ fn java_peer(connect: &str, path: &str) -> JavaPeer {
 async fn rust_and_java_mutexes_exclude_each_other_both_ways() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("interop-mutex");
-    let mut java = tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path));
+    let mut java =
+        tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "mutex"));
     let rust = InterProcessMutex::new(rust_client(&server.connect_string()).await, &path).unwrap();
 
     // Java holds: Rust cannot acquire, and sees Java's node first in line.
@@ -90,4 +91,60 @@ async fn rust_and_java_mutexes_exclude_each_other_both_ways() {
     guard.release().await.unwrap();
     assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
     assert_eq!(ask(&mut java, "release").await, "released");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_and_java_read_write_locks_share_and_exclude() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("interop-rw");
+    let mut java_writer =
+        tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "write"));
+    let mut java_reader =
+        tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "read"));
+    let rust =
+        InterProcessReadWriteLock::new(rust_client(&server.connect_string()).await, &path).unwrap();
+
+    // A Java reader and a Rust reader hold together; then no writer, Java or Rust, gets in.
+    assert_eq!(ask(&mut java_reader, "acquire 10000").await, "acquired");
+    let rust_read = rust
+        .read_lock()
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("readers share");
+    assert_eq!(ask(&mut java_writer, "acquire 300").await, "timeout");
+    assert!(
+        rust.write_lock()
+            .acquire_timeout(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let java_sees = ask(&mut java_reader, "participants").await;
+    assert!(java_sees.contains(rust_read.node_path()), "{java_sees}");
+    rust_read.release().await.unwrap();
+    assert_eq!(ask(&mut java_reader, "release").await, "released");
+
+    // A Java writer excludes a Rust reader; a Rust writer excludes a Java reader.
+    assert_eq!(ask(&mut java_writer, "acquire 10000").await, "acquired");
+    assert!(
+        rust.read_lock()
+            .acquire_timeout(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(ask(&mut java_writer, "release").await, "released");
+    let rust_write = rust
+        .write_lock()
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("free");
+    assert_eq!(ask(&mut java_reader, "acquire 300").await, "timeout");
+    let java_sees = ask(&mut java_writer, "participants").await;
+    assert!(java_sees.contains(rust_write.node_path()), "{java_sees}");
+    rust_write.release().await.unwrap();
+    assert_eq!(ask(&mut java_reader, "acquire 10000").await, "acquired");
+    assert_eq!(ask(&mut java_reader, "release").await, "released");
 }

@@ -1,5 +1,6 @@
-// A Java process holding an Apache Curator InterProcessMutex, driven line by line by the
-// interoperability tests. Exits when its standard input closes.
+// A Java process holding an Apache Curator lock, driven line by line by the interoperability
+// tests. Arguments: <connect> <path> [mutex|read|write] (the last two are the sides of an
+// InterProcessReadWriteLock). Exits when its standard input closes.
 //   acquire <ms>   -> "acquired" | "timeout"
 //   release        -> "released"
 //   participants   -> "participants <node>,<node>..."
@@ -11,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.RetryNTimes;
 
 public final class MutexPeer {
@@ -18,7 +20,14 @@ public final class MutexPeer {
         CuratorFramework client = CuratorFrameworkFactory.newClient(args[0], new RetryNTimes(10, 200));
         client.start();
         client.blockUntilConnected(30, TimeUnit.SECONDS);
-        InterProcessMutex mutex = new InterProcessMutex(client, args[1]);
+        String kind = args.length > 2 ? args[2] : "mutex";
+        InterProcessMutex mutex;
+        if (kind.equals("mutex")) {
+            mutex = new InterProcessMutex(client, args[1]);
+        } else {
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, args[1]);
+            mutex = kind.equals("read") ? rw.readLock() : rw.writeLock();
+        }
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         System.out.println("ready");
         System.out.flush();

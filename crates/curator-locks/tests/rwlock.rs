@@ -1,0 +1,216 @@
+//! `InterProcessReadWriteLock` against a real ZooKeeper server.
+
+use std::time::Duration;
+
+use curator_framework::{CuratorFramework, paths};
+use curator_locks::InterProcessReadWriteLock;
+use curator_test::{TestingServer, Timing, unique_root};
+
+async fn client(connect: &str) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    client
+}
+
+const SHORT: Duration = Duration::from_millis(300);
+
+#[tokio::test]
+async fn readers_share_and_writers_exclude() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("rw-matrix");
+    let a = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let b = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+
+    // Read + read: together.
+    let ra = a.read_lock().acquire().await.unwrap();
+    let rb = b
+        .read_lock()
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("readers share");
+    // Read held: no writer.
+    assert!(
+        b.write_lock()
+            .acquire_timeout(SHORT)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    drop(rb);
+    ra.release().await.unwrap();
+
+    // Write held: no reader, no other writer.
+    let wa = a.write_lock().acquire().await.unwrap();
+    assert!(
+        b.read_lock()
+            .acquire_timeout(SHORT)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        b.write_lock()
+            .acquire_timeout(SHORT)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The write side is reentrant.
+    let wa2 = a.write_lock().acquire().await.unwrap();
+    wa2.release().await.unwrap();
+    assert!(
+        b.read_lock()
+            .acquire_timeout(SHORT)
+            .await
+            .unwrap()
+            .is_none(),
+        "still held once"
+    );
+    wa.release().await.unwrap();
+    let rb = b
+        .read_lock()
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap();
+    assert!(rb.is_some());
+}
+
+#[tokio::test]
+async fn a_reader_waits_for_a_writer_that_queued_before_it() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("rw-order");
+    let first_reader =
+        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let writer =
+        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let late_reader =
+        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+
+    let read = first_reader.read_lock().acquire().await.unwrap();
+    let queued = tokio::spawn({
+        let writer = writer.clone();
+        async move { writer.write_lock().acquire().await.map(drop) }
+    });
+    let end = tokio::time::Instant::now() + Timing::new().wait();
+    while writer
+        .write_lock()
+        .participant_nodes()
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(tokio::time::Instant::now() < end, "the writer never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A reader arriving after the queued writer waits, although only readers hold the lock.
+    assert!(
+        late_reader
+            .read_lock()
+            .acquire_timeout(SHORT)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    read.release().await.unwrap();
+    tokio::time::timeout(Timing::new().wait(), queued)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
+    let server = TestingServer::start().await.unwrap();
+    let observer = client(&server.connect_string()).await;
+    let path = unique_root("rw-downgrade");
+    let lock =
+        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let other =
+        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+
+    let write = lock.write_lock().acquire().await.unwrap();
+    let read = tokio::time::timeout(Timing::new().wait(), lock.read_lock().acquire())
+        .await
+        .unwrap()
+        .unwrap();
+    // Curator's layout: the downgrade's read node is plain ephemeral with the writer's sequence.
+    let write_name = paths::node_name(write.node_path()).to_owned();
+    let read_name = paths::node_name(read.node_path()).to_owned();
+    assert!(
+        paths::strip_protection(&write_name).starts_with("__WRIT__"),
+        "{write_name}"
+    );
+    assert!(
+        paths::strip_protection(&read_name).starts_with("__READ__"),
+        "{read_name}"
+    );
+    assert_eq!(paths::sequence(&read_name), paths::sequence(&write_name));
+    let stat = observer
+        .check_exists()
+        .for_path(read.node_path())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(stat.ephemeral_owner, 0);
+
+    write.release().await.unwrap();
+    // Downgraded: other readers come in, writers still wait for our read lock.
+    let their_read = other
+        .read_lock()
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap();
+    assert!(their_read.is_some());
+    drop(their_read);
+    assert!(
+        other
+            .write_lock()
+            .acquire_timeout(SHORT)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    read.release().await.unwrap();
+    assert!(
+        other
+            .write_lock()
+            .acquire_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn each_side_lists_only_its_own_participants() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("rw-participants");
+    let a = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let b = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let read = a.read_lock().acquire().await.unwrap();
+    let waiting = tokio::spawn({
+        let b = b.clone();
+        async move { b.write_lock().acquire().await.map(drop) }
+    });
+    let end = tokio::time::Instant::now() + Timing::new().wait();
+    while b.write_lock().participant_nodes().await.unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < end);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        a.read_lock().participant_nodes().await.unwrap(),
+        vec![read.node_path().to_owned()]
+    );
+    assert_eq!(b.write_lock().participant_nodes().await.unwrap().len(), 1);
+    read.release().await.unwrap();
+    waiting.await.unwrap().unwrap();
+}
