@@ -95,7 +95,7 @@ impl Drop for NodeCleanup<'_> {
 }
 
 /// Sends a guaranteed delete of `node` now and lets it finish in the background.
-fn delete_in_background(client: &CuratorFramework, node: &str) {
+pub(crate) fn delete_in_background(client: &CuratorFramework, node: &str) {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::error!(
             node,
@@ -360,6 +360,10 @@ impl InterProcessMutex {
                         .await
                         .is_err()
                     {
+                        // Gone before this returns (a failure here leaves it to the background).
+                        if let Some(node) = cleanup.node.take() {
+                            let _ = client.delete().guaranteed().quietly().for_path(&node).await;
+                        }
                         return Ok(Attempt::TimedOut);
                     }
                 }

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use curator_framework::CuratorFramework;
-use curator_locks::{InterProcessMutex, InterProcessReadWriteLock};
+use curator_locks::{
+    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases,
+};
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
 
 async fn rust_client(connect: &str) -> CuratorFramework {
@@ -147,4 +149,57 @@ async fn rust_and_java_read_write_locks_share_and_exclude() {
     rust_write.release().await.unwrap();
     assert_eq!(ask(&mut java_reader, "acquire 10000").await, "acquired");
     assert_eq!(ask(&mut java_reader, "release").await, "released");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_and_java_semaphores_share_the_same_leases() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("interop-semaphore");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/SemaphorePeer.java");
+    let mut java = tokio::task::block_in_place(|| {
+        let program = CuratorProgram::compile(&source).unwrap();
+        let mut peer = program
+            .start(&[&server.connect_string(), &path, "2"])
+            .unwrap();
+        assert_eq!(peer.read_line().unwrap(), "ready");
+        peer
+    });
+    let rust = InterProcessSemaphoreV2::new(
+        rust_client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(2),
+    )
+    .unwrap();
+
+    // One lease each: the two leases are out, so neither side gets a third.
+    assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
+    let rust_lease = rust
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("a second lease");
+    assert_eq!(ask(&mut java, "acquire 300").await, "timeout");
+    assert!(
+        rust.acquire_timeout(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let java_sees = ask(&mut java, "participants").await;
+    let names: Vec<String> = rust.participant_nodes().await.unwrap();
+    assert_eq!(names.len(), 2);
+    for name in &names {
+        assert!(
+            java_sees.contains(name.as_str()),
+            "{java_sees} lacks {name}"
+        );
+    }
+    assert!(java_sees.contains(curator_framework::paths::node_name(rust_lease.node_path())));
+
+    // A lease returned on one side is taken on the other.
+    rust_lease.release().await.unwrap();
+    assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
+    assert_eq!(ask(&mut java, "release").await, "released");
+    let again = rust.acquire_timeout(Timing::new().wait()).await.unwrap();
+    assert!(again.is_some());
 }

@@ -1,0 +1,380 @@
+//! `InterProcessSemaphoreV2` and `InterProcessSemaphoreMutex`: Curator's counting semaphore.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
+use tokio::time::Instant;
+
+use crate::mutex::InterProcessMutex;
+
+const LEASE_NAME: &str = "lease-";
+
+/// Where a semaphore's number of leases comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MaxLeases {
+    /// A fixed number.
+    Fixed(u32),
+    /// The 4-byte big-endian integer in a node (Curator's `SharedCount` encoding), read anew each
+    /// time a waiter checks; changing it wakes waiters.
+    SharedCount(String),
+}
+
+/// A counting semaphore across processes (Curator's `InterProcessSemaphoreV2` layout: a guard
+/// mutex under `P/locks`, one ephemeral-sequential lease node per holder under `P/leases`).
+///
+/// At most `max_leases` leases are out at once, whoever holds them (Rust or Java processes).
+/// Leases are not tied to a handle: any number may be held by one handle, and a [`Lease`] returns
+/// itself when dropped.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_locks::{InterProcessSemaphoreV2, MaxLeases};
+/// let semaphore = InterProcessSemaphoreV2::new(client, "/semaphores/db", MaxLeases::Fixed(3))?;
+/// let lease = semaphore.acquire().await?;
+/// // ... at most three holders run this at once ...
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct InterProcessSemaphoreV2 {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: CuratorFramework,
+    path: String,
+    leases_path: String,
+    max: MaxLeases,
+    guard: InterProcessMutex,
+}
+
+impl fmt::Debug for InterProcessSemaphoreV2 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InterProcessSemaphoreV2")
+            .field("path", &self.inner.path)
+            .field("max_leases", &self.inner.max)
+            .finish()
+    }
+}
+
+/// One lease of a semaphore. Dropping it returns the lease (in the background, with retries);
+/// [`release`](Self::release) does it now and reports errors.
+#[must_use = "dropping the lease returns it at once"]
+pub struct Lease {
+    client: CuratorFramework,
+    node: String,
+    released: bool,
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease").field("node", &self.node).finish()
+    }
+}
+
+impl Lease {
+    /// The lease's node.
+    pub fn node_path(&self) -> &str {
+        &self.node
+    }
+
+    /// Returns the lease now.
+    ///
+    /// # Errors
+    /// Connection errors (the delete goes on in the background).
+    pub async fn release(mut self) -> Result<()> {
+        self.released = true;
+        self.client
+            .delete()
+            .guaranteed()
+            .quietly()
+            .for_path(&self.node)
+            .await
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.released {
+            crate::mutex::delete_in_background(&self.client, &self.node);
+        }
+    }
+}
+
+impl InterProcessSemaphoreV2 {
+    /// A semaphore on `path` with `max` leases.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path (of the semaphore or of the count node);
+    /// [`Error::InvalidArgument`] for zero leases.
+    pub fn new(client: CuratorFramework, path: &str, max: MaxLeases) -> Result<Self> {
+        paths::validate(path)?;
+        match &max {
+            MaxLeases::Fixed(0) => {
+                return Err(Error::InvalidArgument(
+                    "a semaphore needs at least one lease".into(),
+                ));
+            }
+            MaxLeases::SharedCount(count) => paths::validate(count)?,
+            MaxLeases::Fixed(_) => {}
+        }
+        let guard = InterProcessMutex::new(client.clone(), &paths::join(path, "locks"))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                leases_path: paths::join(path, "leases"),
+                path: path.to_owned(),
+                client,
+                max,
+                guard,
+            }),
+        })
+    }
+
+    /// Waits for one lease.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::InvalidArgument`] when the shared count is not a positive
+    /// 4-byte integer.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future leaves no lease node behind.
+    pub async fn acquire(&self) -> Result<Lease> {
+        Ok(self
+            .acquire_until(1, None)
+            .await?
+            .and_then(|mut leases| leases.pop())
+            .expect("no deadline"))
+    }
+
+    /// Waits for `n` leases (all or none).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire); [`Error::InvalidArgument`] for `n == 0`.
+    ///
+    /// # Cancellation safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_many(&self, n: u32) -> Result<Vec<Lease>> {
+        if n == 0 {
+            return Err(Error::InvalidArgument("acquire at least one lease".into()));
+        }
+        Ok(self.acquire_until(n, None).await?.expect("no deadline"))
+    }
+
+    /// Like [`acquire`](Self::acquire), giving up after `timeout`.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancellation safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
+        Ok(self
+            .acquire_until(1, Some(Instant::now() + timeout))
+            .await?
+            .and_then(|mut l| l.pop()))
+    }
+
+    /// Like [`acquire_many`](Self::acquire_many), giving up after `timeout`.
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Cancellation safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_many_timeout(
+        &self,
+        n: u32,
+        timeout: Duration,
+    ) -> Result<Option<Vec<Lease>>> {
+        if n == 0 {
+            return Err(Error::InvalidArgument("acquire at least one lease".into()));
+        }
+        self.acquire_until(n, Some(Instant::now() + timeout)).await
+    }
+
+    /// The lease nodes' names (Curator's `getParticipantNodes`).
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        match self
+            .inner
+            .client
+            .get_children()
+            .for_path(&self.inner.leases_path)
+            .await
+        {
+            Ok((children, _)) => Ok(children),
+            Err(Error::NoNode) => Ok(Vec::new()),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn acquire_until(&self, n: u32, deadline: Option<Instant>) -> Result<Option<Vec<Lease>>> {
+        let mut leases = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            match self.acquire_one(deadline).await? {
+                Some(lease) => leases.push(lease),
+                // Dropping the leases already taken returns them.
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(leases))
+    }
+
+    async fn acquire_one(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
+        let inner = &self.inner;
+        // The guard mutex lets one contender at a time add its lease and wait for room.
+        let guard = match deadline {
+            Some(deadline) => match inner
+                .guard
+                .acquire_timeout(deadline.saturating_duration_since(Instant::now()))
+                .await?
+            {
+                Some(guard) => guard,
+                None => return Ok(None),
+            },
+            None => inner.guard.acquire().await?,
+        };
+        let node = inner
+            .client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_protection()
+            .with_mode(CreateMode::EphemeralSequential)
+            .for_path(&paths::join(&inner.leases_path, LEASE_NAME), b"")
+            .await?;
+        let lease = Lease {
+            client: inner.client.clone(),
+            node,
+            released: false,
+        };
+        let ours = paths::node_name(&lease.node).to_owned();
+        loop {
+            let (children, _, children_changed) = inner
+                .client
+                .get_children()
+                .watched()
+                .for_path(&inner.leases_path)
+                .await?;
+            if !children.contains(&ours) {
+                // The session ended under us; the caller sees the error and may try again.
+                return Err(Error::NoNode);
+            }
+            let (max, count_changed) = self.max_leases().await?;
+            if children.len() <= max as usize {
+                break;
+            }
+            let changed = async {
+                match count_changed {
+                    Some(count_changed) => {
+                        tokio::select! {
+                            _ = children_changed.changed() => {}
+                            _ = count_changed.changed() => {}
+                        }
+                    }
+                    None => {
+                        children_changed.changed().await;
+                    }
+                }
+            };
+            match deadline {
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                        // Gone before this returns (a failure here leaves it to the background).
+                        let _ = lease.release().await;
+                        return Ok(None);
+                    }
+                }
+                None => changed.await,
+            }
+        }
+        guard.release().await?;
+        Ok(Some(lease))
+    }
+
+    /// The current number of leases, and a watch on it when it comes from a node.
+    async fn max_leases(&self) -> Result<(u32, Option<curator_framework::watcher::Watcher>)> {
+        match &self.inner.max {
+            MaxLeases::Fixed(n) => Ok((*n, None)),
+            MaxLeases::SharedCount(path) => {
+                let (data, _, watcher) = self
+                    .inner
+                    .client
+                    .get_data()
+                    .watched()
+                    .for_path(path)
+                    .await?;
+                let bytes: [u8; 4] = data.as_slice().try_into().map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "{path} holds {} bytes, not a 4-byte count",
+                        data.len()
+                    ))
+                })?;
+                let count = i32::from_be_bytes(bytes);
+                let count = u32::try_from(count)
+                    .ok()
+                    .filter(|c| *c > 0)
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "{path} holds {count}, not a positive count"
+                        ))
+                    })?;
+                Ok((count, Some(watcher)))
+            }
+        }
+    }
+}
+
+/// A non-reentrant mutex across processes: a semaphore with one lease (Curator's
+/// `InterProcessSemaphoreMutex`). Unlike [`InterProcessMutex`], acquiring it twice from one
+/// handle waits for the first lease to be returned.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let mutex = curator_locks::InterProcessSemaphoreMutex::new(client, "/locks/job")?;
+/// let lease = mutex.acquire().await?;
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct InterProcessSemaphoreMutex {
+    semaphore: InterProcessSemaphoreV2,
+}
+
+impl InterProcessSemaphoreMutex {
+    /// A semaphore mutex on `path`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path.
+    pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
+        Ok(Self {
+            semaphore: InterProcessSemaphoreV2::new(client, path, MaxLeases::Fixed(1))?,
+        })
+    }
+
+    /// Waits for the lock.
+    ///
+    /// # Errors
+    /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future leaves no node behind.
+    pub async fn acquire(&self) -> Result<Lease> {
+        self.semaphore.acquire().await
+    }
+
+    /// Like [`acquire`](Self::acquire), giving up after `timeout`.
+    ///
+    /// # Errors
+    /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
+        self.semaphore.acquire_timeout(timeout).await
+    }
+}

@@ -1,0 +1,197 @@
+//! `InterProcessSemaphoreV2` and `InterProcessSemaphoreMutex` against a real ZooKeeper server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use curator_framework::retry::RetryNTimes;
+use curator_framework::{CuratorFramework, Error};
+use curator_locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, MaxLeases};
+use curator_test::{TestingServer, Timing, unique_root};
+
+async fn client(connect: &str) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(Timing::new().scale(Duration::from_secs(15)))
+        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    client
+}
+
+const SHORT: Duration = Duration::from_millis(300);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holders_never_exceed_the_leases_across_clients() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("semaphore-limit");
+    let holders = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let client = client(&server.connect_string()).await;
+        let (path, holders, most) = (path.clone(), Arc::clone(&holders), Arc::clone(&most));
+        tasks.push(tokio::spawn(async move {
+            let semaphore =
+                InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(2)).unwrap();
+            for _ in 0..5 {
+                let lease = semaphore.acquire().await.unwrap();
+                let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                assert!(now <= 2, "{now} holders of 2 leases");
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                lease.release().await.unwrap();
+            }
+            client.close().await;
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert!(most.load(Ordering::SeqCst) <= 2);
+}
+
+#[tokio::test]
+async fn leases_timeouts_and_bad_input() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("semaphore-basics");
+    let a = InterProcessSemaphoreV2::new(
+        client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(2),
+    )
+    .unwrap();
+    let b = InterProcessSemaphoreV2::new(
+        client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(2),
+    )
+    .unwrap();
+    let two = a.acquire_many(2).await.unwrap();
+    assert_eq!(a.participant_nodes().await.unwrap().len(), 2);
+    assert!(b.acquire_timeout(SHORT).await.unwrap().is_none());
+    assert_eq!(
+        a.participant_nodes().await.unwrap().len(),
+        2,
+        "a timed-out waiter leaves no lease"
+    );
+    drop(two);
+    let both = b
+        .acquire_many_timeout(2, Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("returned leases are free");
+    assert_eq!(both.len(), 2);
+    drop(both);
+
+    let zero = InterProcessSemaphoreV2::new(
+        client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(0),
+    );
+    assert!(matches!(zero, Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        a.acquire_many(0).await,
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_holder_whose_session_expires_frees_its_lease() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("semaphore-expiry");
+    let holder_client = client(&server.connect_string()).await;
+    let holder =
+        InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
+    let waiter = InterProcessSemaphoreV2::new(
+        client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(1),
+    )
+    .unwrap();
+    let lease = holder.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await });
+    holder_client.inject_session_expiration().await.unwrap();
+    let theirs = tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_ne!(theirs.node_path(), lease.node_path());
+    assert_eq!(
+        holder.participant_nodes().await.unwrap().len(),
+        1,
+        "only the waiter's lease remains"
+    );
+}
+
+#[tokio::test]
+async fn the_number_of_leases_can_come_from_a_shared_count_node() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("semaphore-count");
+    let admin = client(&server.connect_string()).await;
+    let count = format!("{path}-count");
+    admin
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&count, 1i32.to_be_bytes())
+        .await
+        .unwrap();
+    let semaphore = InterProcessSemaphoreV2::new(
+        client(&server.connect_string()).await,
+        &path,
+        MaxLeases::SharedCount(count.clone()),
+    )
+    .unwrap();
+    let first = semaphore.acquire().await.unwrap();
+    let waiting = tokio::spawn({
+        let semaphore = semaphore.clone();
+        async move { semaphore.acquire().await }
+    });
+    // Raising the count lets the waiter in while the first lease is still out.
+    admin
+        .set_data()
+        .for_path(&count, 2i32.to_be_bytes())
+        .await
+        .unwrap();
+    let second = tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(semaphore.participant_nodes().await.unwrap().len(), 2);
+    drop((first, second));
+
+    admin.set_data().for_path(&count, b"bad").await.unwrap();
+    assert!(matches!(
+        semaphore.acquire_timeout(SHORT).await,
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_semaphore_mutex_is_not_reentrant() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("semaphore-mutex");
+    let mutex =
+        InterProcessSemaphoreMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let lease = mutex.acquire().await.unwrap();
+    assert!(
+        mutex.acquire_timeout(SHORT).await.unwrap().is_none(),
+        "a second acquire waits, even from the same handle"
+    );
+    lease.release().await.unwrap();
+    assert!(
+        mutex
+            .acquire_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
