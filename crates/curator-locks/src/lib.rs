@@ -1,9 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+mod multi_lock;
 mod mutex;
+mod revoker;
 mod rwlock;
 mod semaphore;
 
+pub use multi_lock::{InterProcessMultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, LockGuard};
+pub use revoker::Revoker;
 pub use rwlock::InterProcessReadWriteLock;
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases};

@@ -57,6 +57,8 @@ pub(crate) struct Shared {
     kind: Kind,
     /// One acquisition at a time per handle.
     acquiring: tokio::sync::Mutex<()>,
+    /// Set by `make_revocable`: called when someone asks the holder to release.
+    revocable: Mutex<Option<RevocationListener>>,
     held: Mutex<Option<Held>>,
 }
 
@@ -65,7 +67,47 @@ struct Held {
     count: u32,
     token: i64,
     lost: watch::Receiver<bool>,
+    revoke: watch::Receiver<bool>,
     _listener: ListenerHandle,
+    /// Stops the revocation watch when the hold ends.
+    _revocation: Option<AbortOnDrop>,
+}
+
+type RevocationListener = Arc<dyn Fn() + Send + Sync>;
+
+/// The data Curator writes into a holder's node to ask it to release.
+pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watches the holder's own node for a revocation request, until the node goes.
+async fn watch_for_revocation(
+    client: CuratorFramework,
+    node: String,
+    listener: RevocationListener,
+    flag: watch::Sender<bool>,
+) {
+    loop {
+        let watcher = match client.get_data().watched().for_path(&node).await {
+            Ok((data, _, _)) if data == REVOKE_MESSAGE => {
+                flag.send_replace(true);
+                listener();
+                return;
+            }
+            Ok((_, _, watcher)) => watcher,
+            Err(_) => return,
+        };
+        let event = watcher.changed().await;
+        if event.event_type != curator_framework::types::EventType::NodeDataChanged {
+            return;
+        }
+    }
 }
 
 impl fmt::Debug for InterProcessMutex {
@@ -148,6 +190,7 @@ impl InterProcessMutex {
                 lock_name,
                 kind,
                 acquiring: tokio::sync::Mutex::new(()),
+                revocable: Mutex::new(None),
                 held: Mutex::new(None),
             }),
         })
@@ -165,6 +208,13 @@ impl InterProcessMutex {
             write: Arc::clone(&write.shared),
         };
         Self::with_kind(client, &write.shared.path, READ_LOCK_NAME, kind)
+    }
+
+    /// Makes later acquisitions revocable: while this handle holds the lock it watches its node,
+    /// and when someone asks it to release ([`Revoker::attempt_revoke`](crate::Revoker)) it calls
+    /// `listener` and resolves [`LockGuard::revocation_requested`]. Releasing is up to the holder.
+    pub fn make_revocable(&self, listener: impl Fn() + Send + Sync + 'static) {
+        *self.shared.revocable.lock() = Some(Arc::new(listener));
     }
 
     /// The lock's path.
@@ -261,6 +311,7 @@ impl InterProcessMutex {
             node: held.node.clone(),
             token: held.token,
             lost: held.lost.clone(),
+            revoke: held.revoke.clone(),
             released: false,
         })
     }
@@ -276,18 +327,30 @@ impl InterProcessMutex {
                     lost_tx.send_replace(true);
                 }
             });
+        let (revoke_tx, revoke) = watch::channel(false);
+        let revocation = self.shared.revocable.lock().clone().map(|on_revoke| {
+            AbortOnDrop(tokio::spawn(watch_for_revocation(
+                client.clone(),
+                node.clone(),
+                on_revoke,
+                revoke_tx,
+            )))
+        });
         *self.shared.held.lock() = Some(Held {
             node: node.clone(),
             count: 1,
             token,
             lost: lost.clone(),
+            revoke: revoke.clone(),
             _listener: listener,
+            _revocation: revocation,
         });
         LockGuard {
             shared: Arc::clone(&self.shared),
             node,
             token,
             lost,
+            revoke,
             released: false,
         }
     }
@@ -435,6 +498,7 @@ pub struct LockGuard {
     node: String,
     token: i64,
     lost: watch::Receiver<bool>,
+    revoke: watch::Receiver<bool>,
     released: bool,
 }
 
@@ -473,6 +537,18 @@ impl LockGuard {
     pub async fn lost(&self) {
         let mut lost = self.lost.clone();
         let _ = lost.wait_for(|lost| *lost).await;
+    }
+
+    /// Resolves when someone asked this holder to release (only for a mutex made revocable with
+    /// [`InterProcessMutex::make_revocable`]; otherwise it never resolves).
+    ///
+    /// # Cancellation safety
+    /// Safe.
+    pub async fn revocation_requested(&self) {
+        let mut revoke = self.revoke.clone();
+        if revoke.wait_for(|r| *r).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Releases this hold; the last hold of a handle deletes the lock node.

@@ -1,0 +1,121 @@
+//! `InterProcessMultiLock` and revocation against a real ZooKeeper server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use curator_framework::CuratorFramework;
+use curator_locks::{InterProcessMultiLock, InterProcessMutex, Revoker};
+use curator_test::{TestingServer, Timing, unique_root};
+
+async fn client(connect: &str) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    client
+}
+
+#[tokio::test]
+async fn a_multi_lock_takes_all_or_nothing() {
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("multi-lock");
+    let (a, b) = (format!("{root}/a"), format!("{root}/b"));
+    let mine = client(&server.connect_string()).await;
+    let other = client(&server.connect_string()).await;
+    let multi = InterProcessMultiLock::new(vec![
+        InterProcessMutex::new(mine.clone(), &a).unwrap(),
+        InterProcessMutex::new(mine.clone(), &b).unwrap(),
+    ]);
+    let their_b = InterProcessMutex::new(other.clone(), &b).unwrap();
+    let their_a = InterProcessMutex::new(other.clone(), &a).unwrap();
+
+    let held_b = their_b.acquire().await.unwrap();
+    assert!(
+        multi
+            .acquire_timeout(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Nothing stays held: `a` is free for someone else at once.
+    let probe = their_a
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("a was released");
+    probe.release().await.unwrap();
+    held_b.release().await.unwrap();
+
+    let both = multi
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("both free");
+    assert!(
+        their_a
+            .acquire_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        their_b
+            .acquire_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    both.release().await.unwrap();
+    assert!(
+        their_a
+            .acquire_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn a_revocation_request_reaches_the_holder() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("revocation");
+    let holder = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    holder.make_revocable(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let guard = holder.acquire().await.unwrap();
+
+    let other_client = client(&server.connect_string()).await;
+    let other = InterProcessMutex::new(other_client.clone(), &path).unwrap();
+    let holder_node = other.participant_nodes().await.unwrap()[0].clone();
+    assert_eq!(holder_node, guard.node_path());
+    Revoker::attempt_revoke(&other_client, &holder_node)
+        .await
+        .unwrap();
+
+    tokio::time::timeout(Timing::new().wait(), guard.revocation_requested())
+        .await
+        .expect("the holder hears");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // The holder complies; the other side gets the lock.
+    guard.release().await.unwrap();
+    assert!(
+        other
+            .acquire_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // Revoking a node that is gone is not an error.
+    Revoker::attempt_revoke(&other_client, &holder_node)
+        .await
+        .unwrap();
+}
