@@ -75,6 +75,21 @@ struct Held {
 
 type RevocationListener = Arc<dyn Fn() + Send + Sync>;
 
+/// A flag that turns true when the client's connection state becomes an error state (per its
+/// connection-state error policy), with the listener that sets it.
+pub(crate) fn lost_signal(client: &CuratorFramework) -> (watch::Receiver<bool>, ListenerHandle) {
+    let policy = client.connection_state_error_policy();
+    let (lost_tx, lost) = watch::channel(false);
+    let listener = client
+        .connection_state_listenable()
+        .add_listener(move |state| {
+            if policy.is_error_state(state) {
+                lost_tx.send_replace(true);
+            }
+        });
+    (lost, listener)
+}
+
 /// The data Curator writes into a holder's node to ask it to release.
 pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
@@ -318,15 +333,7 @@ impl InterProcessMutex {
 
     fn hold(&self, node: String, token: i64) -> LockGuard {
         let client = &self.shared.client;
-        let policy = client.connection_state_error_policy();
-        let (lost_tx, lost) = watch::channel(false);
-        let listener = client
-            .connection_state_listenable()
-            .add_listener(move |state| {
-                if policy.is_error_state(state) {
-                    lost_tx.send_replace(true);
-                }
-            });
+        let (lost, listener) = lost_signal(client);
         let (revoke_tx, revoke) = watch::channel(false);
         let revocation = self.shared.revocable.lock().clone().map(|on_revoke| {
             AbortOnDrop(tokio::spawn(watch_for_revocation(

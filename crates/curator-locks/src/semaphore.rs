@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use curator_framework::listen::ListenerHandle;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::mutex::InterProcessMutex;
@@ -66,12 +68,19 @@ impl fmt::Debug for InterProcessSemaphoreV2 {
 pub struct Lease {
     client: CuratorFramework,
     node: String,
+    token: i64,
+    lost: watch::Receiver<bool>,
+    _listener: ListenerHandle,
     released: bool,
 }
 
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lease").field("node", &self.node).finish()
+        f.debug_struct("Lease")
+            .field("node", &self.node)
+            .field("fencing_token", &self.token)
+            .field("lost", &*self.lost.borrow())
+            .finish()
     }
 }
 
@@ -79,6 +88,27 @@ impl Lease {
     /// The lease's node.
     pub fn node_path(&self) -> &str {
         &self.node
+    }
+
+    /// A number that grows with every lease taken on this ensemble (the lease node's creation
+    /// zxid), to hand to a resource that must refuse an older holder.
+    pub fn fencing_token(&self) -> i64 {
+        self.token
+    }
+
+    /// Whether the connection was suspended or lost since the lease was taken (per the client's
+    /// connection-state error policy): the lease may be someone else's now.
+    pub fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    /// Resolves when the lease may have been lost (see [`is_lost`](Self::is_lost)).
+    ///
+    /// # Cancellation safety
+    /// Safe.
+    pub async fn lost(&self) {
+        let mut lost = self.lost.clone();
+        let _ = lost.wait_for(|lost| *lost).await;
     }
 
     /// Returns the lease now.
@@ -239,17 +269,22 @@ impl InterProcessSemaphoreV2 {
             },
             None => inner.guard.acquire().await?,
         };
-        let node = inner
+        let (node, stat) = inner
             .client
             .create()
             .creating_parent_containers_if_needed()
             .with_protection()
             .with_mode(CreateMode::EphemeralSequential)
             .for_path(&paths::join(&inner.leases_path, LEASE_NAME), b"")
+            .with_stat()
             .await?;
+        let (lost, listener) = crate::mutex::lost_signal(&inner.client);
         let lease = Lease {
             client: inner.client.clone(),
             node,
+            token: stat.czxid,
+            lost,
+            _listener: listener,
             released: false,
         };
         let ours = paths::node_name(&lease.node).to_owned();

@@ -195,3 +195,46 @@ async fn a_semaphore_mutex_is_not_reentrant() {
             .is_some()
     );
 }
+
+#[tokio::test]
+async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_leave_nothing() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("semaphore-lease");
+    let holder_client = client(&server.connect_string()).await;
+    let semaphore =
+        InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
+    let lease = semaphore.acquire().await.unwrap();
+    let stat = holder_client
+        .check_exists()
+        .for_path(lease.node_path())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lease.fencing_token(), stat.czxid);
+
+    // Acquisitions dropped at any point (waiting for the guard, or for room) leave no node.
+    let contender = InterProcessSemaphoreV2::new(
+        client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(1),
+    )
+    .unwrap();
+    for delay_us in [0u64, 100, 1000, 5000, 20000, 50000] {
+        let _ = tokio::time::timeout(Duration::from_micros(delay_us), contender.acquire()).await;
+    }
+    let end = tokio::time::Instant::now() + Timing::new().wait();
+    while semaphore.participant_nodes().await.unwrap().len() != 1 {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "a dropped acquisition left a lease node"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    assert!(!lease.is_lost());
+    holder_client.inject_session_expiration().await.unwrap();
+    tokio::time::timeout(Timing::new().wait(), lease.lost())
+        .await
+        .expect("the holder is told");
+    assert!(lease.is_lost());
+}
