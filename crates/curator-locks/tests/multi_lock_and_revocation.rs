@@ -1,33 +1,21 @@
 //! `InterProcessMultiLock` and revocation against a real ZooKeeper server.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use curator_framework::CuratorFramework;
 use curator_locks::{InterProcessMultiLock, InterProcessMutex, Revoker};
 use curator_test::{TestingServer, Timing, unique_root};
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
 
 #[tokio::test]
 async fn a_multi_lock_takes_all_or_nothing() {
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("multi-lock");
     let (a, b) = (format!("{root}/a"), format!("{root}/b"));
-    let mine = client(&server.connect_string()).await;
-    let other = client(&server.connect_string()).await;
+    let mine = support::client(&server.connect_string()).await;
+    let other = support::client(&server.connect_string()).await;
     let multi = InterProcessMultiLock::new(vec![
         InterProcessMutex::new(mine.clone(), &a).unwrap(),
         InterProcessMutex::new(mine.clone(), &b).unwrap(),
@@ -85,7 +73,8 @@ async fn a_multi_lock_takes_all_or_nothing() {
 async fn a_revocation_request_reaches_the_holder() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("revocation");
-    let holder = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let holder =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     holder.make_revocable(move || {
@@ -93,7 +82,7 @@ async fn a_revocation_request_reaches_the_holder() {
     });
     let guard = holder.acquire().await.unwrap();
 
-    let other_client = client(&server.connect_string()).await;
+    let other_client = support::client(&server.connect_string()).await;
     let other = InterProcessMutex::new(other_client.clone(), &path).unwrap();
     let holder_node = other.participant_nodes().await.unwrap()[0].clone();
     assert_eq!(holder_node, guard.node_path());

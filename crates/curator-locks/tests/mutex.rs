@@ -1,29 +1,14 @@
 //! `InterProcessMutex` against a real ZooKeeper server, with faults.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use curator_framework::retry::RetryNTimes;
 use curator_framework::{ConnectionState, CuratorFramework, paths};
 use curator_locks::InterProcessMutex;
 use curator_test::{TestingServer, Timing, unique_root};
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .session_timeout(Timing::new().scale(Duration::from_secs(15)))
-        .connection_timeout(Timing::new().connection_timeout())
-        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
 
 async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
     client
@@ -32,21 +17,6 @@ async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
         .await
         .map(|(c, _)| c)
         .unwrap_or_default()
-}
-
-async fn eventually<F, Fut>(what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let end = tokio::time::Instant::now() + Timing::new().wait();
-    while !condition().await {
-        assert!(
-            tokio::time::Instant::now() < end,
-            "{what} did not happen in time"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,7 +28,7 @@ async fn eight_clients_never_hold_the_lock_together() {
     let tokens = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for _ in 0..8 {
-        let client = client(&server.connect_string()).await;
+        let client = support::client(&server.connect_string()).await;
         let (path, holders, acquisitions, tokens) = (
             path.clone(),
             Arc::clone(&holders),
@@ -95,7 +65,7 @@ async fn eight_clients_never_hold_the_lock_together() {
 #[tokio::test]
 async fn the_node_layout_is_curators() {
     let server = TestingServer::start().await.unwrap();
-    let client = client(&server.connect_string()).await;
+    let client = support::client(&server.connect_string()).await;
     let path = unique_root("mutex-layout");
     let mutex = InterProcessMutex::new(client.clone(), &path).unwrap();
     let guard = mutex.acquire().await.unwrap();
@@ -124,8 +94,10 @@ async fn the_node_layout_is_curators() {
 async fn a_handle_is_reentrant_and_releases_as_often_as_it_acquired() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("mutex-reentrant");
-    let mine = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
-    let other = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let mine =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let other =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
 
     let first = mine.acquire().await.unwrap();
     let second = mine.acquire().await.unwrap();
@@ -158,10 +130,12 @@ async fn a_handle_is_reentrant_and_releases_as_often_as_it_acquired() {
 #[tokio::test]
 async fn a_timed_out_waiter_leaves_no_node() {
     let server = TestingServer::start().await.unwrap();
-    let observer = client(&server.connect_string()).await;
+    let observer = support::client(&server.connect_string()).await;
     let path = unique_root("mutex-timeout");
-    let holder = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
-    let waiter = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let holder =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let waiter =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
     assert!(
         waiter
@@ -170,12 +144,12 @@ async fn a_timed_out_waiter_leaves_no_node() {
             .unwrap()
             .is_none()
     );
-    eventually("the waiter's node is deleted", || async {
+    support::eventually("the waiter's node is deleted", || async {
         children(&observer, &path).await.len() == 1
     })
     .await;
     drop(guard);
-    eventually("the holder's node is deleted", || async {
+    support::eventually("the holder's node is deleted", || async {
         children(&observer, &path).await.is_empty()
     })
     .await;
@@ -184,22 +158,23 @@ async fn a_timed_out_waiter_leaves_no_node() {
 #[tokio::test]
 async fn dropping_acquisitions_at_random_points_leaves_no_node() {
     let server = TestingServer::start().await.unwrap();
-    let observer = client(&server.connect_string()).await;
+    let observer = support::client(&server.connect_string()).await;
     let path = unique_root("mutex-cancel");
-    let holder = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let holder =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
-    let contender = client(&server.connect_string()).await;
+    let contender = support::client(&server.connect_string()).await;
     for delay_us in [0u64, 50, 200, 500, 1000, 2000, 5000, 20000] {
         let mutex = InterProcessMutex::new(contender.clone(), &path).unwrap();
         let acquisition = mutex.acquire();
         // Cut the acquisition off after a varying time: before, during or after its create.
         let _ = tokio::time::timeout(Duration::from_micros(delay_us), acquisition).await;
     }
-    eventually("only the holder's node remains", || async {
+    support::eventually("only the holder's node remains", || async {
         children(&observer, &path).await.len() == 1
     })
     .await;
-    eventually("the background cleanups finish", || async {
+    support::eventually("the background cleanups finish", || async {
         contender.metrics().pending_guaranteed_deletes == 0
     })
     .await;
@@ -210,9 +185,10 @@ async fn dropping_acquisitions_at_random_points_leaves_no_node() {
 async fn a_holder_whose_session_expires_is_told_and_the_next_waiter_gets_the_lock() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("mutex-expiry");
-    let holder_client = client(&server.connect_string()).await;
+    let holder_client = support::client(&server.connect_string()).await;
     let holder = InterProcessMutex::new(holder_client.clone(), &path).unwrap();
-    let waiter = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let waiter =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
     assert!(!guard.is_lost());
     let waiting = tokio::spawn(async move {
@@ -242,11 +218,13 @@ async fn a_holder_whose_session_expires_is_told_and_the_next_waiter_gets_the_loc
 async fn a_waiter_still_acquires_after_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let path = unique_root("mutex-restart");
-    let holder = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
-    let waiter = InterProcessMutex::new(client(&server.connect_string()).await, &path).unwrap();
+    let holder =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let waiter =
+        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
-    eventually("the waiter queues", || async {
+    support::eventually("the waiter queues", || async {
         holder
             .participant_nodes()
             .await

@@ -1,23 +1,12 @@
 //! `InterProcessReadWriteLock` against a real ZooKeeper server.
 
+mod support;
+
 use std::time::Duration;
 
-use curator_framework::{CuratorFramework, paths};
+use curator_framework::paths;
 use curator_locks::InterProcessReadWriteLock;
 use curator_test::{TestingServer, Timing, unique_root};
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
 
 const SHORT: Duration = Duration::from_millis(300);
 
@@ -25,8 +14,10 @@ const SHORT: Duration = Duration::from_millis(300);
 async fn readers_share_and_writers_exclude() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-matrix");
-    let a = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
-    let b = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let a = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        .unwrap();
+    let b = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        .unwrap();
 
     // Read + read: together.
     let ra = a.read_lock().acquire().await.unwrap();
@@ -88,11 +79,14 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-order");
     let first_reader =
-        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+            .unwrap();
     let writer =
-        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+            .unwrap();
     let late_reader =
-        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+            .unwrap();
 
     let read = first_reader.read_lock().acquire().await.unwrap();
     let queued = tokio::spawn({
@@ -130,12 +124,14 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
 #[tokio::test]
 async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
     let server = TestingServer::start().await.unwrap();
-    let observer = client(&server.connect_string()).await;
+    let observer = support::client(&server.connect_string()).await;
     let path = unique_root("rw-downgrade");
     let lock =
-        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+            .unwrap();
     let other =
-        InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+            .unwrap();
 
     let write = lock.write_lock().acquire().await.unwrap();
     let read = tokio::time::timeout(Timing::new().wait(), lock.read_lock().acquire())
@@ -194,8 +190,10 @@ async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
 async fn each_side_lists_only_its_own_participants() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-participants");
-    let a = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
-    let b = InterProcessReadWriteLock::new(client(&server.connect_string()).await, &path).unwrap();
+    let a = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        .unwrap();
+    let b = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        .unwrap();
     let read = a.read_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
         let b = b.clone();

@@ -1,28 +1,14 @@
 //! `InterProcessSemaphoreV2` and `InterProcessSemaphoreMutex` against a real ZooKeeper server.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use curator_framework::retry::RetryNTimes;
-use curator_framework::{CuratorFramework, Error};
+use curator_framework::Error;
 use curator_locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, MaxLeases};
 use curator_test::{TestingServer, Timing, unique_root};
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .session_timeout(Timing::new().scale(Duration::from_secs(15)))
-        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
 
 const SHORT: Duration = Duration::from_millis(300);
 
@@ -34,7 +20,7 @@ async fn holders_never_exceed_the_leases_across_clients() {
     let most = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let client = client(&server.connect_string()).await;
+        let client = support::client(&server.connect_string()).await;
         let (path, holders, most) = (path.clone(), Arc::clone(&holders), Arc::clone(&most));
         tasks.push(tokio::spawn(async move {
             let semaphore =
@@ -62,13 +48,13 @@ async fn leases_timeouts_and_bad_input() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-basics");
     let a = InterProcessSemaphoreV2::new(
-        client(&server.connect_string()).await,
+        support::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
     .unwrap();
     let b = InterProcessSemaphoreV2::new(
-        client(&server.connect_string()).await,
+        support::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
@@ -91,7 +77,7 @@ async fn leases_timeouts_and_bad_input() {
     drop(both);
 
     let zero = InterProcessSemaphoreV2::new(
-        client(&server.connect_string()).await,
+        support::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(0),
     );
@@ -106,11 +92,11 @@ async fn leases_timeouts_and_bad_input() {
 async fn a_holder_whose_session_expires_frees_its_lease() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-expiry");
-    let holder_client = client(&server.connect_string()).await;
+    let holder_client = support::client(&server.connect_string()).await;
     let holder =
         InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
     let waiter = InterProcessSemaphoreV2::new(
-        client(&server.connect_string()).await,
+        support::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
@@ -135,7 +121,7 @@ async fn a_holder_whose_session_expires_frees_its_lease() {
 async fn the_number_of_leases_can_come_from_a_shared_count_node() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-count");
-    let admin = client(&server.connect_string()).await;
+    let admin = support::client(&server.connect_string()).await;
     let count = format!("{path}-count");
     admin
         .create()
@@ -144,7 +130,7 @@ async fn the_number_of_leases_can_come_from_a_shared_count_node() {
         .await
         .unwrap();
     let semaphore = InterProcessSemaphoreV2::new(
-        client(&server.connect_string()).await,
+        support::client(&server.connect_string()).await,
         &path,
         MaxLeases::SharedCount(count.clone()),
     )
@@ -180,7 +166,8 @@ async fn a_semaphore_mutex_is_not_reentrant() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-mutex");
     let mutex =
-        InterProcessSemaphoreMutex::new(client(&server.connect_string()).await, &path).unwrap();
+        InterProcessSemaphoreMutex::new(support::client(&server.connect_string()).await, &path)
+            .unwrap();
     let lease = mutex.acquire().await.unwrap();
     assert!(
         mutex.acquire_timeout(SHORT).await.unwrap().is_none(),
@@ -200,7 +187,7 @@ async fn a_semaphore_mutex_is_not_reentrant() {
 async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_leave_nothing() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-lease");
-    let holder_client = client(&server.connect_string()).await;
+    let holder_client = support::client(&server.connect_string()).await;
     let semaphore =
         InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
     let lease = semaphore.acquire().await.unwrap();
@@ -214,7 +201,7 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
 
     // Acquisitions dropped at any point (waiting for the guard, or for room) leave no node.
     let contender = InterProcessSemaphoreV2::new(
-        client(&server.connect_string()).await,
+        support::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
