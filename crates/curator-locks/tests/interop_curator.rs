@@ -47,7 +47,7 @@ async fn rust_and_java_mutexes_exclude_each_other_both_ways() {
         let rust = rust.clone();
         async move { rust.acquire().await }
     });
-    let mut participants = Vec::new();
+    let mut participants;
     let end = tokio::time::Instant::now() + Timing::new().wait();
     loop {
         participants = rust.participant_nodes().await.unwrap();
