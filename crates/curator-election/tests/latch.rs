@@ -1,0 +1,265 @@
+//! `LeaderLatch` against a real ZooKeeper server, with faults.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_election::{CloseMode, LatchEvent, LeaderLatch};
+use curator_framework::retry::RetryNTimes;
+use curator_framework::{CuratorFramework, paths};
+use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+async fn client_with(connect: &str, session_timeout: Duration) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(session_timeout)
+        .connection_timeout(Timing::new().scale(Duration::from_millis(800)))
+        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    client
+}
+
+async fn client(connect: &str) -> CuratorFramework {
+    client_with(connect, Timing::new().scale(Duration::from_secs(15))).await
+}
+
+/// Every leadership change of every latch, stamped by one clock.
+type Log = Arc<Mutex<Vec<(Instant, String, LatchEvent)>>>;
+
+fn record(latch: &LeaderLatch, log: &Log) {
+    let (log, id) = (Arc::clone(log), latch.id().to_owned());
+    latch
+        .listenable()
+        .add_listener(move |event| log.lock().push((Instant::now(), id.clone(), event)))
+        .detach();
+}
+
+/// Waits until exactly one of `latches` leads, and returns its index.
+async fn one_leader(latches: &[LeaderLatch]) -> usize {
+    let end = Instant::now() + Timing::new().wait();
+    loop {
+        let leaders: Vec<usize> = (0..latches.len())
+            .filter(|i| latches[*i].has_leadership())
+            .collect();
+        if leaders.len() == 1 {
+            return leaders[0];
+        }
+        assert!(leaders.len() <= 1, "two leaders at once: {leaders:?}");
+        assert!(Instant::now() < end, "no leader in time");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn one_of_several_leads_and_the_others_know_who() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("latch-one");
+    let mut latches = Vec::new();
+    for i in 0..3 {
+        let latch = LeaderLatch::new(
+            client(&server.connect_string()).await,
+            &path,
+            format!("p{i}"),
+        )
+        .unwrap();
+        latch.start().await.unwrap();
+        latches.push(latch);
+    }
+    let leader = one_leader(&latches).await;
+    for latch in &latches {
+        let seen = latch.leader().await.unwrap().unwrap();
+        assert_eq!(seen.id, latches[leader].id());
+        assert!(seen.is_leader);
+        assert_eq!(latch.participants().await.unwrap().len(), 3);
+    }
+    // Curator's layout: protected `latch-` nodes holding the id.
+    let node = latches[leader].node_path().unwrap();
+    let name = paths::node_name(&node);
+    assert!(
+        paths::is_protected(name) && paths::strip_protection(name).starts_with("latch-"),
+        "{name}"
+    );
+    let ids: Vec<String> = latches[0]
+        .participants()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(
+        ids.contains(&"p0".to_owned()) && ids.contains(&"p2".to_owned()),
+        "node data is the id: {ids:?}"
+    );
+
+    // The leader leaves: the next in line leads.
+    latches[leader]
+        .close(CloseMode::NotifyLeader)
+        .await
+        .unwrap();
+    let rest: Vec<LeaderLatch> = latches
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != leader)
+        .map(|(_, l)| l.clone())
+        .collect();
+    let next = one_leader(&rest).await;
+    assert_eq!(
+        rest[next].leader().await.unwrap().unwrap().id,
+        rest[next].id()
+    );
+    assert_eq!(rest[0].participants().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn an_expired_leader_steps_down_before_another_takes_over() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("latch-expiry");
+    let log: Log = Arc::default();
+    let first_client = client(&server.connect_string()).await;
+    let first = LeaderLatch::new(first_client.clone(), &path, "first").unwrap();
+    record(&first, &log);
+    first.start().await.unwrap();
+    assert!(
+        first
+            .await_leadership_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+    );
+    let second = LeaderLatch::new(client(&server.connect_string()).await, &path, "second").unwrap();
+    record(&second, &log);
+    second.start().await.unwrap();
+
+    first_client.inject_session_expiration().await.unwrap();
+    assert!(
+        second
+            .await_leadership_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+    );
+    let events = log.lock().clone();
+    let stepped_down = events
+        .iter()
+        .find(|(_, id, e)| id == "first" && *e == LatchEvent::NotLeader)
+        .expect("first stepped down")
+        .0;
+    let took_over = events
+        .iter()
+        .find(|(_, id, e)| id == "second" && *e == LatchEvent::IsLeader)
+        .expect("second leads")
+        .0;
+    assert!(stepped_down <= took_over, "{events:?}");
+    // The first participant rejoins on its new session, behind the second.
+    let end = Instant::now() + Timing::new().wait();
+    while first.participants().await.unwrap().len() != 2 {
+        assert!(Instant::now() < end, "the first participant did not rejoin");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!first.has_leadership());
+}
+
+#[tokio::test]
+async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("latch-partition");
+    let session_timeout = Timing::new().scale(Duration::from_secs(4));
+    let leader = LeaderLatch::new(
+        client_with(&proxy.connect_string(), session_timeout).await,
+        &path,
+        "cut-off",
+    )
+    .unwrap();
+    leader.start().await.unwrap();
+    assert!(
+        leader
+            .await_leadership_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+    );
+    let other = LeaderLatch::new(client(&server.connect_string()).await, &path, "other").unwrap();
+    other.start().await.unwrap();
+
+    let mut events = leader.listenable().stream();
+    let cut_at = Instant::now();
+    proxy.pause();
+    use futures::StreamExt;
+    let event = tokio::time::timeout(Timing::new().wait(), events.next())
+        .await
+        .unwrap();
+    assert_eq!(event, Some(LatchEvent::NotLeader));
+    assert!(
+        cut_at.elapsed() < session_timeout,
+        "stepped down only after {:?}",
+        cut_at.elapsed()
+    );
+    assert!(!leader.has_leadership());
+    // Once the server expires the cut-off session, the other participant leads.
+    assert!(
+        other
+            .await_leadership_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+    );
+    assert!(!leader.has_leadership());
+    proxy.resume();
+}
+
+#[tokio::test]
+async fn leadership_survives_a_server_restart_without_two_leaders() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let path = unique_root("latch-restart");
+    let mut latches = Vec::new();
+    for i in 0..2 {
+        let latch = LeaderLatch::new(
+            client(&server.connect_string()).await,
+            &path,
+            format!("p{i}"),
+        )
+        .unwrap();
+        latch.start().await.unwrap();
+        latches.push(latch);
+    }
+    let before = one_leader(&latches).await;
+    server.restart().await.unwrap();
+    // Same sessions, same nodes: the same participant leads again, alone.
+    let after = one_leader(&latches).await;
+    assert_eq!(before, after);
+    assert_eq!(
+        latches[0].participants().await.unwrap().len(),
+        2,
+        "no node was lost or duplicated"
+    );
+}
+
+#[tokio::test]
+async fn close_modes() {
+    let server = TestingServer::start().await.unwrap();
+    use futures::StreamExt;
+    for (mode, expect_event) in [(CloseMode::Silent, false), (CloseMode::NotifyLeader, true)] {
+        let path = unique_root("latch-close");
+        let latch = LeaderLatch::new(client(&server.connect_string()).await, &path, "x").unwrap();
+        let mut events = latch.listenable().stream();
+        latch.start().await.unwrap();
+        assert_eq!(events.next().await, Some(LatchEvent::IsLeader));
+        latch.close(mode).await.unwrap();
+        assert!(!latch.has_leadership());
+        let next = tokio::time::timeout(Duration::from_millis(300), events.next()).await;
+        assert_eq!(next.is_ok(), expect_event, "{mode:?}");
+        assert!(
+            latch.participants().await.unwrap().is_empty(),
+            "close deletes the node"
+        );
+        assert!(
+            latch.await_leadership().await.is_err(),
+            "a closed latch never leads"
+        );
+    }
+}
