@@ -55,6 +55,9 @@ pub(crate) struct Shared {
     path: String,
     lock_name: &'static str,
     kind: Kind,
+    /// The data of this handle's lock nodes (Curator writes the participant id there for
+    /// leader selection).
+    data: Vec<u8>,
     /// One acquisition at a time per handle.
     acquiring: tokio::sync::Mutex<()>,
     /// Set by `make_revocable`: called when someone asks the holder to release.
@@ -204,11 +207,34 @@ impl InterProcessMutex {
                 path: path.to_owned(),
                 lock_name,
                 kind,
+                data: Vec::new(),
                 acquiring: tokio::sync::Mutex::new(()),
                 revocable: Mutex::new(None),
                 held: Mutex::new(None),
             }),
         })
+    }
+
+    /// A mutex on `path` whose lock nodes hold `data` (Curator's leader selection stores the
+    /// participant id there; other participants read it back).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`Error::InvalidArgument`] for data over 1 MiB.
+    pub fn with_node_data(
+        client: CuratorFramework,
+        path: &str,
+        data: impl Into<Vec<u8>>,
+    ) -> Result<Self> {
+        let data = data.into();
+        if data.len() > paths::MAX_DATA_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "lock node data of {} bytes is too large",
+                data.len()
+            )));
+        }
+        let mut mutex = Self::with_kind(client, path, LOCK_NAME, Kind::Exclusive)?;
+        Arc::get_mut(&mut mutex.shared).expect("just made").data = data;
+        Ok(mutex)
     }
 
     /// The write side of a read/write lock on `path`.
@@ -385,7 +411,7 @@ impl InterProcessMutex {
             .creating_parent_containers_if_needed()
             .with_protection()
             .with_mode(mode)
-            .for_path(&paths::join(path, &name), b"")
+            .for_path(&paths::join(path, &name), &self.shared.data)
             .with_stat()
             .into_future();
         let listing = client.get_children().for_path(path).into_future();

@@ -1,0 +1,195 @@
+//! `LeaderSelector` against a real ZooKeeper server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_election::LeaderSelector;
+use curator_framework::CuratorFramework;
+use curator_framework::retry::RetryNTimes;
+use curator_test::{TestingServer, Timing, unique_root};
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+async fn client(connect: &str) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(Timing::new().scale(Duration::from_secs(15)))
+        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    client
+}
+
+/// (participant, leadership start, leadership end) for every leadership, one clock.
+type Terms = Arc<Mutex<Vec<(String, Instant, Instant)>>>;
+
+/// Records a leadership's end when the task finishes or is cancelled (dropped).
+struct EndOfTerm {
+    terms: Terms,
+    id: String,
+    started: Instant,
+}
+
+impl Drop for EndOfTerm {
+    fn drop(&mut self) {
+        self.terms
+            .lock()
+            .push((self.id.clone(), self.started, Instant::now()));
+    }
+}
+
+async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let end = Instant::now() + Timing::new().wait();
+    while !condition() {
+        assert!(Instant::now() < end, "{what} did not happen in time");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn assert_no_overlap(terms: &[(String, Instant, Instant)]) {
+    let mut sorted = terms.to_vec();
+    sorted.sort_by_key(|t| t.1);
+    for pair in sorted.windows(2) {
+        assert!(
+            pair[0].2 <= pair[1].1,
+            "{} led until {:?}, {} from {:?}",
+            pair[0].0,
+            pair[0].2,
+            pair[1].0,
+            pair[1].1
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_requeue_cycles_leadership_without_overlap() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("selector-cycle");
+    let terms: Terms = Arc::default();
+    let mut selectors = Vec::new();
+    for i in 0..3 {
+        let terms = Arc::clone(&terms);
+        let id = format!("s{i}");
+        let task_id = id.clone();
+        let selector = LeaderSelector::new(
+            client(&server.connect_string()).await,
+            &path,
+            id,
+            move |_context| {
+                let end = EndOfTerm {
+                    terms: Arc::clone(&terms),
+                    id: task_id.clone(),
+                    started: Instant::now(),
+                };
+                async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    drop(end);
+                }
+            },
+        )
+        .unwrap();
+        selector.auto_requeue();
+        selector.start().await.unwrap();
+        selectors.push(selector);
+    }
+    eventually("nine leaderships", || terms.lock().len() >= 9).await;
+    for selector in &selectors {
+        selector.close().await;
+    }
+    let terms = terms.lock().clone();
+    assert_no_overlap(&terms);
+    let leaders: std::collections::HashSet<&str> = terms.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(
+        leaders.len(),
+        3,
+        "leadership cycles through every participant: {leaders:?}"
+    );
+}
+
+/// A selector whose task leads until told to stop, recording its term.
+fn waiting_selector(
+    client: CuratorFramework,
+    path: &str,
+    id: &str,
+    terms: &Terms,
+) -> LeaderSelector {
+    let terms = Arc::clone(terms);
+    let task_id = id.to_owned();
+    LeaderSelector::new(client, path, id, move |context| {
+        let end = EndOfTerm {
+            terms: Arc::clone(&terms),
+            id: task_id.clone(),
+            started: Instant::now(),
+        };
+        async move {
+            context.stopping().await;
+            drop(end);
+        }
+    })
+    .unwrap()
+}
+
+async fn queued(selector: &LeaderSelector, n: usize) {
+    let end = Instant::now() + Timing::new().wait();
+    while selector.participants().await.unwrap().len() < n {
+        assert!(Instant::now() < end, "participants did not queue");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interruption_cancels_the_task_and_passes_leadership_on() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("selector-interrupt");
+    let terms: Terms = Arc::default();
+    let a = waiting_selector(client(&server.connect_string()).await, &path, "a", &terms);
+    a.start().await.unwrap();
+    eventually("a leads", || a.has_leadership()).await;
+    let b = waiting_selector(client(&server.connect_string()).await, &path, "b", &terms);
+    b.start().await.unwrap();
+    queued(&b, 2).await;
+    assert_eq!(b.leader().await.unwrap().unwrap().id, "a");
+    assert_eq!(b.participants().await.unwrap()[1].id, "b");
+
+    a.interrupt_leadership();
+    eventually("b leads", || b.has_leadership()).await;
+    assert!(!a.has_leadership());
+    b.close().await;
+    a.close().await;
+    let terms = terms.lock().clone();
+    assert_eq!(
+        terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
+    assert_no_overlap(&terms);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("selector-expiry");
+    let terms: Terms = Arc::default();
+    let a_client = client(&server.connect_string()).await;
+    let a = waiting_selector(a_client.clone(), &path, "a", &terms);
+    a.start().await.unwrap();
+    eventually("a leads", || a.has_leadership()).await;
+    let b = waiting_selector(client(&server.connect_string()).await, &path, "b", &terms);
+    b.start().await.unwrap();
+    queued(&b, 2).await;
+
+    a_client.inject_session_expiration().await.unwrap();
+    eventually("b leads", || b.has_leadership()).await;
+    assert!(!a.has_leadership());
+    b.close().await;
+    let terms = terms.lock().clone();
+    assert_eq!(
+        terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
+    assert_no_overlap(&terms);
+}
