@@ -35,7 +35,8 @@ pub const CURATOR_CLASSPATH: &[&str] = &[
 /// ```
 #[derive(Debug)]
 pub struct CuratorProgram {
-    classes: tempfile::TempDir,
+    /// Shared with every running peer, so the classes outlive the program value.
+    classes: std::sync::Arc<tempfile::TempDir>,
     class: String,
 }
 
@@ -77,7 +78,10 @@ impl CuratorProgram {
             .and_then(|s| s.to_str())
             .unwrap_or_default()
             .to_owned();
-        Ok(Self { classes, class })
+        Ok(Self {
+            classes: std::sync::Arc::new(classes),
+            class,
+        })
     }
 
     /// Starts the program with `args`.
@@ -110,6 +114,7 @@ impl CuratorProgram {
             child,
             stdin,
             stdout,
+            _classes: std::sync::Arc::clone(&self.classes),
         })
     }
 }
@@ -120,6 +125,7 @@ pub struct JavaPeer {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: Option<BufReader<ChildStdout>>,
+    _classes: std::sync::Arc<tempfile::TempDir>,
 }
 
 impl JavaPeer {

@@ -1,0 +1,144 @@
+//! Rust and Java (Apache Curator 5.4) participants in one election: exactly one leader, and each
+//! lists the other.
+
+use std::path::Path;
+use std::time::Duration;
+
+use curator_election::{CloseMode, LeaderLatch, LeaderSelector};
+use curator_framework::CuratorFramework;
+use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use tokio::time::Instant;
+
+async fn client(connect: &str) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    client
+}
+
+fn java(connect: &str, path: &str, id: &str, kind: &str) -> JavaPeer {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/ElectionPeer.java");
+    let mut peer = CuratorProgram::compile(&source)
+        .unwrap()
+        .start(&[connect, path, id, kind])
+        .unwrap();
+    assert_eq!(peer.read_line().unwrap(), "ready");
+    peer
+}
+
+async fn ask(peer: &mut JavaPeer, line: &str) -> String {
+    tokio::task::block_in_place(|| peer.ask(line)).unwrap()
+}
+
+/// Polls the Java peer until it answers `expected` to `question`.
+async fn java_says(peer: &mut JavaPeer, question: &str, expected: &str) {
+    let end = Instant::now() + Timing::new().wait();
+    loop {
+        let answer = ask(peer, question).await;
+        if answer == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "Java answered {answer:?} to {question:?}, not {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_and_java_leader_latches_elect_one_leader() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("interop-latch");
+    let mut java =
+        tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "latch"));
+    java_says(&mut java, "leading", "yes").await;
+    let rust = LeaderLatch::new(client(&server.connect_string()).await, &path, "rust-1").unwrap();
+    rust.start().await.unwrap();
+    java_says(
+        &mut java,
+        "participants",
+        "participants java-1:true,rust-1:false",
+    )
+    .await;
+    let seen: Vec<(String, bool)> = rust
+        .participants()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.id, p.is_leader))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![("java-1".to_owned(), true), ("rust-1".to_owned(), false)]
+    );
+    assert!(!rust.has_leadership());
+
+    assert_eq!(ask(&mut java, "release").await, "released");
+    assert!(
+        rust.await_leadership_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+    );
+    rust.close(CloseMode::Silent).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_and_java_leader_selectors_take_turns() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("interop-selector");
+    let mut java =
+        tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "selector"));
+    java_says(&mut java, "leading", "yes").await;
+    let rust = LeaderSelector::new(
+        client(&server.connect_string()).await,
+        &path,
+        "rust-1",
+        |context| async move {
+            context.stopping().await;
+        },
+    )
+    .unwrap();
+    rust.start().await.unwrap();
+    java_says(
+        &mut java,
+        "participants",
+        "participants java-1:true,rust-1:false",
+    )
+    .await;
+    let end = Instant::now() + Timing::new().wait();
+    loop {
+        let seen: Vec<(String, bool)> = rust
+            .participants()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.id, p.is_leader))
+            .collect();
+        if seen.len() == 2 {
+            assert_eq!(
+                seen,
+                vec![("java-1".to_owned(), true), ("rust-1".to_owned(), false)]
+            );
+            break;
+        }
+        assert!(Instant::now() < end);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!rust.has_leadership());
+
+    assert_eq!(ask(&mut java, "release").await, "released");
+    let end = Instant::now() + Timing::new().wait();
+    while !rust.has_leadership() {
+        assert!(Instant::now() < end, "the Rust selector did not take over");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    java_says(&mut java, "leading", "no").await;
+    rust.close().await;
+}
