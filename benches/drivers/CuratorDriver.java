@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryNTimes;
 
@@ -156,6 +157,42 @@ public final class CuratorDriver {
                 }
                 if (!failures.isEmpty()) {
                     throw failures.get(0);
+                }
+                break;
+            }
+            case "leader_handover": {
+                // Two participants on separate sessions hand leadership back and forth.
+                CuratorFramework[] clients = new CuratorFramework[2];
+                for (int i = 0; i < 2; i++) {
+                    clients[i] = CuratorFrameworkFactory.builder().connectString(connectString)
+                            .retryPolicy(new RetryNTimes(3, 100)).sessionTimeoutMs(30000).build();
+                    clients[i].start();
+                    clients[i].blockUntilConnected(30, TimeUnit.SECONDS);
+                }
+                int leaderIndex = 0;
+                LeaderLatch leader = new LeaderLatch(clients[0], path, "p0");
+                leader.start();
+                leader.await();
+                LeaderLatch follower = new LeaderLatch(clients[1], path, "p1");
+                follower.start();
+                for (int i = 0; i < latencies.length; i++) {
+                    while (follower.getParticipants().size() < 2) {
+                        Thread.yield();
+                    }
+                    long t = System.nanoTime();
+                    leader.close();
+                    follower.await();
+                    latencies[i] = System.nanoTime() - t;
+                    leaderIndex = 1 - leaderIndex;
+                    LeaderLatch rejoined = new LeaderLatch(clients[1 - leaderIndex], path, "p" + (1 - leaderIndex));
+                    rejoined.start();
+                    leader = follower;
+                    follower = rejoined;
+                }
+                leader.close();
+                follower.close();
+                for (CuratorFramework c : clients) {
+                    c.close();
                 }
                 break;
             }

@@ -5,6 +5,7 @@ Prints "ready", then answers each stdin line "run <scenario> <ops> <path>" with
 "ok <elapsed-ns> <latency-ns,...>" (or "err <message>"); "quit" ends it.
 """
 
+import queue
 import sys
 import threading
 import time
@@ -88,6 +89,45 @@ def run(client, scenario, path, latencies):
             thread.join()
         if failures:
             raise failures[0]
+    elif scenario == "leader_handover":
+        # Kazoo's election (a lock underneath): two participants on separate sessions hand
+        # leadership back and forth; each latency runs from the leader's resignation to the
+        # other's leadership function starting.
+        sessions = []
+        for _ in range(2):
+            session = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            session.start(timeout=30)
+            sessions.append(session)
+        leading = queue.Queue()
+        resign = [threading.Event(), threading.Event()]
+        stop = threading.Event()
+
+        def participate(index):
+            election = sessions[index].Election(path, "p%d" % index)
+            while not stop.is_set():
+                def lead():
+                    leading.put((index, time.perf_counter_ns()))
+                    resign[index].wait()
+                    resign[index].clear()
+                election.run(lead)
+
+        threads = [threading.Thread(target=participate, args=(i,), daemon=True) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        current, _ = leading.get(timeout=60)
+        for i in range(ops):
+            election = sessions[0].Election(path)
+            while len(election.contenders()) < 2:
+                time.sleep(0.0005)
+            t = time.perf_counter_ns()
+            resign[current].set()
+            current, started = leading.get(timeout=60)
+            latencies[i] = started - t
+        stop.set()
+        resign[current].set()
+        for session in sessions:
+            session.stop()
+            session.close()
     else:
         raise ValueError("unknown scenario " + scenario)
 

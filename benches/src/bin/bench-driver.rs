@@ -9,6 +9,7 @@
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
+use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
 use curator_locks::InterProcessMutex;
@@ -116,6 +117,7 @@ impl Driver {
             }
             "mutex_uncontended" => self.mutex_uncontended(path, latencies).await?,
             "mutex_contended" => self.mutex_contended(path, latencies).await?,
+            "leader_handover" => self.leader_handover(path, latencies).await?,
             other => return Err(format!("unknown scenario {other}")),
         }
         Ok(())
@@ -197,6 +199,68 @@ impl Driver {
         }
         Ok(())
     }
+}
+
+impl Driver {
+    /// Two participants on separate sessions hand leadership back and forth: each latency runs
+    /// from the leader's close to the other's election; the one that left rejoins behind.
+    async fn leader_handover(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        let Driver::Framework(_, connect) = self else {
+            return Err("unsupported".into());
+        };
+        let clients = [
+            connect_framework(connect).await,
+            connect_framework(connect).await,
+        ];
+        let join = |i: usize| {
+            let latch = LeaderLatch::new(clients[i].clone(), path, format!("p{i}"))
+                .map_err(|e| e.to_string());
+            async move {
+                let latch = latch?;
+                latch.start().await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(latch)
+            }
+        };
+        let mut leader = join(0).await?;
+        leader.await_leadership().await.map_err(|e| e.to_string())?;
+        let mut leader_index = 0;
+        let mut follower = join(1).await?;
+        for slot in latencies.iter_mut() {
+            wait_for_participants(&follower, 2).await?;
+            let t = Instant::now();
+            leader
+                .close(CloseMode::Silent)
+                .await
+                .map_err(|e| e.to_string())?;
+            follower
+                .await_leadership()
+                .await
+                .map_err(|e| e.to_string())?;
+            *slot = elapsed_ns(t);
+            leader_index = 1 - leader_index;
+            let rejoined = join(1 - leader_index).await?;
+            leader = std::mem::replace(&mut follower, rejoined);
+        }
+        leader
+            .close(CloseMode::Silent)
+            .await
+            .map_err(|e| e.to_string())?;
+        follower
+            .close(CloseMode::Silent)
+            .await
+            .map_err(|e| e.to_string())?;
+        for client in clients {
+            client.close().await;
+        }
+        Ok(())
+    }
+}
+
+async fn wait_for_participants(latch: &LeaderLatch, n: usize) -> Result<(), String> {
+    while latch.participants().await.map_err(|e| e.to_string())?.len() < n {
+        tokio::task::yield_now().await;
+    }
+    Ok(())
 }
 
 async fn connect_framework(connect: &str) -> CuratorFramework {

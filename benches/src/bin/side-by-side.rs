@@ -326,6 +326,11 @@ fn run() -> Result<(), String> {
             ops: 100 * scale,
         },
         Scenario {
+            name: "leader_handover",
+            what: "leader leaves → the next participant leads (latency is the hand-over)",
+            ops: 25 * scale,
+        },
+        Scenario {
             name: "mutex_contended",
             what: "8 sessions of one process on one mutex (one op = a hand-over)",
             ops: 100 * scale,
@@ -420,7 +425,9 @@ fn run() -> Result<(), String> {
                 );
                 let path = match scenario.name {
                     "create_delete" => dir,
-                    name if name.starts_with("mutex") => format!("{dir}-{name}"),
+                    name if name.starts_with("mutex") || name.starts_with("leader") => {
+                        format!("{dir}-{name}")
+                    }
                     _ => data.clone(),
                 };
                 if let Some(sample) = driver.run(scenario.name, scenario.ops, &path)? {

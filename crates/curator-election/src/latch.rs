@@ -364,13 +364,27 @@ impl Inner {
     async fn position(&self, node: &str) -> Result<Position> {
         let ours = paths::node_name(node).to_owned();
         loop {
-            let children = sorted(self.client.get_children().for_path(&self.path).await?.0);
+            // The listing and the read of our own node go out together: a participant that turns
+            // out first already has what it needs to lead (one round trip after a hand-over).
+            let listing = self
+                .client
+                .get_children()
+                .for_path(&self.path)
+                .into_future();
+            let own = self
+                .client
+                .get_data()
+                .watched()
+                .for_path(node)
+                .into_future();
+            let children = sorted(listing.await?.0);
+            let own = own.await;
             let Some(index) = children.iter().position(|c| *c == ours) else {
                 return Ok(Position::Reset);
             };
             if index == 0 {
                 // Lead only with a node of the current session.
-                return match self.client.get_data().watched().for_path(node).await {
+                return match own {
                     Ok((_, stat, watcher))
                         if Some(stat.ephemeral_owner) == self.client.session_id() =>
                     {
