@@ -1,0 +1,209 @@
+//! `DistributedDoubleBarrier`: N members enter together and leave together.
+
+use std::time::Duration;
+
+use curator_framework::watcher::Watcher;
+use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
+use tokio::time::Instant;
+
+const READY_NODE: &str = "ready";
+
+/// A double barrier for `member_count` members (Curator's `DistributedDoubleBarrier` layout:
+/// each member an ephemeral `P/<uuid>`, and `P/ready` once all have entered).
+///
+/// A handle is one member: call [`enter`](Self::enter) then [`leave`](Self::leave).
+#[derive(Debug, Clone)]
+pub struct DistributedDoubleBarrier {
+    client: CuratorFramework,
+    path: String,
+    member_count: usize,
+    our_node: String,
+    ready_path: String,
+}
+
+impl DistributedDoubleBarrier {
+    /// Member of the barrier on `path` that opens when `member_count` members have entered.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for zero members.
+    pub fn new(client: CuratorFramework, path: &str, member_count: usize) -> Result<Self> {
+        paths::validate(path)?;
+        if member_count == 0 {
+            return Err(Error::InvalidArgument(
+                "a double barrier needs at least one member".into(),
+            ));
+        }
+        Ok(Self {
+            our_node: paths::join(path, &uuid::Uuid::new_v4().hyphenated().to_string()),
+            ready_path: paths::join(path, READY_NODE),
+            client,
+            path: path.to_owned(),
+            member_count,
+        })
+    }
+
+    /// Enters, and waits until all members have.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn enter(&self) -> Result<()> {
+        self.enter_until(None).await.map(drop)
+    }
+
+    /// Like [`enter`](Self::enter), giving up after `timeout` (`false`, with this member's node
+    /// removed).
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn enter_timeout(&self, timeout: Duration) -> Result<bool> {
+        self.enter_until(Some(Instant::now() + timeout)).await
+    }
+
+    /// Leaves, and waits until all members have.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::InvalidArgument`] when this member is not in the barrier.
+    pub async fn leave(&self) -> Result<()> {
+        self.leave_until(None).await.map(drop)
+    }
+
+    /// Like [`leave`](Self::leave), giving up after `timeout` (`false`).
+    ///
+    /// # Errors
+    /// As [`leave`](Self::leave).
+    pub async fn leave_timeout(&self, timeout: Duration) -> Result<bool> {
+        self.leave_until(Some(Instant::now() + timeout)).await
+    }
+
+    async fn enter_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let (ready, mut ready_watch) = self
+            .client
+            .check_exists()
+            .watched()
+            .for_path(&self.ready_path)
+            .await?;
+        self.client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_mode(CreateMode::Ephemeral)
+            .for_path_with_default_data(&self.our_node)
+            .await?;
+        if ready.is_some() {
+            return Ok(true);
+        }
+        loop {
+            if self.members().await?.len() >= self.member_count {
+                match self
+                    .client
+                    .create()
+                    .for_path_with_default_data(&self.ready_path)
+                    .await
+                {
+                    Ok(_) | Err(Error::NodeExists) => return Ok(true),
+                    Err(error) => return Err(error),
+                }
+            }
+            if !wait(ready_watch, deadline).await {
+                let _ = self
+                    .client
+                    .delete()
+                    .quietly()
+                    .for_path(&self.our_node)
+                    .await;
+                return Ok(false);
+            }
+            let (ready, watch) = self
+                .client
+                .check_exists()
+                .watched()
+                .for_path(&self.ready_path)
+                .await?;
+            if ready.is_some() {
+                return Ok(true);
+            }
+            ready_watch = watch;
+        }
+    }
+
+    async fn leave_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let ours = paths::node_name(&self.our_node).to_owned();
+        let mut ours_should_exist = true;
+        loop {
+            let members = self.members().await?;
+            if members.is_empty() {
+                return Ok(true);
+            }
+            let index = members.iter().position(|m| *m == ours);
+            if index.is_none() && ours_should_exist {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not in the barrier",
+                    self.our_node
+                )));
+            }
+            if members.len() == 1 {
+                if ours_should_exist {
+                    self.client
+                        .delete()
+                        .quietly()
+                        .for_path(&self.our_node)
+                        .await?;
+                }
+                // The last member out takes the ready flag down.
+                self.client
+                    .delete()
+                    .quietly()
+                    .for_path(&self.ready_path)
+                    .await?;
+                return Ok(true);
+            }
+            // The lowest member waits for the highest; every other member leaves and waits for
+            // the lowest: each deletion wakes at most one member.
+            let watched = if index == Some(0) {
+                members.last().cloned().unwrap_or_default()
+            } else {
+                if ours_should_exist {
+                    self.client
+                        .delete()
+                        .quietly()
+                        .for_path(&self.our_node)
+                        .await?;
+                    ours_should_exist = false;
+                }
+                members[0].clone()
+            };
+            let (stat, watcher) = self
+                .client
+                .check_exists()
+                .watched()
+                .for_path(&paths::join(&self.path, &watched))
+                .await?;
+            if stat.is_some() && !wait(watcher, deadline).await {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The members' node names, sorted, without the ready flag.
+    async fn members(&self) -> Result<Vec<String>> {
+        let mut members: Vec<String> = match self.client.get_children().for_path(&self.path).await {
+            Ok((children, _)) => children.into_iter().filter(|c| c != READY_NODE).collect(),
+            Err(Error::NoNode) => Vec::new(),
+            Err(error) => return Err(error),
+        };
+        members.sort();
+        Ok(members)
+    }
+}
+
+/// Waits for the watch to fire; `false` when the deadline came first.
+async fn wait(watcher: Watcher, deadline: Option<Instant>) -> bool {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, watcher.changed())
+            .await
+            .is_ok(),
+        None => {
+            watcher.changed().await;
+            true
+        }
+    }
+}
