@@ -146,3 +146,28 @@ async fn a_member_whose_session_ends_inside_the_barrier_does_not_block_the_other
     );
     assert!(x.unwrap() && y.unwrap());
 }
+
+#[tokio::test]
+async fn a_waiter_survives_a_server_restart() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let path = unique_root("barrier-restart");
+    let owner = DistributedBarrier::new(client(&server.connect_string()).await, &path).unwrap();
+    let waiter = DistributedBarrier::new(client(&server.connect_string()).await, &path).unwrap();
+    owner.set_barrier().await.unwrap();
+    let probe = waiter.clone();
+    let waiting = tokio::spawn(async move { waiter.wait_on_barrier().await });
+    // While the probe waits, the waiter task runs and sets its watch (the barrier is up).
+    assert!(
+        !probe
+            .wait_on_barrier_timeout(Duration::from_millis(100))
+            .await
+            .unwrap()
+    );
+    server.restart().await.unwrap();
+    owner.remove_barrier().await.unwrap();
+    tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .expect("the watch survived the restart")
+        .unwrap()
+        .unwrap();
+}

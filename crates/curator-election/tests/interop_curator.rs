@@ -1,26 +1,14 @@
 //! Rust and Java (Apache Curator 5.4) participants in one election: exactly one leader, and each
 //! lists the other.
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
 use curator_election::{CloseMode, LeaderLatch, LeaderSelector};
-use curator_framework::CuratorFramework;
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
 use tokio::time::Instant;
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
 
 fn java(connect: &str, path: &str, id: &str, kind: &str) -> JavaPeer {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/ElectionPeer.java");
@@ -59,7 +47,12 @@ async fn rust_and_java_leader_latches_elect_one_leader() {
     let mut java =
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "latch"));
     java_says(&mut java, "leading", "yes").await;
-    let rust = LeaderLatch::new(client(&server.connect_string()).await, &path, "rust-1").unwrap();
+    let rust = LeaderLatch::new(
+        support::client(&server.connect_string()).await,
+        &path,
+        "rust-1",
+    )
+    .unwrap();
     rust.start().await.unwrap();
     java_says(
         &mut java,
@@ -97,7 +90,7 @@ async fn rust_and_java_leader_selectors_take_turns() {
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "selector"));
     java_says(&mut java, "leading", "yes").await;
     let rust = LeaderSelector::new(
-        client(&server.connect_string()).await,
+        support::client(&server.connect_string()).await,
         &path,
         "rust-1",
         |context| async move {

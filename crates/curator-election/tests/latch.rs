@@ -1,34 +1,15 @@
 //! `LeaderLatch` against a real ZooKeeper server, with faults.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::{CloseMode, LatchEvent, LeaderLatch};
-use curator_framework::retry::RetryNTimes;
-use curator_framework::{CuratorFramework, paths};
+use curator_framework::paths;
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
 use parking_lot::Mutex;
 use tokio::time::Instant;
-
-async fn client_with(connect: &str, session_timeout: Duration) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .session_timeout(session_timeout)
-        .connection_timeout(Timing::new().scale(Duration::from_millis(800)))
-        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
-
-async fn client(connect: &str) -> CuratorFramework {
-    client_with(connect, Timing::new().scale(Duration::from_secs(15))).await
-}
 
 /// Every leadership change of every latch, stamped by one clock.
 type Log = Arc<Mutex<Vec<(Instant, String, LatchEvent)>>>;
@@ -64,7 +45,7 @@ async fn one_of_several_leads_and_the_others_know_who() {
     let mut latches = Vec::new();
     for i in 0..3 {
         let latch = LeaderLatch::new(
-            client(&server.connect_string()).await,
+            support::client(&server.connect_string()).await,
             &path,
             format!("p{i}"),
         )
@@ -123,7 +104,7 @@ async fn an_expired_leader_steps_down_before_another_takes_over() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("latch-expiry");
     let log: Log = Arc::default();
-    let first_client = client(&server.connect_string()).await;
+    let first_client = support::client(&server.connect_string()).await;
     let first = LeaderLatch::new(first_client.clone(), &path, "first").unwrap();
     record(&first, &log);
     first.start().await.unwrap();
@@ -133,7 +114,12 @@ async fn an_expired_leader_steps_down_before_another_takes_over() {
             .await
             .unwrap()
     );
-    let second = LeaderLatch::new(client(&server.connect_string()).await, &path, "second").unwrap();
+    let second = LeaderLatch::new(
+        support::client(&server.connect_string()).await,
+        &path,
+        "second",
+    )
+    .unwrap();
     record(&second, &log);
     second.start().await.unwrap();
 
@@ -172,7 +158,7 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
     let path = unique_root("latch-partition");
     let session_timeout = Timing::new().scale(Duration::from_secs(4));
     let leader = LeaderLatch::new(
-        client_with(&proxy.connect_string(), session_timeout).await,
+        support::client_with(&proxy.connect_string(), session_timeout).await,
         &path,
         "cut-off",
     )
@@ -184,7 +170,12 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
             .await
             .unwrap()
     );
-    let other = LeaderLatch::new(client(&server.connect_string()).await, &path, "other").unwrap();
+    let other = LeaderLatch::new(
+        support::client(&server.connect_string()).await,
+        &path,
+        "other",
+    )
+    .unwrap();
     other.start().await.unwrap();
 
     let mut events = leader.listenable().stream();
@@ -219,7 +210,7 @@ async fn leadership_survives_a_server_restart_without_two_leaders() {
     let mut latches = Vec::new();
     for i in 0..2 {
         let latch = LeaderLatch::new(
-            client(&server.connect_string()).await,
+            support::client(&server.connect_string()).await,
             &path,
             format!("p{i}"),
         )
@@ -245,7 +236,8 @@ async fn close_modes() {
     use futures::StreamExt;
     for (mode, expect_event) in [(CloseMode::Silent, false), (CloseMode::NotifyLeader, true)] {
         let path = unique_root("latch-close");
-        let latch = LeaderLatch::new(client(&server.connect_string()).await, &path, "x").unwrap();
+        let latch =
+            LeaderLatch::new(support::client(&server.connect_string()).await, &path, "x").unwrap();
         let mut events = latch.listenable().stream();
         latch.start().await.unwrap();
         assert_eq!(events.next().await, Some(LatchEvent::IsLeader));

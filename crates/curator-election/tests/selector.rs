@@ -1,29 +1,15 @@
 //! `LeaderSelector` against a real ZooKeeper server.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::LeaderSelector;
 use curator_framework::CuratorFramework;
-use curator_framework::retry::RetryNTimes;
 use curator_test::{TestingServer, Timing, unique_root};
 use parking_lot::Mutex;
 use tokio::time::Instant;
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .session_timeout(Timing::new().scale(Duration::from_secs(15)))
-        .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
 
 /// (participant, leadership start, leadership end) for every leadership, one clock.
 type Terms = Arc<Mutex<Vec<(String, Instant, Instant)>>>;
@@ -40,14 +26,6 @@ impl Drop for EndOfTerm {
         self.terms
             .lock()
             .push((self.id.clone(), self.started, Instant::now()));
-    }
-}
-
-async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    let end = Instant::now() + Timing::new().wait();
-    while !condition() {
-        assert!(Instant::now() < end, "{what} did not happen in time");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -77,7 +55,7 @@ async fn auto_requeue_cycles_leadership_without_overlap() {
         let id = format!("s{i}");
         let task_id = id.clone();
         let selector = LeaderSelector::new(
-            client(&server.connect_string()).await,
+            support::client(&server.connect_string()).await,
             &path,
             id,
             move |_context| {
@@ -97,7 +75,7 @@ async fn auto_requeue_cycles_leadership_without_overlap() {
         selector.start().await.unwrap();
         selectors.push(selector);
     }
-    eventually("nine leaderships", || terms.lock().len() >= 9).await;
+    support::eventually("nine leaderships", || terms.lock().len() >= 9).await;
     for selector in &selectors {
         selector.close().await;
     }
@@ -147,17 +125,27 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("selector-interrupt");
     let terms: Terms = Arc::default();
-    let a = waiting_selector(client(&server.connect_string()).await, &path, "a", &terms);
+    let a = waiting_selector(
+        support::client(&server.connect_string()).await,
+        &path,
+        "a",
+        &terms,
+    );
     a.start().await.unwrap();
-    eventually("a leads", || a.has_leadership()).await;
-    let b = waiting_selector(client(&server.connect_string()).await, &path, "b", &terms);
+    support::eventually("a leads", || a.has_leadership()).await;
+    let b = waiting_selector(
+        support::client(&server.connect_string()).await,
+        &path,
+        "b",
+        &terms,
+    );
     b.start().await.unwrap();
     queued(&b, 2).await;
     assert_eq!(b.leader().await.unwrap().unwrap().id, "a");
     assert_eq!(b.participants().await.unwrap()[1].id, "b");
 
     a.interrupt_leadership();
-    eventually("b leads", || b.has_leadership()).await;
+    support::eventually("b leads", || b.has_leadership()).await;
     assert!(!a.has_leadership());
     b.close().await;
     a.close().await;
@@ -174,16 +162,21 @@ async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("selector-expiry");
     let terms: Terms = Arc::default();
-    let a_client = client(&server.connect_string()).await;
+    let a_client = support::client(&server.connect_string()).await;
     let a = waiting_selector(a_client.clone(), &path, "a", &terms);
     a.start().await.unwrap();
-    eventually("a leads", || a.has_leadership()).await;
-    let b = waiting_selector(client(&server.connect_string()).await, &path, "b", &terms);
+    support::eventually("a leads", || a.has_leadership()).await;
+    let b = waiting_selector(
+        support::client(&server.connect_string()).await,
+        &path,
+        "b",
+        &terms,
+    );
     b.start().await.unwrap();
     queued(&b, 2).await;
 
     a_client.inject_session_expiration().await.unwrap();
-    eventually("b leads", || b.has_leadership()).await;
+    support::eventually("b leads", || b.has_leadership()).await;
     assert!(!a.has_leadership());
     b.close().await;
     let terms = terms.lock().clone();

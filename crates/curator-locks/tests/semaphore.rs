@@ -225,3 +225,43 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
         .expect("the holder is told");
     assert!(lease.is_lost());
 }
+
+#[tokio::test]
+async fn a_waiter_gets_its_lease_after_a_server_restart() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let path = unique_root("semaphore-restart");
+    let holder = InterProcessSemaphoreV2::new(
+        support::client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(1),
+    )
+    .unwrap();
+    let waiter = InterProcessSemaphoreV2::new(
+        support::client(&server.connect_string()).await,
+        &path,
+        MaxLeases::Fixed(1),
+    )
+    .unwrap();
+    let lease = holder.acquire().await.unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move { waiter.acquire().await }
+    });
+    support::eventually("the waiter's lease node exists", || async {
+        holder
+            .participant_nodes()
+            .await
+            .map(|p| p.len() == 2)
+            .unwrap_or(false)
+    })
+    .await;
+    server.restart().await.unwrap();
+    lease.release().await.unwrap();
+    let theirs = tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .expect("the watch survived")
+        .unwrap()
+        .unwrap();
+    assert_eq!(waiter.participant_nodes().await.unwrap().len(), 1);
+    drop(theirs);
+}
