@@ -1,5 +1,7 @@
 //! The framework's one error type.
 
+use std::fmt;
+
 /// Everything an operation of this framework can fail with: the ZooKeeper error codes callers act
 /// on, and the framework's own failures (a closed client, a deadline, bad input).
 ///
@@ -109,6 +111,15 @@ pub enum Error {
     /// Any other bad input or setting.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A node's data could not be decoded (or a value encoded) by a recipe's
+    /// [`Codec`](crate::codec::Codec).
+    #[error("cannot decode the data of {path:?}: {reason}")]
+    Decode {
+        /// The node whose data is bad (empty when the codec was used without one).
+        path: String,
+        /// What is wrong with the data.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -154,6 +165,14 @@ impl Error {
             Error::Other { code, .. } if *code != 0 => *code,
             _ => return None,
         })
+    }
+
+    /// A [`Decode`](Error::Decode) error for `path`.
+    pub fn decode(path: &str, reason: impl fmt::Display) -> Error {
+        Error::Decode {
+            path: path.to_owned(),
+            reason: reason.to_string(),
+        }
     }
 
     pub(crate) fn invalid_path(path: &str, reason: impl Into<String>) -> Error {

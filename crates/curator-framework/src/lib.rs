@@ -7,6 +7,7 @@ mod session;
 mod wire;
 
 pub mod acl;
+pub mod codec;
 pub mod ensemble;
 pub mod listen;
 pub mod metrics;

@@ -1,0 +1,16 @@
+#![doc = include_str!("../README.md")]
+
+mod atomic;
+mod cached;
+mod id_generator;
+mod shared_count;
+mod shared_value;
+
+pub use atomic::{
+    AtomicNumber, AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong,
+    DistributedAtomicNumber, DistributedAtomicValue, MARKER_PREFIX, PromotedToLock,
+};
+pub use cached::CachedAtomicLong;
+pub use id_generator::{SequentialId, SequentialIdGenerator};
+pub use shared_count::SharedCount;
+pub use shared_value::{SharedValue, VersionedValue};

@@ -1,0 +1,468 @@
+//! `SharedValue<T>`: a value every participant sees, with versioned compare-and-set.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use curator_framework::codec::{self, Codec, Json};
+use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
+use curator_framework::{
+    ConnectionState, CreateMode, CuratorFramework, Error, Result, Stat, paths,
+};
+use futures::StreamExt;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// A value together with the node version it was read at: the token for
+/// [`SharedValue::try_set_value`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionedValue<T> {
+    /// The node's data version when the value was read or written.
+    pub version: i32,
+    /// The value.
+    pub value: T,
+}
+
+impl<T> VersionedValue<T> {
+    /// A versioned value.
+    pub fn new(version: i32, value: T) -> Self {
+        Self { version, value }
+    }
+}
+
+/// What the instance last saw: only ever moves forward (by the node's modification zxid).
+#[derive(Debug, Clone)]
+struct Snapshot {
+    mzxid: i64,
+    version: i32,
+    bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    Latent,
+    Started,
+    Closed,
+}
+
+struct Inner<T, C> {
+    client: CuratorFramework,
+    path: String,
+    seed: Vec<u8>,
+    codec: C,
+    current: Mutex<Option<Snapshot>>,
+    listeners: ListenerContainer<VersionedValue<T>>,
+    lifecycle: Mutex<Lifecycle>,
+    cancel: CancellationToken,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    _value: PhantomData<fn() -> T>,
+}
+
+/// A value stored in one node that every participant sees (Curator's `SharedValue`, typed).
+///
+/// The node holds the value encoded by a [`Codec`] ([`Json`] by default; [`codec::Raw`] for bytes,
+/// [`codec::BigEndianI32`] is what [`SharedCount`](crate::SharedCount) uses). [`start`](Self::start)
+/// creates the node with the seed value when it is missing (the first starter's seed wins),
+/// reads it, and then follows it with a watch.
+///
+/// Guarantees: the local view only moves forward (by the node's modification zxid, so a stale
+/// read never replaces a newer value); listeners get each value the instance sees exactly once,
+/// in the order the server committed them; after a reconnect or a new session the node is read
+/// again and a value changed meanwhile is delivered. ZooKeeper watches fire once per change
+/// *seen*: when several writes land between a notification and the re-read, listeners get the
+/// newest of them only (the intermediate values are never observable through a watch).
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_counters::SharedValue;
+/// #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+/// struct Limits { max_jobs: u32 }
+///
+/// let limits = SharedValue::<Limits>::new(client, "/config/limits", Limits { max_jobs: 4 })?;
+/// limits.start().await?;
+/// let _listener = limits.listenable().add_listener(|v| println!("now {:?}", v.value));
+/// let seen = limits.versioned_value()?;
+/// if !limits.try_set_value(&seen, Limits { max_jobs: seen.value.max_jobs + 1 }).await? {
+///     // someone else changed it first; read again and retry
+/// }
+/// limits.close().await;
+/// # Ok(()) }
+/// ```
+pub struct SharedValue<T, C = Json> {
+    inner: Arc<Inner<T, C>>,
+}
+
+impl<T, C> Clone for SharedValue<T, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<T, C: fmt::Debug> fmt::Debug for SharedValue<T, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let current = self.inner.current.lock();
+        f.debug_struct("SharedValue")
+            .field("path", &self.inner.path)
+            .field("codec", &self.inner.codec)
+            .field("version", &current.as_ref().map(|s| s.version))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, C> SharedValue<T, C>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    /// A shared value at `path` whose node is created with `seed` if missing, with the default
+    /// codec.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::Decode`] when the codec cannot encode
+    /// `seed`.
+    pub fn new(client: CuratorFramework, path: &str, seed: T) -> Result<Self>
+    where
+        C: Default,
+    {
+        Self::with_codec(client, path, seed, C::default())
+    }
+
+    /// A shared value with an explicit codec.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_codec(client: CuratorFramework, path: &str, seed: T, codec: C) -> Result<Self> {
+        paths::validate(path)?;
+        let seed = codec.encode(&seed).map_err(|e| codec::with_path(e, path))?;
+        let listeners = client.listener_container("shared value");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                client,
+                path: path.to_owned(),
+                seed,
+                codec,
+                current: Mutex::new(None),
+                listeners,
+                lifecycle: Mutex::new(Lifecycle::Latent),
+                cancel: CancellationToken::new(),
+                task: Mutex::new(None),
+                _value: PhantomData,
+            }),
+        })
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Creates the node with the seed if it is missing, reads it, and starts following it.
+    /// Returns once the first value is known.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when already started, [`Error::Closed`] after `close`;
+    /// connection errors (the instance is then not started and `start` may be called again).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future before it returns leaves the instance not started.
+    pub async fn start(&self) -> Result<()> {
+        match *self.inner.lifecycle.lock() {
+            Lifecycle::Latent => {}
+            Lifecycle::Started => {
+                return Err(Error::InvalidArgument(
+                    "the shared value is already started".into(),
+                ));
+            }
+            Lifecycle::Closed => return Err(Error::Closed),
+        }
+        let created = self
+            .inner
+            .client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_mode(CreateMode::Persistent)
+            .for_path(&self.inner.path, &self.inner.seed)
+            .await;
+        match created {
+            Ok(_) | Err(Error::NodeExists) => {}
+            Err(error) => return Err(error),
+        }
+        let (bytes, stat, watcher) = self
+            .inner
+            .client
+            .get_data()
+            .watched()
+            .for_path(&self.inner.path)
+            .await?;
+        self.inner.observe(bytes, &stat);
+        {
+            let mut lifecycle = self.inner.lifecycle.lock();
+            match *lifecycle {
+                Lifecycle::Latent => *lifecycle = Lifecycle::Started,
+                Lifecycle::Started => {
+                    return Err(Error::InvalidArgument(
+                        "the shared value is already started".into(),
+                    ));
+                }
+                Lifecycle::Closed => return Err(Error::Closed),
+            }
+        }
+        let inner = Arc::clone(&self.inner);
+        *self.inner.task.lock() = Some(tokio::spawn(follow(inner, Some(watcher))));
+        Ok(())
+    }
+
+    /// Stops following the node (the node stays). Idempotent.
+    pub async fn close(&self) {
+        *self.inner.lifecycle.lock() = Lifecycle::Closed;
+        self.inner.cancel.cancel();
+        let task = self.inner.task.lock().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    /// The value this instance last saw.
+    ///
+    /// # Errors
+    /// [`Error::NotStarted`] before [`start`](Self::start); [`Error::Decode`] when the node holds
+    /// data the codec cannot read.
+    pub fn value(&self) -> Result<T> {
+        self.versioned_value().map(|v| v.value)
+    }
+
+    /// The value this instance last saw, with its version (the token for
+    /// [`try_set_value`](Self::try_set_value)).
+    ///
+    /// # Errors
+    /// As [`value`](Self::value).
+    pub fn versioned_value(&self) -> Result<VersionedValue<T>> {
+        let snapshot = self.inner.current.lock().clone().ok_or(Error::NotStarted)?;
+        self.inner.decode(&snapshot)
+    }
+
+    /// Reads the node now (not the local view) and updates the local view.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::NoNode`] when the node was deleted; [`Error::Decode`].
+    pub async fn read(&self) -> Result<VersionedValue<T>> {
+        let (bytes, stat) = self
+            .inner
+            .client
+            .get_data()
+            .for_path(&self.inner.path)
+            .await?;
+        self.inner.observe(bytes.clone(), &stat);
+        self.inner.decode(&Snapshot {
+            mzxid: stat.mzxid,
+            version: stat.version,
+            bytes,
+        })
+    }
+
+    /// Sets the value, whatever it is now (re-creating the node if it was deleted).
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the codec cannot encode `value`; connection errors.
+    ///
+    /// # Cancellation safety
+    /// The write may or may not be applied when the future is dropped.
+    pub async fn set_value(&self, value: T) -> Result<()> {
+        let bytes = self.inner.encode(&value)?;
+        let written = self
+            .inner
+            .client
+            .set_data()
+            .for_path(&self.inner.path, &bytes)
+            .await;
+        let stat = match written {
+            Err(Error::NoNode) => {
+                self.inner
+                    .client
+                    .create()
+                    .creating_parent_containers_if_needed()
+                    .or_set_data()
+                    .for_path(&self.inner.path, &bytes)
+                    .with_stat()
+                    .await?
+                    .1
+            }
+            other => other?,
+        };
+        self.inner.observe(bytes, &stat);
+        Ok(())
+    }
+
+    /// Sets the value only if the node is still at `expected.version`; `false` when someone
+    /// changed it first (the local view is then refreshed: read it and try again).
+    ///
+    /// A write whose reply was lost with the connection is recognised on the retry (the node is
+    /// at the next version with exactly these bytes) and reported as `true`, as Curator does.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the codec cannot encode `value`; connection errors;
+    /// [`Error::NoNode`] when the node was deleted.
+    ///
+    /// # Cancellation safety
+    /// The write may or may not be applied when the future is dropped.
+    pub async fn try_set_value(&self, expected: &VersionedValue<T>, value: T) -> Result<bool> {
+        let bytes = self.inner.encode(&value)?;
+        let written = self
+            .inner
+            .client
+            .set_data()
+            .with_version(expected.version)
+            .idempotent()
+            .for_path(&self.inner.path, &bytes)
+            .await;
+        match written {
+            Ok(stat) => {
+                self.inner.observe(bytes, &stat);
+                Ok(true)
+            }
+            Err(Error::BadVersion) => {
+                let _ = self.read().await;
+                Ok(false)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Listeners called with each new value this instance sees after `start` (see the type's
+    /// guarantees); the value `start` found is not announced.
+    pub fn listenable(&self) -> Listenable<VersionedValue<T>> {
+        self.inner.listeners.listenable()
+    }
+
+    /// The new values as a stream.
+    pub fn stream(&self) -> ListenerStream<VersionedValue<T>> {
+        self.inner.listeners.listenable().stream()
+    }
+}
+
+impl<T, C> Inner<T, C>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    fn encode(&self, value: &T) -> Result<Vec<u8>> {
+        self.codec
+            .encode(value)
+            .map_err(|e| codec::with_path(e, &self.path))
+    }
+
+    fn decode(&self, snapshot: &Snapshot) -> Result<VersionedValue<T>> {
+        let value = self
+            .codec
+            .decode(&snapshot.bytes)
+            .map_err(|e| codec::with_path(e, &self.path))?;
+        Ok(VersionedValue::new(snapshot.version, value))
+    }
+
+    /// Takes a value read or written at `stat` if it is newer than the local view, and tells
+    /// the listeners.
+    fn observe(&self, bytes: Vec<u8>, stat: &Stat) {
+        let snapshot = Snapshot {
+            mzxid: stat.mzxid,
+            version: stat.version,
+            bytes,
+        };
+        {
+            let mut current = self.current.lock();
+            if current.as_ref().is_some_and(|c| c.mzxid >= snapshot.mzxid) {
+                return;
+            }
+            let first = current.replace(snapshot.clone()).is_none();
+            if first {
+                // The value found by `start` is not a change.
+                return;
+            }
+            // Publish under the lock so that listeners see values in mzxid order.
+            match self.decode(&snapshot) {
+                Ok(value) => self.listeners.publish(value),
+                Err(error) => tracing::warn!(%error, "shared value holds undecodable data"),
+            }
+        }
+    }
+}
+
+/// Follows the node: re-read on every change and after every reconnect.
+async fn follow<T, C>(
+    inner: Arc<Inner<T, C>>,
+    mut watcher: Option<curator_framework::watcher::Watcher>,
+) where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    let mut states = inner.client.connection_state_stream();
+    let cancel = inner.cancel.clone();
+    loop {
+        if let Some(current) = watcher.take() {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = current.changed() => {}
+                () = reconnected(&mut states) => {}
+            }
+        }
+        let read = async {
+            match inner
+                .client
+                .get_data()
+                .watched()
+                .for_path(&inner.path)
+                .await
+            {
+                Ok((bytes, stat, next)) => {
+                    inner.observe(bytes, &stat);
+                    Ok(next)
+                }
+                Err(Error::NoNode) => {
+                    // Deleted: keep the last value and wait for the node to come back.
+                    let (stat, next) = inner
+                        .client
+                        .check_exists()
+                        .watched()
+                        .for_path(&inner.path)
+                        .await?;
+                    if stat.is_some() {
+                        // Re-created meanwhile: read it at once.
+                        drop(next);
+                        return Err(Error::NodeExists);
+                    }
+                    Ok(next)
+                }
+                Err(error) => Err(error),
+            }
+        };
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            result = read => match result {
+                Ok(next) => watcher = Some(next),
+                Err(Error::NodeExists) => {}
+                Err(Error::Closed) => return,
+                Err(error) => {
+                    tracing::debug!(%error, path = %inner.path, "shared value read failed; waiting for the connection");
+                    tokio::select! {
+                        () = cancel.cancelled() => return,
+                        () = reconnected(&mut states) => {}
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// Resolves at the next Connected/Reconnected transition.
+async fn reconnected(states: &mut ListenerStream<ConnectionState>) {
+    while let Some(state) = states.next().await {
+        if matches!(
+            state,
+            ConnectionState::Connected | ConnectionState::Reconnected
+        ) {
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
+}

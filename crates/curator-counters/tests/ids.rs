@@ -1,0 +1,66 @@
+//! The sequential id generator against a real ZooKeeper.
+
+mod support;
+
+use curator_counters::SequentialIdGenerator;
+use curator_framework::Error;
+use curator_test::{TestingServer, unique_root};
+use support::client;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_are_unique_increasing_and_leave_no_node() {
+    let server = TestingServer::start().await.unwrap();
+    let parent = format!("{}/type2", unique_root("ids"));
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let generator = SequentialIdGenerator::new(
+            client(&server.connect_string()).await,
+            &parent,
+            "type2-job-",
+        )
+        .unwrap();
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            for _ in 0..10 {
+                got.push(generator.next_id().await.unwrap());
+            }
+            got.extend(generator.next_ids(15).await.unwrap());
+            generator.close().await.unwrap();
+            got
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        let got = task.await.unwrap();
+        assert!(
+            got.windows(2).all(|w| w[0].id < w[1].id),
+            "increasing per generator"
+        );
+        for id in &got {
+            assert_eq!(id.name, format!("type2-job-{:010}", id.id));
+        }
+        all.extend(got.into_iter().map(|id| id.id));
+    }
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), count, "unique across generators");
+    let c = client(&server.connect_string()).await;
+    assert!(
+        c.get_children()
+            .for_path(&parent)
+            .await
+            .unwrap()
+            .0
+            .is_empty(),
+        "every id node was deleted"
+    );
+    assert!(matches!(
+        SequentialIdGenerator::new(c.clone(), &parent, "a/b"),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        SequentialIdGenerator::new(c, "no-slash", "x-"),
+        Err(Error::InvalidPath { .. })
+    ));
+}

@@ -1,0 +1,201 @@
+//! SharedCount and SharedValue against a real ZooKeeper: seeds, versioned sets, listeners in
+//! commit order, typed values, and following the node through restarts and session expiry.
+
+mod support;
+
+use std::time::Duration;
+
+use curator_counters::{SharedCount, SharedValue, VersionedValue};
+use curator_framework::Error;
+use curator_framework::codec::Raw;
+use curator_test::{TestingServer, Timing, unique_root};
+use futures::StreamExt;
+use support::{client, raw};
+
+async fn next<T: Clone + Send + 'static>(
+    stream: &mut curator_framework::listen::ListenerStream<VersionedValue<T>>,
+) -> VersionedValue<T> {
+    tokio::time::timeout(Timing::new().wait(), stream.next())
+        .await
+        .expect("a value in time")
+        .expect("the stream goes on")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_are_seeded_once_shared_and_set_by_version() {
+    let server = TestingServer::start().await.unwrap();
+    let path = format!("{}/count", unique_root("shared-count"));
+    let first = SharedCount::new(client(&server.connect_string()).await, &path, 10).unwrap();
+    let second = SharedCount::new(client(&server.connect_string()).await, &path, 99).unwrap();
+    assert_eq!(first.count(), Err(Error::NotStarted));
+    first.start().await.unwrap();
+    second.start().await.unwrap();
+    assert_eq!(second.count().unwrap(), 10, "the first starter's seed wins");
+    assert_eq!(
+        raw(&client(&server.connect_string()).await, &path).await,
+        [0, 0, 0, 10],
+        "Curator's 4-byte encoding"
+    );
+
+    let mut seen = second.stream();
+    first.set_count(-1).await.unwrap();
+    assert_eq!(next(&mut seen).await, VersionedValue::new(1, -1));
+    assert_eq!(second.count().unwrap(), -1);
+
+    // A stale version loses; a fresh one wins.
+    let stale = VersionedValue::new(0, 10);
+    assert!(!second.try_set_count(&stale, 5).await.unwrap());
+    let fresh = second.versioned_value().unwrap();
+    assert!(second.try_set_count(&fresh, 5).await.unwrap());
+    assert_eq!(second.versioned_value().unwrap(), VersionedValue::new(2, 5));
+    tokio::time::timeout(Timing::new().wait(), async {
+        while first.count().unwrap() != 5 {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    first.close().await;
+    second.close().await;
+    assert_eq!(first.start().await, Err(Error::Closed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listeners_see_values_once_and_in_commit_order() {
+    let server = TestingServer::start().await.unwrap();
+    let path = format!("{}/count", unique_root("shared-order"));
+    let reader = SharedCount::new(client(&server.connect_string()).await, &path, 0).unwrap();
+    reader.start().await.unwrap();
+    let mut seen = reader.stream();
+
+    // Paced writes: every committed value is seen, in order, once.
+    let writer = SharedCount::new(client(&server.connect_string()).await, &path, 0).unwrap();
+    writer.start().await.unwrap();
+    for value in 1..=20 {
+        writer.set_count(value).await.unwrap();
+        assert_eq!(next(&mut seen).await, VersionedValue::new(value, value));
+    }
+
+    // Concurrent writers: what is seen moves forward only and ends at the final value.
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let count = SharedCount::new(client(&server.connect_string()).await, &path, 0).unwrap();
+        count.start().await.unwrap();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..25 {
+                count.set_count(1000 * (w + 1) + i).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let last_version = 20 + 100;
+    let mut versions = Vec::new();
+    loop {
+        let value = next(&mut seen).await;
+        versions.push(value.version);
+        if value.version == last_version {
+            break;
+        }
+    }
+    assert!(
+        versions.windows(2).all(|w| w[0] < w[1]),
+        "versions strictly increase: {versions:?}"
+    );
+    assert_eq!(reader.versioned_value().unwrap().version, last_version);
+    assert_eq!(
+        reader.count().unwrap(),
+        reader.read().await.unwrap().value,
+        "the local view equals the server"
+    );
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Limits {
+    max_jobs: u32,
+    queue: String,
+}
+
+#[tokio::test]
+async fn typed_values_round_trip_and_bad_data_is_a_typed_error() {
+    let server = TestingServer::start().await.unwrap();
+    let c = client(&server.connect_string()).await;
+    let path = format!("{}/limits", unique_root("shared-typed"));
+    let limits = SharedValue::<Limits>::new(
+        c.clone(),
+        &path,
+        Limits {
+            max_jobs: 4,
+            queue: "default".into(),
+        },
+    )
+    .unwrap();
+    limits.start().await.unwrap();
+    assert_eq!(raw(&c, &path).await, br#"{"max_jobs":4,"queue":"default"}"#);
+    let seen = limits.versioned_value().unwrap();
+    let wanted = Limits {
+        max_jobs: 8,
+        ..seen.value.clone()
+    };
+    assert!(limits.try_set_value(&seen, wanted.clone()).await.unwrap());
+    assert_eq!(limits.value().unwrap(), wanted);
+
+    // Someone writes garbage: reads report it, nothing panics, and a good value recovers.
+    let mut values = limits.stream();
+    c.set_data().for_path(&path, b"not json").await.unwrap();
+    let Err(Error::Decode { path: bad, .. }) = limits.read().await else {
+        panic!("garbage decoded");
+    };
+    assert_eq!(bad, path);
+    assert!(matches!(limits.value(), Err(Error::Decode { .. })));
+    limits.set_value(wanted.clone()).await.unwrap();
+    assert_eq!(
+        next(&mut values).await.value,
+        wanted,
+        "garbage is never published"
+    );
+
+    // Raw bytes need no serde.
+    let bytes =
+        SharedValue::with_codec(c.clone(), &format!("{path}-raw"), vec![1u8, 2], Raw).unwrap();
+    bytes.start().await.unwrap();
+    assert_eq!(bytes.value().unwrap(), vec![1, 2]);
+    limits.close().await;
+    bytes.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_view_follows_the_node_through_restart_and_expiry() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let path = format!("{}/count", unique_root("shared-faults"));
+    let follower_client = client(&server.connect_string()).await;
+    let follower = SharedCount::new(follower_client.clone(), &path, 0).unwrap();
+    follower.start().await.unwrap();
+    let mut seen = follower.stream();
+    let writer = SharedCount::new(client(&server.connect_string()).await, &path, 0).unwrap();
+    writer.start().await.unwrap();
+
+    server.restart().await.unwrap();
+    writer.set_count(1).await.unwrap();
+    assert_eq!(next(&mut seen).await.value, 1, "seen after a restart");
+
+    // The follower's session ends; a write lands before its new session reads again.
+    let mut states = follower_client.connection_state_stream();
+    follower_client.inject_session_expiration().await.unwrap();
+    writer.set_count(2).await.unwrap();
+    loop {
+        let state = tokio::time::timeout(Timing::new().wait(), states.next())
+            .await
+            .unwrap()
+            .unwrap();
+        if state == curator_framework::ConnectionState::Reconnected {
+            break;
+        }
+    }
+    assert_eq!(next(&mut seen).await.value, 2, "re-read on the new session");
+    writer.set_count(3).await.unwrap();
+    assert_eq!(next(&mut seen).await.value, 3, "and followed again");
+    assert_eq!(follower.count().unwrap(), 3);
+}
