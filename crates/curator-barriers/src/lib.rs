@@ -2,6 +2,8 @@
 
 mod barrier;
 mod double_barrier;
+mod two_phase_commit;
 
 pub use barrier::DistributedBarrier;
 pub use double_barrier::DistributedDoubleBarrier;
+pub use two_phase_commit::{ALIVE_NODE, OUTCOME_NODE, Outcome, Site, TwoPhaseCommit, Vote};
