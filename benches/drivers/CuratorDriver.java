@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryNTimes;
@@ -193,6 +194,54 @@ public final class CuratorDriver {
                 follower.close();
                 for (CuratorFramework c : clients) {
                     c.close();
+                }
+                break;
+            }
+            case "counter_8way":
+            case "counter_8way_plain": {
+                // CONTENDERS sessions increment one DistributedAtomicLong until the successful
+                // increments add up to the count (Curator has only plain versioned writes).
+                while (contenders.size() < CONTENDERS) {
+                    CuratorFramework c = CuratorFrameworkFactory.builder().connectString(connectString)
+                            .retryPolicy(new RetryNTimes(3, 100)).sessionTimeoutMs(30000).build();
+                    c.start();
+                    c.blockUntilConnected(30, TimeUnit.SECONDS);
+                    contenders.add(c);
+                }
+                AtomicInteger next = new AtomicInteger();
+                List<Thread> threads = new ArrayList<>();
+                List<Exception> failures = new ArrayList<>();
+                for (CuratorFramework c : contenders) {
+                    DistributedAtomicLong counter = new DistributedAtomicLong(c, path, new RetryNTimes(100000, 0));
+                    Thread thread = new Thread(() -> {
+                        try {
+                            while (true) {
+                                long t = System.nanoTime();
+                                if (!counter.increment().succeeded()) {
+                                    throw new IllegalStateException("an increment gave up");
+                                }
+                                int slot = next.getAndIncrement();
+                                if (slot < latencies.length) {
+                                    latencies[slot] = System.nanoTime() - t;
+                                }
+                                if (slot >= latencies.length - 1) {
+                                    break;
+                                }
+                            }
+                        } catch (Exception e) {
+                            synchronized (failures) {
+                                failures.add(e);
+                            }
+                        }
+                    });
+                    thread.start();
+                    threads.add(thread);
+                }
+                for (Thread thread : threads) {
+                    thread.join();
+                }
+                if (!failures.isEmpty()) {
+                    throw failures.get(0);
                 }
                 break;
             }

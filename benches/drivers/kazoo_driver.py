@@ -128,6 +128,40 @@ def run(client, scenario, path, latencies):
         for session in sessions:
             session.stop()
             session.close()
+    elif scenario in ("counter_8way", "counter_8way_plain"):
+        # CONTENDERS sessions increment one Kazoo Counter until the increments add up to the
+        # count (Kazoo stores the number as text and retries on version conflicts).
+        while len(contenders) < CONTENDERS:
+            other = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            other.start(timeout=30)
+            contenders.append(other)
+        counter = {"next": 0}
+        guard = threading.Lock()
+        failures = []
+
+        def increment(session):
+            shared = session.Counter(path)
+            try:
+                while True:
+                    t = time.perf_counter_ns()
+                    shared += 1
+                    with guard:
+                        slot = counter["next"]
+                        counter["next"] += 1
+                    if slot < ops:
+                        latencies[slot] = time.perf_counter_ns() - t
+                    if slot >= ops - 1:
+                        break
+            except Exception as error:  # reported after the join
+                failures.append(error)
+
+        threads = [threading.Thread(target=increment, args=(c,)) for c in contenders]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
     else:
         raise ValueError("unknown scenario " + scenario)
 

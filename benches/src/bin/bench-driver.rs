@@ -9,6 +9,7 @@
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
+use curator_counters::DistributedAtomicLong;
 use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
@@ -118,6 +119,8 @@ impl Driver {
             "mutex_uncontended" => self.mutex_uncontended(path, latencies).await?,
             "mutex_contended" => self.mutex_contended(path, latencies).await?,
             "leader_handover" => self.leader_handover(path, latencies).await?,
+            "counter_8way" => self.counter_8way(path, latencies, true).await?,
+            "counter_8way_plain" => self.counter_8way(path, latencies, false).await?,
             other => return Err(format!("unknown scenario {other}")),
         }
         Ok(())
@@ -202,6 +205,64 @@ impl Driver {
 }
 
 impl Driver {
+    /// `CONTENDERS` sessions increment one `DistributedAtomicLong` until the successful
+    /// increments add up to the count; `markers` chooses exactly-once writes (the default) or
+    /// Curator's plain versioned writes.
+    async fn counter_8way(
+        &self,
+        path: &str,
+        latencies: &mut [u64],
+        markers: bool,
+    ) -> Result<(), String> {
+        let Driver::Framework(_, connect) = self else {
+            return Err("unsupported".into());
+        };
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let total = latencies.len();
+        let mut tasks = Vec::new();
+        for _ in 0..CONTENDERS {
+            let client = connect_framework(connect).await;
+            let (next, path) = (std::sync::Arc::clone(&next), path.to_owned());
+            tasks.push(tokio::spawn(async move {
+                let counter = DistributedAtomicLong::new(
+                    client.clone(),
+                    &path,
+                    RetryNTimes::new(100_000, Duration::ZERO),
+                )
+                .map_err(|e| e.to_string())?;
+                let counter = if markers {
+                    counter
+                } else {
+                    counter.without_markers()
+                };
+                let mut mine = Vec::new();
+                loop {
+                    let t = Instant::now();
+                    let result = counter.increment().await.map_err(|e| e.to_string())?;
+                    if !result.succeeded {
+                        return Err("an increment gave up".to_owned());
+                    }
+                    let slot = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    mine.push((slot, elapsed_ns(t)));
+                    if slot + 1 >= total {
+                        break;
+                    }
+                }
+                counter.flush_markers().await.map_err(|e| e.to_string())?;
+                client.close().await;
+                Ok::<_, String>(mine)
+            }));
+        }
+        for task in tasks {
+            for (slot, latency) in task.await.map_err(|e| e.to_string())?? {
+                if let Some(entry) = latencies.get_mut(slot) {
+                    *entry = latency;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Two participants on separate sessions hand leadership back and forth: each latency runs
     /// from the leader's close to the other's election; the one that left rejoins behind.
     async fn leader_handover(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {

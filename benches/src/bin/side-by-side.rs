@@ -295,8 +295,14 @@ fn main() {
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    // `--only a,b` runs just those scenarios.
+    let only: Option<Vec<String>> = args
+        .iter()
+        .skip_while(|a| *a != "--only")
+        .nth(1)
+        .map(|list| list.split(',').map(str::to_owned).collect());
     // Only full runs are published.
-    let write_docs = !quick && !args.iter().any(|a| a == "--no-docs");
+    let write_docs = !quick && only.is_none() && !args.iter().any(|a| a == "--no-docs");
     let rounds: usize = args
         .iter()
         .skip_while(|a| *a != "--rounds")
@@ -335,7 +341,24 @@ fn run() -> Result<(), String> {
             what: "8 sessions of one process on one mutex (one op = a hand-over)",
             ops: 100 * scale,
         },
+        Scenario {
+            name: "counter_8way",
+            what: "8 sessions increment one atomic long (curator-rs: exactly-once writes)",
+            ops: 200 * scale,
+        },
+        Scenario {
+            name: "counter_8way_plain",
+            what: "the same with plain versioned writes (Curator's and Kazoo's only kind)",
+            ops: 200 * scale,
+        },
     ];
+    let scenarios: Vec<Scenario> = scenarios
+        .into_iter()
+        .filter(|s| {
+            only.as_ref()
+                .is_none_or(|only| only.iter().any(|o| o == s.name))
+        })
+        .collect();
     let workspace = workspace_root();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -425,7 +448,10 @@ fn run() -> Result<(), String> {
                 );
                 let path = match scenario.name {
                     "create_delete" => dir,
-                    name if name.starts_with("mutex") || name.starts_with("leader") => {
+                    name if ["mutex", "leader", "counter"]
+                        .iter()
+                        .any(|prefix| name.starts_with(prefix)) =>
+                    {
                         format!("{dir}-{name}")
                     }
                     _ => data.clone(),

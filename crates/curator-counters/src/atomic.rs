@@ -100,6 +100,8 @@ struct Unresolved {
     marker: String,
     pre: Vec<u8>,
     post: Vec<u8>,
+    /// Older markers the write deleted if it was applied.
+    stale: Vec<String>,
 }
 
 enum Attempt {
@@ -157,8 +159,9 @@ impl Drop for Core {
 /// marker (after a `sync`) to learn what happened. Hence: `Ok` with `succeeded` means applied
 /// exactly once; `Ok` without `succeeded` and any `Err` mean not applied, except
 /// [`Error::Closed`] (the client closed in the middle of a write: unknown). A marker is deleted
-/// with the instance's next request (pipelined, no extra round trip) or when the instance is
-/// dropped; a process that crashes leaves at most one empty marker per instance. Java Curator
+/// in the same transaction as the instance's next write (an update stays one write), by
+/// [`flush_markers`](Self::flush_markers), or in the background when the instance is dropped;
+/// a process that crashes leaves at most one empty marker per instance. Java Curator
 /// reads and writes the same node (8 or 4 bytes) and ignores the markers; its own updates do
 /// not have this guarantee. [`without_markers`](Self::without_markers) gives Curator's exact
 /// behaviour (a plain versioned `setData`; an update whose reply was lost may be applied twice
@@ -443,7 +446,7 @@ impl Core {
             return Ok(None);
         };
         Ok(self.resolve(&open.marker).await?.then(|| {
-            self.pending.lock().push(open.marker);
+            self.applied(open.marker, &open.stale);
             Phase::Done {
                 pre: open.pre,
                 post: open.post,
@@ -451,20 +454,13 @@ impl Core {
         }))
     }
 
-    /// One read-and-write. The pending marker deletes, the check of an unresolved marker and
-    /// the read go out together (ZooKeeper answers a session's requests in order).
+    /// One read-and-write. The check of an unresolved marker and the read go out together
+    /// (ZooKeeper answers a session's requests in order).
     async fn attempt(
         &self,
         compute: &mut impl FnMut(&[u8]) -> Result<Option<Vec<u8>>>,
         unresolved: &mut Option<Unresolved>,
     ) -> Result<Attempt> {
-        let to_delete: Vec<String> = self.pending.lock().clone();
-        let deletes = join_all(
-            to_delete
-                .iter()
-                .map(|marker| self.client.delete().for_path(marker).into_future())
-                .collect::<Vec<_>>(),
-        );
         let check: OptionFuture<_> = unresolved
             .as_ref()
             .map(|open| {
@@ -475,8 +471,7 @@ impl Core {
             })
             .into();
         let read = self.client.get_data().for_path(&self.path).into_future();
-        let (deleted, checked, read) = futures::join!(deletes, check, read);
-        self.forget_deleted(&to_delete, deleted);
+        let (checked, read) = futures::join!(check, read);
         if let Some(checked) = checked {
             let open = unresolved
                 .take()
@@ -486,7 +481,7 @@ impl Core {
                 Err(_) => self.resolve(&open.marker).await?,
             };
             if applied {
-                self.pending.lock().push(open.marker);
+                self.applied(open.marker, &open.stale);
                 return Ok(Attempt::Applied {
                     pre: open.pre,
                     post: open.post,
@@ -526,20 +521,31 @@ impl Core {
                 TransactionOp::create(&self.path, &new)
             }
         };
-        let committed = self
+        // The markers of earlier applied updates go in the same transaction: one write per
+        // update, as without markers.
+        let stale: Vec<String> = self.pending.lock().clone();
+        let mut transaction = self
             .client
             .transaction()
             .op(write)
-            .op(TransactionOp::create(&marker, []))
-            .commit()
-            .await;
+            .op(TransactionOp::create(&marker, []));
+        for old in &stale {
+            transaction = transaction.delete(old);
+        }
+        let committed = transaction.commit().await;
         match committed {
             Ok(_) => {
-                self.pending.lock().push(marker);
+                self.applied(marker, &stale);
                 Ok(Attempt::Applied {
                     pre: current,
                     post: new,
                 })
+            }
+            Err(Error::Transaction { index, cause }) if index >= 2 && *cause == Error::NoNode => {
+                // An old marker is already gone (someone cleaned up): forget them and go again;
+                // nothing was applied, our own marker included.
+                self.pending.lock().retain(|m| !stale.contains(m));
+                Ok(Attempt::Conflict { current })
             }
             Err(Error::Transaction { cause, .. })
                 if matches!(
@@ -553,12 +559,13 @@ impl Core {
                     marker,
                     pre: current.clone(),
                     post: new,
+                    stale,
                 });
                 Ok(Attempt::Conflict { current })
             }
             Err(error) if should_retry(&error) => {
                 if self.resolve(&marker).await? {
-                    self.pending.lock().push(marker);
+                    self.applied(marker, &stale);
                     Ok(Attempt::Applied {
                         pre: current,
                         post: new,
@@ -623,6 +630,13 @@ impl Core {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
+    }
+
+    /// Bookkeeping after an applied write: its marker is now pending, the ones it deleted not.
+    fn applied(&self, marker: String, deleted: &[String]) {
+        let mut pending = self.pending.lock();
+        pending.retain(|m| !deleted.contains(m));
+        pending.push(marker);
     }
 
     fn forget_deleted(&self, sent: &[String], results: Vec<Result<()>>) {
