@@ -1,0 +1,11 @@
+#![doc = include_str!("../README.md")]
+
+mod envelope;
+mod queue;
+mod simple;
+
+pub use queue::{
+    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue,
+    ErrorMode, PutEvent, QUEUE_PREFIX, QueueBuilder, QueueConsumer,
+};
+pub use simple::{SIMPLE_PREFIX, SimpleDistributedQueue};

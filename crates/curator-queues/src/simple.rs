@@ -1,0 +1,268 @@
+//! `SimpleDistributedQueue`: the queue recipe of the ZooKeeper documentation, with the API of
+//! ZooKeeper's own `DistributedQueue` and Curator's node layout.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+/// Item nodes are `<path>/qn-<sequence>`.
+pub const SIMPLE_PREFIX: &str = "qn-";
+
+/// A FIFO queue of byte items (Curator's `SimpleDistributedQueue`): each item is a
+/// persistent-sequential child `qn-<seq>` holding the raw bytes; consumers take the lowest.
+///
+/// Concurrent consumers never both get one item: an item is theirs only when their versioned
+/// delete of it succeeds. A consumer keeps the child list it read and works through it before
+/// listing again, so a queue of n items costs n reads and n deletes, not n listings.
+///
+/// Faults: an `offer` whose reply is lost with the connection is retried and may then store the
+/// item twice, and a take whose delete reply is lost returns the item even though another
+/// consumer might have taken it in between: across connection loss the queue is at least once
+/// (nothing is lost; duplicates are possible), otherwise exactly once.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_queues::SimpleDistributedQueue;
+/// let queue = SimpleDistributedQueue::new(client, "/queues/emails")?;
+/// queue.offer(b"to:alice").await?;
+/// let next = queue.take().await?; // waits while the queue is empty
+/// assert_eq!(next, b"to:alice");
+/// assert_eq!(queue.poll().await?, None);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SimpleDistributedQueue {
+    client: CuratorFramework,
+    path: String,
+    /// Item names read by the last listing and not yet tried, lowest first.
+    known: Mutex<VecDeque<String>>,
+}
+
+impl SimpleDistributedQueue {
+    /// A queue at `path`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path.
+    pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
+        paths::validate(path)?;
+        Ok(Self {
+            client,
+            path: path.to_owned(),
+            known: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// The queue's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Adds an item at the tail.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an item over ZooKeeper's 1 MiB limit (nothing written);
+    /// connection errors.
+    pub async fn offer(&self, item: &[u8]) -> Result<()> {
+        self.client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_mode(CreateMode::PersistentSequential)
+            .for_path(&paths::join(&self.path, SIMPLE_PREFIX), item)
+            .await
+            .map(drop)
+    }
+
+    /// The head item without removing it; `None` when the queue is empty.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
+        loop {
+            let Some(name) = self.head(false).await? else {
+                return Ok(None);
+            };
+            match self
+                .client
+                .get_data()
+                .for_path(&paths::join(&self.path, &name))
+                .await
+            {
+                Ok((data, _)) => return Ok(Some(data)),
+                Err(Error::NoNode) => {
+                    self.forget(&name);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// The head item without removing it.
+    ///
+    /// # Errors
+    /// [`Error::NoNode`] when the queue is empty; connection errors.
+    pub async fn element(&self) -> Result<Vec<u8>> {
+        self.peek().await?.ok_or(Error::NoNode)
+    }
+
+    /// Removes and returns the head item; `None` when the queue is empty.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn poll(&self) -> Result<Option<Vec<u8>>> {
+        loop {
+            let Some(name) = self.head(false).await? else {
+                return Ok(None);
+            };
+            if let Some(item) = self.try_take(&name).await? {
+                return Ok(Some(item));
+            }
+        }
+    }
+
+    /// Removes and returns the head item.
+    ///
+    /// # Errors
+    /// [`Error::NoNode`] when the queue is empty; connection errors.
+    pub async fn remove(&self) -> Result<Vec<u8>> {
+        self.poll().await?.ok_or(Error::NoNode)
+    }
+
+    /// Removes and returns the head item, waiting while the queue is empty.
+    ///
+    /// # Errors
+    /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future while it waits loses nothing; dropping it after the item's delete
+    /// was sent may lose that item.
+    pub async fn take(&self) -> Result<Vec<u8>> {
+        self.take_until(None)
+            .await
+            .map(|item| item.expect("no deadline"))
+    }
+
+    /// Like [`take`](Self::take), giving up after `timeout` (`None`).
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn poll_timeout(&self, timeout: Duration) -> Result<Option<Vec<u8>>> {
+        self.take_until(Some(Instant::now() + timeout)).await
+    }
+
+    async fn take_until(&self, deadline: Option<Instant>) -> Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(item) = self.poll().await? {
+                return Ok(Some(item));
+            }
+            // Empty: list again with a watch, and wait for a child to appear.
+            let listed = self
+                .client
+                .get_children()
+                .watched()
+                .for_path(&self.path)
+                .await;
+            let watcher = match listed {
+                Ok((children, _, watcher)) => {
+                    if self.remember(children) {
+                        continue;
+                    }
+                    watcher
+                }
+                Err(Error::NoNode) => {
+                    let (stat, watcher) = self
+                        .client
+                        .check_exists()
+                        .watched()
+                        .for_path(&self.path)
+                        .await?;
+                    if stat.is_some() {
+                        continue;
+                    }
+                    watcher
+                }
+                Err(error) => return Err(error),
+            };
+            match deadline {
+                None => {
+                    watcher.changed().await;
+                }
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, watcher.changed())
+                        .await
+                        .is_err()
+                    {
+                        return self.poll().await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The lowest known item name, listing the children when nothing is known (`refresh`
+    /// forces a listing).
+    async fn head(&self, refresh: bool) -> Result<Option<String>> {
+        if !refresh {
+            if let Some(name) = self.known.lock().front().cloned() {
+                return Ok(Some(name));
+            }
+        }
+        let children = match self.client.get_children().for_path(&self.path).await {
+            Ok((children, _)) => children,
+            Err(Error::NoNode) => Vec::new(),
+            Err(error) => return Err(error),
+        };
+        self.remember(children);
+        Ok(self.known.lock().front().cloned())
+    }
+
+    /// Replaces the known list with `children` (items only, lowest first); whether any.
+    fn remember(&self, children: Vec<String>) -> bool {
+        let mut items: Vec<String> = children
+            .into_iter()
+            .filter(|name| name.starts_with(SIMPLE_PREFIX))
+            .collect();
+        items.sort_unstable();
+        let mut known = self.known.lock();
+        *known = items.into();
+        !known.is_empty()
+    }
+
+    fn forget(&self, name: &str) {
+        self.known.lock().retain(|n| n != name);
+    }
+
+    /// Reads and deletes `name`; `None` when another consumer got it first.
+    async fn try_take(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = paths::join(&self.path, name);
+        self.forget(name);
+        let (data, stat) = match self.client.get_data().for_path(&path).await {
+            Ok(found) => found,
+            Err(Error::NoNode) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let transitions = self.client.metrics().state_transitions;
+        match self
+            .client
+            .delete()
+            .with_version(stat.version)
+            .for_path(&path)
+            .await
+        {
+            Ok(()) => Ok(Some(data)),
+            Err(Error::NoNode) if self.client.metrics().state_transitions != transitions => {
+                // The connection dropped during the delete: our own delete may have been the
+                // one applied. Deliver rather than lose (at least once across faults).
+                tracing::warn!(
+                    path,
+                    "queue item taken across a connection loss; it may be delivered twice"
+                );
+                Ok(Some(data))
+            }
+            Err(Error::NoNode) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! DistributedQueue and its priority, delay and id variants against a real ZooKeeper:
+//! Curator's bytes, order, error modes, lock-safe consumption through a consumer's death, and
+//! nothing lost across a server restart.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use curator_framework::Error;
+use curator_framework::codec::Utf8;
+use curator_queues::{DistributedQueue, ErrorMode, QueueConsumer};
+use curator_test::{TestingServer, Timing, unique_root};
+use futures::StreamExt;
+use support::{client, raw};
+use tokio::sync::mpsc;
+
+/// A consumer that forwards every item to a channel.
+fn forward<Q>(
+    start: impl FnOnce(
+        Box<dyn Fn(String) -> futures::future::Ready<Result<(), String>> + Send + Sync>,
+    ) -> Q,
+) -> (Q, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let consumer = start(Box::new(move |item: String| {
+        let _ = tx.send(item);
+        futures::future::ready(Ok(()))
+    }));
+    (consumer, rx)
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(Timing::new().wait(), rx.recv())
+        .await
+        .expect("an item in time")
+        .expect("the consumer runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_are_stored_as_curator_stores_them_and_consumed_in_order() {
+    let server = TestingServer::start().await.unwrap();
+    let c = client(&server.connect_string()).await;
+    let path = unique_root("queue-fifo");
+    let queue = DistributedQueue::<String>::builder(c.clone(), &path)
+        .codec(Utf8)
+        .build()
+        .unwrap();
+    let mut puts = queue.put_listenable().stream();
+    queue.put(&"hi".to_owned()).await.unwrap();
+    let put = puts.next().await.unwrap();
+    assert_eq!(put.items, 1);
+    assert!(
+        put.node.starts_with(&format!("{path}/queue-")),
+        "{}",
+        put.node
+    );
+    assert_eq!(
+        raw(&c, &put.node).await,
+        [0, 1, 0, 1, 1, 0, 0, 0, 2, b'h', b'i', 2],
+        "Curator's envelope"
+    );
+    queue
+        .put_multi(&["a".to_owned(), "b".to_owned()])
+        .await
+        .unwrap();
+    for i in 0..5 {
+        queue.put(&format!("n{i}")).await.unwrap();
+    }
+    let (consumer, mut rx) = forward(|f| queue.start_consumer(f));
+    let mut got = Vec::new();
+    for _ in 0..8 {
+        got.push(next(&mut rx).await);
+    }
+    assert_eq!(got, ["hi", "a", "b", "n0", "n1", "n2", "n3", "n4"]);
+    // Items put while the consumer waits arrive too.
+    queue.put(&"later".to_owned()).await.unwrap();
+    assert_eq!(next(&mut rx).await, "later");
+    consumer.close().await;
+    assert!(queue.is_empty().await.unwrap());
+
+    // Too large: a typed error, nothing written.
+    let huge = "x".repeat(2 * 1024 * 1024);
+    assert!(matches!(
+        queue.put(&huge).await,
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(queue.is_empty().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_items_are_requeued_or_deleted_per_error_mode() {
+    let server = TestingServer::start().await.unwrap();
+    for mode in [ErrorMode::Requeue, ErrorMode::Delete] {
+        let root = unique_root("queue-errors");
+        let queue = DistributedQueue::<String>::builder(
+            client(&server.connect_string()).await,
+            &format!("{root}/q"),
+        )
+        .lock_path(&format!("{root}/locks"))
+        .error_mode(mode)
+        .build()
+        .unwrap();
+        queue.put(&"flaky".to_owned()).await.unwrap();
+        queue.put(&"fine".to_owned()).await.unwrap();
+        let failed_once = Arc::new(AtomicBool::new(false));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let consumer = queue.start_consumer({
+            let failed_once = Arc::clone(&failed_once);
+            move |item: String| {
+                let fail = item == "flaky" && !failed_once.swap(true, Ordering::SeqCst);
+                let _ = tx.send((item, fail));
+                async move { if fail { Err("not now") } else { Ok(()) } }
+            }
+        });
+        let mut seen = vec![
+            tokio::time::timeout(Timing::new().wait(), rx.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+            tokio::time::timeout(Timing::new().wait(), rx.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        ];
+        if mode == ErrorMode::Requeue {
+            seen.push(
+                tokio::time::timeout(Timing::new().wait(), rx.recv())
+                    .await
+                    .unwrap()
+                    .unwrap(),
+            );
+            assert_eq!(
+                seen,
+                [
+                    ("flaky".into(), true),
+                    ("fine".into(), false),
+                    ("flaky".into(), false)
+                ],
+                "requeued at the tail"
+            );
+        } else {
+            assert_eq!(seen, [("flaky".into(), true), ("fine".into(), false)]);
+        }
+        support::eventually("the queue drains", || async {
+            queue.is_empty().await.unwrap()
+        })
+        .await;
+        consumer.close().await;
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), rx.recv())
+                .await
+                .map_or(true, |item| item.is_none()),
+            "nothing else"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_consumers_item_goes_to_another_consumer() {
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("queue-lock-safe");
+    let (path, locks) = (format!("{root}/q"), format!("{root}/locks"));
+    let doomed_client = client(&server.connect_string()).await;
+    let doomed = DistributedQueue::<String>::builder(doomed_client.clone(), &path)
+        .lock_path(&locks)
+        .build()
+        .unwrap();
+    doomed.put(&"precious".to_owned()).await.unwrap();
+    // The doomed consumer takes the item and hangs in it.
+    let (got_tx, mut got_rx) = mpsc::unbounded_channel();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let doomed_consumer: QueueConsumer = doomed.start_consumer({
+        let release = Arc::clone(&release);
+        move |item: String| {
+            let _ = got_tx.send(item);
+            let release = Arc::clone(&release);
+            async move {
+                release.notified().await;
+                Ok::<_, String>(())
+            }
+        }
+    });
+    assert_eq!(next(&mut got_rx).await, "precious");
+
+    // A second consumer waits: the item is locked.
+    let healthy =
+        DistributedQueue::<String>::builder(client(&server.connect_string()).await, &path)
+            .lock_path(&locks)
+            .build()
+            .unwrap();
+    let (healthy_consumer, mut rx) = forward(|f| healthy.start_consumer(f));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), rx.recv())
+            .await
+            .is_err(),
+        "not while the lock is held"
+    );
+    // The doomed consumer's session ends: its lock goes, the item is not lost.
+    doomed_client.inject_session_expiration().await.unwrap();
+    assert_eq!(next(&mut rx).await, "precious");
+    support::eventually("the item is deleted once consumed", || async {
+        healthy.is_empty().await.unwrap()
+    })
+    .await;
+    release.notify_one();
+    doomed_consumer.close().await;
+    healthy_consumer.close().await;
+    let c = client(&server.connect_string()).await;
+    assert!(
+        c.get_children()
+            .for_path(&locks)
+            .await
+            .map(|(l, _)| l)
+            .unwrap_or_default()
+            .is_empty(),
+        "no lock left"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priority_delay_and_id_queues_order_their_items() {
+    let server = TestingServer::start().await.unwrap();
+    let c = client(&server.connect_string()).await;
+
+    let priority = DistributedQueue::<String>::builder(c.clone(), &unique_root("queue-priority"))
+        .build_priority()
+        .unwrap();
+    for (item, p) in [("low", 10), ("urgent", -5), ("normal", 0), ("urgent2", -5)] {
+        priority.put(&item.to_owned(), p).await.unwrap();
+    }
+    let (consumer, mut rx) = forward(|f| priority.start_consumer(f));
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(next(&mut rx).await);
+    }
+    assert_eq!(got, ["urgent", "urgent2", "normal", "low"]);
+    consumer.close().await;
+
+    let delay = DistributedQueue::<String>::builder(c.clone(), &unique_root("queue-delay"))
+        .build_delay()
+        .unwrap();
+    let later = SystemTime::now() + Duration::from_millis(700);
+    delay.put_at(&"later".to_owned(), later).await.unwrap();
+    delay
+        .put_after(&"now".to_owned(), Duration::ZERO)
+        .await
+        .unwrap();
+    let (consumer, mut rx) = forward(|f| delay.start_consumer(f));
+    assert_eq!(next(&mut rx).await, "now");
+    assert_eq!(next(&mut rx).await, "later");
+    assert!(SystemTime::now() >= later, "not before its time");
+    consumer.close().await;
+
+    let ids = DistributedQueue::<String>::builder(c.clone(), &unique_root("queue-id"))
+        .build_id()
+        .unwrap();
+    ids.put(&"a1".to_owned(), "a").await.unwrap();
+    ids.put(&"b1".to_owned(), "b/x").await.unwrap();
+    ids.put(&"a2".to_owned(), "a").await.unwrap();
+    ids.put(&"c1".to_owned(), "c").await.unwrap();
+    assert_eq!(ids.remove("a").await.unwrap(), 2);
+    assert_eq!(ids.remove("nobody").await.unwrap(), 0);
+    let (consumer, mut rx) = forward(|f| ids.start_consumer(f));
+    assert_eq!(next(&mut rx).await, "b1");
+    assert_eq!(next(&mut rx).await, "c1");
+    consumer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_loses_no_item_of_a_lock_safe_queue() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let connect = server.connect_string();
+    let root = unique_root("queue-restart");
+    let (path, locks) = (format!("{root}/q"), format!("{root}/locks"));
+    let total = 120;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut consumers = Vec::new();
+    for _ in 0..2 {
+        let queue = DistributedQueue::<String>::builder(client(&connect).await, &path)
+            .lock_path(&locks)
+            .build()
+            .unwrap();
+        let tx = tx.clone();
+        consumers.push(queue.start_consumer(move |item: String| {
+            let _ = tx.send(item);
+            futures::future::ready(Ok::<_, String>(()))
+        }));
+    }
+    let producer = DistributedQueue::<String>::builder(client(&connect).await, &path)
+        .build()
+        .unwrap();
+    let producing = tokio::spawn(async move {
+        for i in 0..total {
+            producer.put(&format!("item-{i}")).await.unwrap();
+        }
+    });
+    let mut seen = Vec::new();
+    while seen.len() < 20 {
+        seen.push(next(&mut rx).await);
+    }
+    server.restart().await.unwrap();
+    producing.await.unwrap();
+    let mut distinct: HashSet<String> = seen.iter().cloned().collect();
+    while distinct.len() < total {
+        let item = tokio::time::timeout(Timing::new().forever(), rx.recv())
+            .await
+            .expect("no item lost")
+            .unwrap();
+        seen.push(item.clone());
+        distinct.insert(item);
+    }
+    println!(
+        "{} duplicate deliveries across the restart",
+        seen.len() - distinct.len()
+    );
+    for consumer in consumers {
+        consumer.close().await;
+    }
+}
