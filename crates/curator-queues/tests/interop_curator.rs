@@ -1,0 +1,92 @@
+//! Rust queues and Apache Curator's (Java, Debian's 5.4 jars) on the same nodes: each consumes
+//! what the other produced, for the simple queue and for `DistributedQueue`'s item envelope.
+
+mod support;
+
+use std::path::Path;
+
+use curator_framework::codec::Utf8;
+use curator_queues::{DistributedQueue, SimpleDistributedQueue};
+use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use support::client;
+
+async fn ask(peer: &mut JavaPeer, line: &str) -> String {
+    tokio::task::block_in_place(|| peer.ask(line)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_and_java_share_queues_both_ways() {
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("interop-queues");
+    let (simple_path, queue_path, lock_path) = (
+        format!("{root}/simple"),
+        format!("{root}/queue"),
+        format!("{root}/locks"),
+    );
+    let mut java = tokio::task::block_in_place(|| {
+        let program = CuratorProgram::compile(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/QueuePeer.java"),
+        )
+        .unwrap();
+        let mut peer = program
+            .start(&[&server.connect_string(), &simple_path, &queue_path, &lock_path])
+            .unwrap();
+        assert_eq!(peer.read_line().unwrap(), "ready");
+        peer
+    });
+    let c = client(&server.connect_string()).await;
+
+    // Simple queue: Rust offers, Java takes in order; Java offers, Rust takes in order.
+    let simple = SimpleDistributedQueue::new(c.clone(), &simple_path).unwrap();
+    for item in ["r1", "r2", "r3"] {
+        simple.offer(item.as_bytes()).await.unwrap();
+    }
+    for item in ["r1", "r2", "r3"] {
+        assert_eq!(ask(&mut java, "poll 5000").await, format!("item {item}"));
+    }
+    assert_eq!(ask(&mut java, "poll 100").await, "timeout");
+    for item in ["j1", "j2"] {
+        assert_eq!(ask(&mut java, &format!("offer {item}")).await, "ok");
+    }
+    assert_eq!(simple.take().await.unwrap(), b"j1");
+    assert_eq!(simple.take().await.unwrap(), b"j2");
+
+    // DistributedQueue: Java puts, a Rust lock-safe consumer gets them in order...
+    let queue = DistributedQueue::<String>::builder(c.clone(), &queue_path)
+        .codec(Utf8)
+        .lock_path(&lock_path)
+        .build()
+        .unwrap();
+    for item in ["j1", "j2", "j3"] {
+        assert_eq!(ask(&mut java, &format!("put {item}")).await, "ok");
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let consumer = queue.start_consumer(move |item: String| {
+        let _ = tx.send(item);
+        futures::future::ready(Ok::<_, String>(()))
+    });
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(
+            tokio::time::timeout(Timing::new().wait(), rx.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    assert_eq!(got, ["j1", "j2", "j3"]);
+    consumer.close().await;
+    support::eventually("Java's items are deleted", || async {
+        queue.is_empty().await.unwrap()
+    })
+    .await;
+
+    // ...and Rust puts (one single and one multi-item node), a Java lock-safe consumer gets them.
+    queue.put(&"r1".to_owned()).await.unwrap();
+    queue
+        .put_multi(&["r2".to_owned(), "r3".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(ask(&mut java, "consume").await, "ok");
+    assert_eq!(ask(&mut java, "consumed 3 20000").await, "items r1,r2,r3");
+}
