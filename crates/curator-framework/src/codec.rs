@@ -14,7 +14,8 @@
 //! struct Config { replicas: u32 }
 //! let bytes = Json.encode(&Config { replicas: 3 }).unwrap();
 //! assert_eq!(bytes, br#"{"replicas":3}"#);
-//! assert_eq!(Json.decode(&bytes).unwrap(), Config { replicas: 3 });
+//! let back: Config = Json.decode(&bytes).unwrap();
+//! assert_eq!(back, Config { replicas: 3 });
 //! assert!(<Json as Codec<Config>>::decode(&Json, b"nonsense").is_err());
 //! ```
 

@@ -2,10 +2,12 @@
 
 mod envelope;
 mod queue;
+mod sharder;
 mod simple;
 
 pub use queue::{
     DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue,
     ErrorMode, PutEvent, QUEUE_PREFIX, QueueBuilder, QueueConsumer,
 };
+pub use sharder::{QueueSharder, SharderSettings};
 pub use simple::{SIMPLE_PREFIX, SimpleDistributedQueue};

@@ -29,7 +29,12 @@ async fn rust_and_java_share_queues_both_ways() {
         )
         .unwrap();
         let mut peer = program
-            .start(&[&server.connect_string(), &simple_path, &queue_path, &lock_path])
+            .start(&[
+                &server.connect_string(),
+                &simple_path,
+                &queue_path,
+                &lock_path,
+            ])
             .unwrap();
         assert_eq!(peer.read_line().unwrap(), "ready");
         peer

@@ -319,3 +319,50 @@ async fn a_server_restart_loses_no_item_of_a_lock_safe_queue() {
         consumer.close().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sharder_adds_shards_as_they_fill_up() {
+    use curator_queues::{QueueSharder, SharderSettings};
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("queue-sharder");
+    let settings = SharderSettings::default()
+        .with_threshold(5)
+        .with_max_shards(2)
+        .with_check_interval(Duration::from_secs(3600));
+    let leader = QueueSharder::new(
+        client(&server.connect_string()).await,
+        &format!("{root}/q"),
+        &format!("{root}/leader"),
+        settings,
+    )
+    .unwrap();
+    leader.start().await.unwrap();
+    let follower = QueueSharder::new(
+        client(&server.connect_string()).await,
+        &format!("{root}/q"),
+        &format!("{root}/leader"),
+        settings,
+    )
+    .unwrap();
+    follower.start().await.unwrap();
+    assert_eq!(leader.shards().len(), 1, "one shard to begin with");
+    assert_eq!(follower.shards(), leader.shards());
+    let shard = leader.pick();
+    let queue = DistributedQueue::<String>::builder(client(&server.connect_string()).await, &shard)
+        .build()
+        .unwrap();
+    for i in 0..5 {
+        queue.put(&format!("e{i}")).await.unwrap();
+    }
+    support::eventually("the leader is elected", || async {
+        leader.check_now().await.unwrap() == 2 || follower.check_now().await.unwrap() == 2
+    })
+    .await;
+    for _ in 0..5 {
+        queue.put(&"more".to_owned()).await.unwrap();
+    }
+    assert_eq!(leader.check_now().await.unwrap(), 2, "never over the limit");
+    assert_eq!(follower.check_now().await.unwrap(), 2);
+    leader.close().await;
+    follower.close().await;
+}
