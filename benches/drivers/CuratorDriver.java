@@ -17,6 +17,7 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorDriver {
@@ -236,6 +237,68 @@ public final class CuratorDriver {
                     });
                     thread.start();
                     threads.add(thread);
+                }
+                for (Thread thread : threads) {
+                    thread.join();
+                }
+                if (!failures.isEmpty()) {
+                    throw failures.get(0);
+                }
+                break;
+            }
+            case "queue_1x1":
+            case "queue_4x4": {
+                // n producer and n consumer sessions on one SimpleDistributedQueue; one op = an
+                // item taken, its latency the take's.
+                int n = scenario.equals("queue_1x1") ? 1 : 4;
+                while (contenders.size() < 8) {
+                    CuratorFramework c = CuratorFrameworkFactory.builder().connectString(connectString)
+                            .retryPolicy(new RetryNTimes(3, 100)).sessionTimeoutMs(30000).build();
+                    c.start();
+                    c.blockUntilConnected(30, TimeUnit.SECONDS);
+                    contenders.add(c);
+                }
+                int total = latencies.length;
+                AtomicInteger taken = new AtomicInteger();
+                List<Thread> threads = new ArrayList<>();
+                List<Exception> failures = new ArrayList<>();
+                for (int p = 0; p < n; p++) {
+                    SimpleDistributedQueue queue = new SimpleDistributedQueue(contenders.get(p), path);
+                    int count = total / n + (p < total % n ? 1 : 0);
+                    threads.add(new Thread(() -> {
+                        try {
+                            for (int i = 0; i < count; i++) {
+                                queue.offer(new byte[] {'x'});
+                            }
+                        } catch (Exception e) {
+                            synchronized (failures) {
+                                failures.add(e);
+                            }
+                        }
+                    }));
+                }
+                for (int k = 0; k < n; k++) {
+                    SimpleDistributedQueue queue = new SimpleDistributedQueue(contenders.get(4 + k), path);
+                    threads.add(new Thread(() -> {
+                        try {
+                            while (taken.get() < total) {
+                                long t = System.nanoTime();
+                                if (queue.poll(50, TimeUnit.MILLISECONDS) != null) {
+                                    int slot = taken.getAndIncrement();
+                                    if (slot < total) {
+                                        latencies[slot] = System.nanoTime() - t;
+                                    }
+                                }
+                            }
+                        } catch (Exception e) {
+                            synchronized (failures) {
+                                failures.add(e);
+                            }
+                        }
+                    }));
+                }
+                for (Thread thread : threads) {
+                    thread.start();
                 }
                 for (Thread thread : threads) {
                     thread.join();

@@ -162,6 +162,56 @@ def run(client, scenario, path, latencies):
             thread.join()
         if failures:
             raise failures[0]
+    elif scenario in ("queue_1x1", "queue_4x4"):
+        # n producer and n consumer sessions on one Kazoo Queue; one op = an item taken. Kazoo's
+        # Queue.get does not wait, so an empty poll sleeps 1 ms before trying again.
+        n = 1 if scenario == "queue_1x1" else 4
+        while len(contenders) < CONTENDERS:
+            other = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            other.start(timeout=30)
+            contenders.append(other)
+        state = {"taken": 0}
+        guard = threading.Lock()
+        failures = []
+
+        def produce(session, count):
+            queue = session.Queue(path)
+            try:
+                for _ in range(count):
+                    queue.put(b"x")
+            except Exception as error:  # reported after the join
+                failures.append(error)
+
+        def consume(session):
+            queue = session.Queue(path)
+            try:
+                while True:
+                    with guard:
+                        if state["taken"] >= ops:
+                            return
+                    t = time.perf_counter_ns()
+                    item = queue.get()
+                    if item is None:
+                        time.sleep(0.001)
+                        continue
+                    with guard:
+                        slot = state["taken"]
+                        state["taken"] += 1
+                    if slot < ops:
+                        latencies[slot] = time.perf_counter_ns() - t
+            except Exception as error:  # reported after the join
+                failures.append(error)
+
+        threads = [
+            threading.Thread(target=produce, args=(contenders[p], ops // n + (1 if p < ops % n else 0)))
+            for p in range(n)
+        ] + [threading.Thread(target=consume, args=(contenders[4 + k],)) for k in range(n)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
     else:
         raise ValueError("unknown scenario " + scenario)
 

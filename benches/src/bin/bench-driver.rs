@@ -14,6 +14,7 @@ use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
 use curator_locks::InterProcessMutex;
+use curator_queues::SimpleDistributedQueue;
 use futures::future::join_all;
 use zookeeper_client as zk;
 
@@ -121,6 +122,8 @@ impl Driver {
             "leader_handover" => self.leader_handover(path, latencies).await?,
             "counter_8way" => self.counter_8way(path, latencies, true).await?,
             "counter_8way_plain" => self.counter_8way(path, latencies, false).await?,
+            "queue_1x1" => self.queue(path, latencies, 1).await?,
+            "queue_4x4" => self.queue(path, latencies, 4).await?,
             other => return Err(format!("unknown scenario {other}")),
         }
         Ok(())
@@ -205,6 +208,65 @@ impl Driver {
 }
 
 impl Driver {
+    /// `n` producer sessions offer and `n` consumer sessions take items of one
+    /// `SimpleDistributedQueue`; one op = one item taken, its latency the take's.
+    async fn queue(&self, path: &str, latencies: &mut [u64], n: usize) -> Result<(), String> {
+        let Driver::Framework(_, connect) = self else {
+            return Err("unsupported".into());
+        };
+        let total = latencies.len();
+        let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut producers = Vec::new();
+        for p in 0..n {
+            let client = connect_framework(connect).await;
+            let queue =
+                SimpleDistributedQueue::new(client.clone(), path).map_err(|e| e.to_string())?;
+            let count = total / n + usize::from(p < total % n);
+            producers.push(tokio::spawn(async move {
+                for _ in 0..count {
+                    queue.offer(PAYLOAD).await.map_err(|e| e.to_string())?;
+                }
+                client.close().await;
+                Ok::<_, String>(())
+            }));
+        }
+        let mut consumers = Vec::new();
+        for _ in 0..n {
+            let client = connect_framework(connect).await;
+            let queue =
+                SimpleDistributedQueue::new(client.clone(), path).map_err(|e| e.to_string())?;
+            let taken = std::sync::Arc::clone(&taken);
+            consumers.push(tokio::spawn(async move {
+                let mut mine = Vec::new();
+                while taken.load(std::sync::atomic::Ordering::SeqCst) < total {
+                    let t = Instant::now();
+                    if queue
+                        .poll_timeout(Duration::from_millis(50))
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .is_some()
+                    {
+                        let slot = taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        mine.push((slot, elapsed_ns(t)));
+                    }
+                }
+                client.close().await;
+                Ok::<_, String>(mine)
+            }));
+        }
+        for producer in producers {
+            producer.await.map_err(|e| e.to_string())??;
+        }
+        for consumer in consumers {
+            for (slot, latency) in consumer.await.map_err(|e| e.to_string())?? {
+                if let Some(entry) = latencies.get_mut(slot) {
+                    *entry = latency;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `CONTENDERS` sessions increment one `DistributedAtomicLong` until the successful
     /// increments add up to the count; `markers` chooses exactly-once writes (the default) or
     /// Curator's plain versioned writes.

@@ -351,6 +351,16 @@ fn run() -> Result<(), String> {
             what: "the same with plain versioned writes (Curator's and Kazoo's only kind)",
             ops: 200 * scale,
         },
+        Scenario {
+            name: "queue_1x1",
+            what: "simple queue, 1 producer + 1 consumer session (one op = an item taken)",
+            ops: 200 * scale,
+        },
+        Scenario {
+            name: "queue_4x4",
+            what: "simple queue, 4 producers + 4 consumers (one op = an item taken)",
+            ops: 400 * scale,
+        },
     ];
     let scenarios: Vec<Scenario> = scenarios
         .into_iter()
@@ -448,7 +458,7 @@ fn run() -> Result<(), String> {
                 );
                 let path = match scenario.name {
                     "create_delete" => dir,
-                    name if ["mutex", "leader", "counter"]
+                    name if ["mutex", "leader", "counter", "queue"]
                         .iter()
                         .any(|prefix| name.starts_with(prefix)) =>
                     {
