@@ -1,26 +1,15 @@
 //! Barriers against a real ZooKeeper server.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use curator_barriers::{DistributedBarrier, DistributedDoubleBarrier};
-use curator_framework::CuratorFramework;
 use curator_test::{TestingServer, Timing, unique_root};
+use support::client;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
 
 #[tokio::test]
 async fn a_barrier_holds_waiters_until_removed() {

@@ -2,25 +2,14 @@
 //! `DistributedDoubleBarrier`: nobody enters before all have arrived, nobody leaves before all
 //! are leaving.
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
 use curator_barriers::DistributedDoubleBarrier;
-use curator_framework::CuratorFramework;
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
+use support::client;
 
 /// Sends `line` to the Java peer on a blocking thread; the answer comes with the peer back.
 fn ask_later(

@@ -1,24 +1,14 @@
 //! Two-phase commit against a real ZooKeeper: commit when all vote commit, abort on one abort,
 //! on a crashed site and on a timeout; every participant learns the same outcome.
 
+mod support;
+
 use std::time::Duration;
 
 use curator_barriers::{Outcome, TwoPhaseCommit, Vote};
-use curator_framework::{CuratorFramework, Error};
+use curator_framework::Error;
 use curator_test::{TestingServer, Timing, unique_root};
-
-async fn client(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
+use support::client;
 
 /// Starts the transaction with `sites`, each site on its own client joined, and returns the
 /// coordinator and the site handles.

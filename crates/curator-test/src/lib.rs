@@ -20,4 +20,4 @@ pub use paths::unique_root;
 pub use proxy::FaultProxy;
 pub use server::{TestingServer, TestingServerBuilder};
 pub use session::{Expiry, SessionCredentials, expire_session};
-pub use timing::Timing;
+pub use timing::{Timing, eventually};

@@ -72,3 +72,32 @@ impl Timing {
         self.scale(Duration::from_secs(2))
     }
 }
+
+/// Polls `condition` every 20 ms until it holds, for what nothing notifies (a server-side
+/// change seen from another client), and panics with `what` when [`Timing::wait`] passes first.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mut calls = 0;
+/// curator_test::eventually("the third call", || {
+///     calls += 1;
+///     let done = calls == 3;
+///     async move { done }
+/// })
+/// .await;
+/// # }
+/// ```
+pub async fn eventually<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let end = tokio::time::Instant::now() + Timing::new().wait();
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "{what} did not happen in time"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,6 +1,6 @@
 //! Helpers for the counter tests.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 use std::time::Duration;
 
@@ -25,21 +25,7 @@ pub async fn client(connect: &str) -> CuratorFramework {
     client
 }
 
-/// Polls `condition` until it holds (for what nothing notifies), up to the wait deadline.
-pub async fn eventually<F, Fut>(what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let end = tokio::time::Instant::now() + Timing::new().wait();
-    while !condition().await {
-        assert!(
-            tokio::time::Instant::now() < end,
-            "{what} did not happen in time"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+pub use curator_test::eventually;
 
 /// A retry policy for optimistic attempts that practically never gives up (contention tests
 /// count successes, not give-ups).
