@@ -4,6 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use curator_caches::{CacheEvent, ChildData};
@@ -199,5 +200,36 @@ pub async fn eventually(what: &str, mut condition: impl AsyncFnMut() -> bool) {
     while !condition().await {
         assert!(Instant::now() < end, "{what} did not happen in time");
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Creates `root/dNN/nNNN` for `dirs` × `leaves` nodes, many requests in flight at once.
+pub async fn build_tree(client: &CuratorFramework, root: &str, dirs: usize, leaves: usize) {
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(root, b"")
+        .await
+        .unwrap();
+    let dirs: Vec<String> = (0..dirs).map(|d| format!("{root}/d{d:02}")).collect();
+    let creates: Vec<_> = dirs
+        .iter()
+        .map(|dir| client.create().for_path(dir, b"").into_future())
+        .collect();
+    for result in futures::future::join_all(creates).await {
+        result.unwrap();
+    }
+    let paths: Vec<String> = dirs
+        .iter()
+        .flat_map(|dir| (0..leaves).map(move |n| format!("{dir}/n{n:03}")))
+        .collect();
+    for batch in paths.chunks(1000) {
+        let creates: Vec<_> = batch
+            .iter()
+            .map(|path| client.create().for_path(path, b"0123456789abcdef").into_future())
+            .collect();
+        for result in futures::future::join_all(creates).await {
+            result.unwrap();
+        }
     }
 }
