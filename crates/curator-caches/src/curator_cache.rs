@@ -1,0 +1,209 @@
+//! [`CuratorCache`]: a whole subtree, kept with one persistent recursive watch.
+
+use std::sync::Arc;
+
+use curator_framework::listen::{ListenerHandle, Listenable};
+use curator_framework::{CuratorFramework, Result, paths};
+
+use crate::core::{Core, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_IN_FLIGHT};
+use crate::engine::{Config, WatchMode};
+use crate::event::{CacheEvent, ChildData};
+use crate::listener::CuratorCacheListener;
+use crate::typed::{Codec, JsonCodec, TypedCache};
+
+/// A local copy of the subtree at a path (the node itself and everything below it), kept up to
+/// date, with an event for every change (Curator's `CuratorCache`).
+///
+/// On ZooKeeper 3.6+ it holds one persistent recursive watch on its root; on older servers (the
+/// server answers `addWatch` with `UNIMPLEMENTED`) it falls back to one-shot watches on every
+/// node, as [`TreeCache`](crate::TreeCache) does. It creates no nodes.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_caches::{CuratorCache, CuratorCacheListener};
+/// let cache = CuratorCache::builder(client, "/config").build()?;
+/// let _listening = cache.add_listener(
+///     CuratorCacheListener::builder()
+///         .for_creates_and_changes(|_old, node| println!("{} = {:?}", node.path(), node.data()))
+///         .for_deletes(|old| println!("{} deleted", old.path()))
+///         .build(),
+/// );
+/// cache.start()?;
+/// cache.initialized().await;
+/// if let Some(node) = cache.get("/config/feature-x") {
+///     println!("feature-x: {:?}", node.data());
+/// }
+/// cache.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CuratorCache {
+    core: Arc<Core>,
+}
+
+impl CuratorCache {
+    /// Options for a cache of the subtree at `path`.
+    pub fn builder(client: CuratorFramework, path: &str) -> CuratorCacheBuilder {
+        CuratorCacheBuilder {
+            client,
+            path: path.to_owned(),
+            mode: WatchMode::Auto,
+            cache_data: true,
+            max_children: DEFAULT_MAX_CHILDREN,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+
+    /// Starts loading and following the tree, in the background. Add listeners first to hear
+    /// the initial load's `Created` events.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](curator_framework::Error::InvalidArgument) when already
+    /// started or closed.
+    pub fn start(&self) -> Result<()> {
+        self.core.start()
+    }
+
+    /// Waits until the initial load is done (when `Initialized` is published).
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
+    pub async fn initialized(&self) {
+        self.core.shared.wait_initialized().await;
+    }
+
+    /// Whether the initial load is done.
+    pub fn is_initialized(&self) -> bool {
+        self.core.is_initialized()
+    }
+
+    /// Stops following the tree and removes the cache's watches. The content stays readable.
+    /// Idempotent.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future leaves the cache stopping in the background.
+    pub async fn close(&self) {
+        self.core.close().await;
+    }
+
+    /// Where to add listeners of [`CacheEvent`]s (closures, objects, senders or a stream).
+    pub fn listenable(&self) -> Listenable<CacheEvent> {
+        self.core.listenable()
+    }
+
+    /// Adds a [`CuratorCacheListener`]; dropping the handle removes it.
+    pub fn add_listener(&self, listener: CuratorCacheListener) -> ListenerHandle {
+        self.core.add_listener(listener)
+    }
+
+    /// The cached node at `path`.
+    pub fn get(&self, path: &str) -> Option<ChildData> {
+        self.core.get(path)
+    }
+
+    /// The cached children of `path`, sorted by path.
+    pub fn children(&self, path: &str) -> Vec<ChildData> {
+        self.core.shared.children(path)
+    }
+
+    /// Every cached node, sorted by path.
+    pub fn snapshot(&self) -> Vec<ChildData> {
+        self.core.shared.snapshot()
+    }
+
+    /// How many nodes are cached.
+    pub fn len(&self) -> usize {
+        self.core.shared.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The cache's root path.
+    pub fn path(&self) -> &str {
+        &self.core.root
+    }
+
+    /// The watch mode in use: [`WatchMode::Persistent`] or [`WatchMode::OneShot`] (`None`
+    /// before the first load chose one).
+    pub fn active_mode(&self) -> Option<WatchMode> {
+        self.core.active_mode()
+    }
+
+    /// A view that decodes node data as `T` with JSON.
+    pub fn typed<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+    ) -> TypedCache<T, JsonCodec> {
+        TypedCache::new(Arc::clone(&self.core), JsonCodec)
+    }
+
+    /// A view that decodes node data as `T` with `codec`.
+    pub fn typed_with<T, C: Codec<T>>(&self, codec: C) -> TypedCache<T, C> {
+        TypedCache::new(Arc::clone(&self.core), codec)
+    }
+}
+
+/// Options of a [`CuratorCache`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until build()"]
+pub struct CuratorCacheBuilder {
+    client: CuratorFramework,
+    path: String,
+    mode: WatchMode,
+    cache_data: bool,
+    max_children: usize,
+    max_in_flight: usize,
+}
+
+impl CuratorCacheBuilder {
+    /// How to watch: [`WatchMode::Auto`] (the default) uses a persistent recursive watch and
+    /// falls back to one-shot watches on servers without them.
+    pub fn with_mode(mut self, mode: WatchMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Keeps stats only, not data (Curator's `DO_NOT_CACHE_DATA`): events and reads carry
+    /// `data() == None`.
+    pub fn without_data(mut self) -> Self {
+        self.cache_data = false;
+        self
+    }
+
+    /// Nodes with more children than this are not listed; the cache reports
+    /// [`CacheError::TooManyChildren`](crate::CacheError::TooManyChildren) instead (default
+    /// 100,000).
+    pub fn max_children(mut self, limit: usize) -> Self {
+        self.max_children = limit;
+        self
+    }
+
+    /// How many reads a load keeps in flight at once (default 256, at least 1).
+    pub fn max_in_flight(mut self, reads: usize) -> Self {
+        self.max_in_flight = reads.max(1);
+        self
+    }
+
+    /// The cache, not started.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path.
+    pub fn build(self) -> Result<CuratorCache> {
+        paths::validate(&self.path)?;
+        let config = Config {
+            name: "CuratorCache",
+            root: Arc::from(self.path),
+            mode: self.mode,
+            max_depth: usize::MAX,
+            selector: None,
+            cache_data: self.cache_data,
+            max_children: self.max_children,
+            max_in_flight: self.max_in_flight,
+        };
+        Ok(CuratorCache {
+            core: Arc::new(Core::new(self.client, config)),
+        })
+    }
+}

@@ -1,0 +1,1025 @@
+//! The one engine behind every cache: a map of nodes kept level-triggered.
+//!
+//! Every change the engine learns of (a watch event, a reconnect) becomes a *read* of the node's
+//! current state, queued in order. Reads are sent in queue order and their replies are applied in
+//! the same order; ZooKeeper answers one session's requests in order and reflects every change a
+//! notification announced in the replies that follow it, so the states applied to each path only
+//! move forward. Applying a state emits exactly the difference with what the cache held (by
+//! `czxid` and `mzxid`), so nothing is emitted twice and no event describes a state the server
+//! never had.
+//!
+//! Two ways of hearing about changes:
+//! - **persistent**: one `add_watch().recursive()` on the root (ZooKeeper 3.6+); each node event
+//!   becomes a data read.
+//! - **one-shot**: a data watch and a children watch on each cached node (and an exists watch on
+//!   a missing root), set by the reads themselves, as Curator's `TreeCache` does.
+//!
+//! After a reconnect or a new session the engine starts a new *generation*: replies and watches
+//! of earlier generations are ignored, and the tree is walked again from the root, diffing as it
+//! goes (children missing from a listing are deleted; every listed child is read again).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::IntoFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_framework::types::{EventType, KeeperState, WatchedEvent};
+use curator_framework::listen::ListenerContainer;
+use curator_framework::watcher::{PersistentWatcher, Watcher};
+use curator_framework::{ConnectionState, CuratorFramework, Error, Stat};
+use futures::future::{BoxFuture, FutureExt};
+use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::event::{CacheError, CacheEvent, ChildData};
+use crate::selector::TreeCacheSelector;
+
+/// How a cache hears about changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum WatchMode {
+    /// One persistent recursive watch on the root when the server supports it (ZooKeeper 3.6+),
+    /// otherwise one-shot watches on every node.
+    #[default]
+    Auto,
+    /// One persistent recursive watch on the root; a server without `addWatch` makes the cache
+    /// report an error instead of falling back.
+    Persistent,
+    /// One-shot data and children watches on every cached node (works on ZooKeeper 3.5).
+    OneShot,
+}
+
+/// The settings of one engine.
+pub(crate) struct Config {
+    pub(crate) name: &'static str,
+    pub(crate) root: Arc<str>,
+    pub(crate) mode: WatchMode,
+    /// Levels below the root that are cached (0: the root only).
+    pub(crate) max_depth: usize,
+    pub(crate) selector: Option<Arc<dyn TreeCacheSelector>>,
+    pub(crate) cache_data: bool,
+    pub(crate) max_children: usize,
+    pub(crate) max_in_flight: usize,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("name", &self.name)
+            .field("root", &self.root)
+            .field("mode", &self.mode)
+            .field("max_depth", &self.max_depth)
+            .field("selector", &self.selector.is_some())
+            .field("cache_data", &self.cache_data)
+            .field("max_children", &self.max_children)
+            .field("max_in_flight", &self.max_in_flight)
+            .finish()
+    }
+}
+
+/// A cached node.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) stat: Stat,
+    pub(crate) data: Option<Arc<[u8]>>,
+    /// Full paths of the cached children (sharing the map's keys).
+    pub(crate) children: HashSet<Arc<str>>,
+}
+
+/// Where the engine publishes its events.
+#[derive(Debug, Clone)]
+pub(crate) struct EventSink(pub(crate) ListenerContainer<CacheEvent>);
+
+impl EventSink {
+    pub(crate) fn publish(&self, event: CacheEvent) {
+        self.0.publish(event);
+    }
+
+    fn publish_all(&self, events: Vec<CacheEvent>) {
+        for event in events {
+            self.0.publish(event);
+        }
+    }
+}
+
+/// What the engine shares with the cache handles.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) nodes: RwLock<HashMap<Arc<str>, Node>>,
+    pub(crate) events: EventSink,
+    pub(crate) initialized: watch::Sender<bool>,
+    /// The watch mode in use (`None` until the first walk chose one).
+    pub(crate) active: Mutex<Option<WatchMode>>,
+}
+
+impl Shared {
+    pub(crate) fn new(events: EventSink) -> Arc<Self> {
+        Arc::new(Self {
+            nodes: RwLock::new(HashMap::new()),
+            events,
+            initialized: watch::channel(false).0,
+            active: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn get(&self, path: &str) -> Option<ChildData> {
+        let nodes = self.nodes.read();
+        let (key, node) = nodes.get_key_value(path)?;
+        Some(child_data(key, node))
+    }
+
+    pub(crate) fn children(&self, path: &str) -> Vec<ChildData> {
+        let nodes = self.nodes.read();
+        let Some(node) = nodes.get(path) else {
+            return Vec::new();
+        };
+        let mut out: Vec<ChildData> = node
+            .children
+            .iter()
+            .filter_map(|c| nodes.get_key_value(&**c))
+            .map(|(k, n)| child_data(k, n))
+            .collect();
+        out.sort_by(|a, b| a.path().cmp(b.path()));
+        out
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<ChildData> {
+        let nodes = self.nodes.read();
+        let mut out: Vec<ChildData> = nodes.iter().map(|(k, n)| child_data(k, n)).collect();
+        out.sort_by(|a, b| a.path().cmp(b.path()));
+        out
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.read().len()
+    }
+
+    pub(crate) async fn wait_initialized(&self) {
+        let mut receiver = self.initialized.subscribe();
+        // The sender lives as long as `self`, so this only ends when initialized.
+        let _ = receiver.wait_for(|done| *done).await;
+    }
+}
+
+fn child_data(key: &Arc<str>, node: &Node) -> ChildData {
+    ChildData::shared(Arc::clone(key), node.stat, node.data.clone())
+}
+
+/// Commands from the handle to the engine.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Stop; answer when stopped.
+    Close(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Starts an engine task. It stops when `commands` closes or `Close` arrives, or the client
+/// closes.
+pub(crate) fn spawn(
+    client: CuratorFramework,
+    config: Config,
+    shared: Arc<Shared>,
+    commands: mpsc::UnboundedReceiver<Command>,
+) -> tokio::task::JoinHandle<()> {
+    let states = client.connection_state_stream();
+    let engine = Engine {
+        client,
+        config,
+        shared,
+        generation: 0,
+        queue: VecDeque::new(),
+        in_flight: FuturesOrdered::new(),
+        walk_pending: 0,
+        walking: false,
+        initialized: false,
+        live: HashSet::new(),
+        watchers: FuturesUnordered::new(),
+        retired: None,
+        persistent: None,
+        persistent_session: None,
+        one_shot: false,
+        retry_at: None,
+        backoff: INITIAL_BACKOFF,
+        walk_failed: false,
+    };
+    let span = tracing::debug_span!("cache", name = engine.config.name, root = %engine.config.root);
+    tokio::spawn(tracing::Instrument::instrument(engine.run(states, commands), span))
+}
+
+const INITIAL_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FetchKind {
+    Data,
+    Children { refresh: bool },
+    Exists,
+}
+
+#[derive(Debug)]
+struct Fetch {
+    path: Arc<str>,
+    kind: FetchKind,
+    /// Part of the current walk (counted for "walk finished").
+    walk: bool,
+}
+
+enum Outcome {
+    Data(curator_framework::Result<(Vec<u8>, Stat, Option<Watcher>)>),
+    Children(curator_framework::Result<(Vec<String>, Option<Watcher>)>),
+    Exists(curator_framework::Result<(Option<Stat>, Watcher)>),
+}
+
+struct Reply {
+    generation: u64,
+    fetch: Fetch,
+    outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum WatchKind {
+    Data,
+    Children,
+    Exists,
+}
+
+type Fired = (u64, WatchKind, Arc<str>, WatchedEvent);
+
+struct Engine {
+    client: CuratorFramework,
+    config: Config,
+    shared: Arc<Shared>,
+    generation: u64,
+    /// Reads decided but not sent yet (sent in this order, at most `max_in_flight` at a time).
+    queue: VecDeque<Fetch>,
+    /// Reads sent, answered in order.
+    in_flight: FuturesOrdered<BoxFuture<'static, Reply>>,
+    /// Reads of the current walk not applied yet.
+    walk_pending: usize,
+    walking: bool,
+    initialized: bool,
+    /// (path, kind) of the live one-shot watches of the current generation: a read that would
+    /// add a second one drops it (the server holds one watch per path and kind anyway).
+    live: HashSet<(Arc<str>, WatchKind)>,
+    /// One-shot watches of the current generation.
+    watchers: FuturesUnordered<BoxFuture<'static, Fired>>,
+    /// The previous generation's one-shot watches, kept until the walk has replaced them (so
+    /// the client does not remove and re-add the same watches at the server).
+    retired: Option<FuturesUnordered<BoxFuture<'static, Fired>>>,
+    persistent: Option<PersistentWatcher>,
+    persistent_session: Option<i64>,
+    /// Whether one-shot watches are in use.
+    one_shot: bool,
+    /// When to walk again after a failed read.
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    /// A read of the current walk failed with a connection or session error.
+    walk_failed: bool,
+}
+
+impl Engine {
+    async fn run(
+        mut self,
+        mut states: curator_framework::listen::ListenerStream<ConnectionState>,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+    ) {
+        if !self.resync().await {
+            return;
+        }
+        loop {
+            self.pump();
+            let retry_at = self.retry_at;
+            tokio::select! {
+                biased;
+                command = commands.recv() => {
+                    if let Some(Command::Close(done)) = command {
+                        self.shutdown();
+                        let _ = done.send(());
+                    } else {
+                        self.shutdown();
+                    }
+                    return;
+                }
+                Some(state) = states.next() => {
+                    if state == ConnectionState::Reconnected && !self.resync().await {
+                        return;
+                    }
+                }
+                Some(reply) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    if !self.apply(reply) {
+                        return;
+                    }
+                }
+                Some(fired) = self.watchers.next(), if !self.watchers.is_empty() => {
+                    self.on_fired(fired);
+                }
+                event = next_persistent(&mut self.persistent) => {
+                    self.on_persistent(event);
+                }
+                () = sleep_until(retry_at) => {
+                    self.retry_at = None;
+                    if self.client.is_connected() {
+                        if !self.resync().await {
+                            return;
+                        }
+                    } else {
+                        // The reconnect will start the walk.
+                    }
+                }
+            }
+        }
+    }
+
+    fn shutdown(&mut self) {
+        self.queue.clear();
+        self.in_flight = FuturesOrdered::new();
+        self.watchers = FuturesUnordered::new();
+        self.retired = None;
+        self.persistent = None;
+    }
+
+    fn tree_mode(&self) -> bool {
+        self.one_shot
+    }
+
+    /// Starts a new generation and walks the tree from the root. `false` when the client is
+    /// closed.
+    async fn resync(&mut self) -> bool {
+        self.generation += 1;
+        self.queue.clear();
+        self.in_flight = FuturesOrdered::new();
+        self.walk_pending = 0;
+        self.walking = true;
+        self.walk_failed = false;
+        self.retry_at = None;
+        match self.config.mode {
+            WatchMode::OneShot => self.one_shot = true,
+            WatchMode::Auto | WatchMode::Persistent if !self.one_shot => {
+                let session = self.client.session_id();
+                if self.persistent.is_none() || self.persistent_session != session {
+                    self.persistent = None;
+                    match self.client.add_watch().recursive().for_path(&self.config.root).await {
+                        Ok(watcher) => {
+                            self.persistent = Some(watcher);
+                            // The session the watch was added on (it may have changed while
+                            // adding; the next reconnect walks again then).
+                            self.persistent_session = session;
+                        }
+                        Err(Error::Unimplemented) if self.config.mode == WatchMode::Auto => {
+                            tracing::info!(root = %self.config.root, "the server has no persistent watches; using one-shot watches");
+                            self.one_shot = true;
+                        }
+                        Err(Error::Closed) => return false,
+                        Err(error) if error.is_retryable() || error.is_session_terminal() => {
+                            self.schedule_retry();
+                            return true;
+                        }
+                        Err(error) => {
+                            self.report(CacheError::Read {
+                                path: self.config.root.to_string(),
+                                error,
+                            });
+                            self.schedule_retry();
+                            return true;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        *self.shared.active.lock() = Some(if self.one_shot {
+            WatchMode::OneShot
+        } else {
+            WatchMode::Persistent
+        });
+        if self.one_shot {
+            self.live.clear();
+            let old = std::mem::take(&mut self.watchers);
+            if !old.is_empty() {
+                self.retired = Some(old);
+            }
+        }
+        let root = Arc::clone(&self.config.root);
+        self.enqueue(root, FetchKind::Data, true);
+        true
+    }
+
+    fn schedule_retry(&mut self) {
+        if self.retry_at.is_none() {
+            self.retry_at = Some(Instant::now() + self.backoff);
+            self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    fn enqueue(&mut self, path: Arc<str>, kind: FetchKind, walk: bool) {
+        if walk {
+            self.walk_pending += 1;
+        }
+        self.queue.push_back(Fetch { path, kind, walk });
+    }
+
+    /// Sends queued reads, in order, up to the in-flight bound.
+    fn pump(&mut self) {
+        while self.in_flight.len() < self.config.max_in_flight {
+            let Some(fetch) = self.queue.pop_front() else {
+                break;
+            };
+            let future = self.send(&fetch);
+            let generation = self.generation;
+            self.in_flight.push_back(
+                async move {
+                    let outcome = future.await;
+                    Reply {
+                        generation,
+                        fetch,
+                        outcome,
+                    }
+                }
+                .boxed(),
+            );
+        }
+    }
+
+    /// Creates the read's future, which sends the request now.
+    fn send(&self, fetch: &Fetch) -> BoxFuture<'static, Outcome> {
+        let client = &self.client;
+        let path = &*fetch.path;
+        let watch = self.tree_mode();
+        match (fetch.kind, watch) {
+            (FetchKind::Data, true) => {
+                let f = client.get_data().watched().for_path(path).into_future();
+                async move { Outcome::Data(f.await.map(|(d, s, w)| (d, s, Some(w)))) }.boxed()
+            }
+            (FetchKind::Data, false) => {
+                let f = client.get_data().for_path(path).into_future();
+                async move { Outcome::Data(f.await.map(|(d, s)| (d, s, None))) }.boxed()
+            }
+            (FetchKind::Children { .. }, true) => {
+                let f = client.get_children().watched().for_path(path).into_future();
+                async move { Outcome::Children(f.await.map(|(c, _, w)| (c, Some(w)))) }.boxed()
+            }
+            (FetchKind::Children { .. }, false) => {
+                let f = client.get_children().for_path(path).into_future();
+                async move { Outcome::Children(f.await.map(|(c, _)| (c, None))) }.boxed()
+            }
+            (FetchKind::Exists, _) => {
+                let f = client.check_exists().watched().for_path(path).into_future();
+                async move { Outcome::Exists(f.await) }.boxed()
+            }
+        }
+    }
+
+    fn watch(&mut self, kind: WatchKind, path: Arc<str>, watcher: Watcher) {
+        if !self.live.insert((Arc::clone(&path), kind)) {
+            return; // dropping it removes nothing at the server: the other one stays
+        }
+        let generation = self.generation;
+        self.watchers.push(
+            async move {
+                let event = watcher.changed().await;
+                (generation, kind, path, event)
+            }
+            .boxed(),
+        );
+    }
+
+    /// Applies one reply. `false` when the client is closed.
+    fn apply(&mut self, reply: Reply) -> bool {
+        if reply.generation != self.generation {
+            return true;
+        }
+        let Reply { fetch, outcome, .. } = reply;
+        if fetch.walk {
+            self.walk_pending -= 1;
+        }
+        let alive = match outcome {
+            Outcome::Data(result) => self.apply_data(&fetch, result),
+            Outcome::Children(result) => self.apply_children(&fetch, result),
+            Outcome::Exists(result) => self.apply_exists(&fetch, result),
+        };
+        if !alive {
+            return false;
+        }
+        if self.walking && self.walk_pending == 0 {
+            self.walk_done();
+        }
+        true
+    }
+
+    fn walk_done(&mut self) {
+        self.walking = false;
+        self.retired = None;
+        if self.walk_failed {
+            self.schedule_retry();
+        } else {
+            self.backoff = INITIAL_BACKOFF;
+        }
+        if !self.initialized {
+            self.initialized = true;
+            self.shared.events.publish(CacheEvent::Initialized);
+            self.shared.initialized.send_replace(true);
+        }
+    }
+
+    /// A read failed: `false` for a closed client; connection and session errors make the
+    /// cache walk again (after the reconnect, or after a backoff); other errors are reported.
+    fn failed(&mut self, path: &str, error: Error) -> bool {
+        match error {
+            Error::Closed => false,
+            error if error.is_retryable() || error.is_session_terminal() => {
+                tracing::debug!(path, %error, "cache read failed; walking again later");
+                if self.walking {
+                    self.walk_failed = true;
+                } else {
+                    self.schedule_retry();
+                }
+                true
+            }
+            error => {
+                self.report(CacheError::Read {
+                    path: path.to_owned(),
+                    error,
+                });
+                true
+            }
+        }
+    }
+
+    fn report(&self, error: CacheError) {
+        tracing::warn!(%error, "cache error");
+        self.shared.events.publish(CacheEvent::Error(error));
+    }
+
+    fn apply_data(
+        &mut self,
+        fetch: &Fetch,
+        result: curator_framework::Result<(Vec<u8>, Stat, Option<Watcher>)>,
+    ) -> bool {
+        let path = &fetch.path;
+        let (data, stat, watcher) = match result {
+            Ok(found) => found,
+            Err(Error::NoNode) => {
+                self.remove(path);
+                if self.tree_mode() && **path == *self.config.root {
+                    self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.walk);
+                }
+                return true;
+            }
+            Err(error) => return self.failed(path, error),
+        };
+        if let Some(watcher) = watcher {
+            self.watch(WatchKind::Data, Arc::clone(path), watcher);
+        }
+        let data = self.config.cache_data.then(|| Arc::<[u8]>::from(data));
+        let mut events = Vec::new();
+        let (fresh, had_children) = {
+            let mut nodes = self.shared.nodes.write();
+            upsert(&mut nodes, path, stat, data, &mut events)
+        };
+        self.shared.events.publish_all(events);
+        let depth = self.depth(path);
+        let descend = depth < self.config.max_depth && self.trace(path);
+        let list = if self.tree_mode() {
+            fresh || fetch.walk
+        } else {
+            fetch.walk && (stat.num_children > 0 || had_children)
+        };
+        if descend && list {
+            let children = usize::try_from(stat.num_children).unwrap_or(0);
+            if children > self.config.max_children {
+                self.report(CacheError::TooManyChildren {
+                    path: path.to_string(),
+                    children,
+                    limit: self.config.max_children,
+                });
+            } else {
+                self.enqueue(
+                    Arc::clone(path),
+                    FetchKind::Children {
+                        refresh: fetch.walk,
+                    },
+                    fetch.walk,
+                );
+            }
+        }
+        true
+    }
+
+    fn apply_children(
+        &mut self,
+        fetch: &Fetch,
+        result: curator_framework::Result<(Vec<String>, Option<Watcher>)>,
+    ) -> bool {
+        let path = &fetch.path;
+        let FetchKind::Children { refresh } = fetch.kind else {
+            unreachable!("a children reply answers a children read");
+        };
+        let (names, watcher) = match result {
+            Ok(found) => found,
+            Err(Error::NoNode) => {
+                self.remove(path);
+                if self.tree_mode() && **path == *self.config.root {
+                    self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.walk);
+                }
+                return true;
+            }
+            Err(error) => return self.failed(path, error),
+        };
+        if names.len() > self.config.max_children {
+            self.report(CacheError::TooManyChildren {
+                path: path.to_string(),
+                children: names.len(),
+                limit: self.config.max_children,
+            });
+            return true;
+        }
+        if !self.shared.nodes.read().contains_key(&**path) {
+            // Gone from the cache since (a later read found it deleted), yet it exists now:
+            // read it again, which lists its children again.
+            self.enqueue(Arc::clone(path), FetchKind::Data, fetch.walk);
+            return true;
+        }
+        if let Some(watcher) = watcher {
+            self.watch(WatchKind::Children, Arc::clone(path), watcher);
+        }
+        let listed: HashSet<Arc<str>> = names
+            .iter()
+            .map(|name| Arc::<str>::from(join(path, name)))
+            .filter(|child| self.accept(child))
+            .collect();
+        let (gone, unknown): (Vec<Arc<str>>, Vec<Arc<str>>) = {
+            let nodes = self.shared.nodes.read();
+            let node = nodes.get(&**path).expect("checked above");
+            let gone = node
+                .children
+                .iter()
+                .filter(|c| !listed.contains(*c))
+                .cloned()
+                .collect();
+            let unknown = listed
+                .iter()
+                .filter(|c| refresh || !node.children.contains(*c))
+                .cloned()
+                .collect();
+            (gone, unknown)
+        };
+        for child in gone {
+            self.remove(&child);
+        }
+        let mut unknown = unknown;
+        unknown.sort();
+        for child in unknown {
+            self.enqueue(child, FetchKind::Data, fetch.walk);
+        }
+        true
+    }
+
+    fn apply_exists(
+        &mut self,
+        fetch: &Fetch,
+        result: curator_framework::Result<(Option<Stat>, Watcher)>,
+    ) -> bool {
+        match result {
+            Ok((Some(_), _watcher)) => {
+                self.enqueue(Arc::clone(&fetch.path), FetchKind::Data, fetch.walk);
+                true
+            }
+            Ok((None, watcher)) => {
+                self.watch(WatchKind::Exists, Arc::clone(&fetch.path), watcher);
+                true
+            }
+            Err(error) => self.failed(&fetch.path, error),
+        }
+    }
+
+    fn on_fired(&mut self, (generation, kind, path, event): Fired) {
+        if generation != self.generation {
+            return;
+        }
+        self.live.remove(&(Arc::clone(&path), kind));
+        if event.event_type == EventType::Session {
+            return;
+        }
+        match (kind, event.event_type) {
+            (WatchKind::Children, EventType::NodeChildrenChanged) => {
+                self.enqueue(path, FetchKind::Children { refresh: false }, false);
+            }
+            (WatchKind::Children, _) => {} // deletion: the data watch reports it
+            (WatchKind::Data | WatchKind::Exists, _) => {
+                self.enqueue(path, FetchKind::Data, false);
+            }
+        }
+    }
+
+    fn on_persistent(&mut self, event: Option<WatchedEvent>) {
+        let Some(event) = event else {
+            // The session ended; the next `Reconnected` adds the watch on the new session.
+            self.persistent = None;
+            return;
+        };
+        match event.event_type {
+            EventType::Session => {
+                if matches!(
+                    event.session_state,
+                    KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
+                ) {
+                    self.persistent = None;
+                }
+            }
+            EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted => {
+                if self.in_scope(&event.path) {
+                    self.enqueue(Arc::from(event.path), FetchKind::Data, false);
+                }
+            }
+            _ => {} // children changes are not sent to recursive watches
+        }
+    }
+
+    /// Removes `path` and everything below it, emitting deletions deepest first.
+    fn remove(&mut self, path: &str) {
+        let mut events = Vec::new();
+        {
+            let mut nodes = self.shared.nodes.write();
+            remove_subtree(&mut nodes, path, &mut events);
+        }
+        self.shared.events.publish_all(events);
+    }
+
+    /// Levels below the root.
+    fn depth(&self, path: &str) -> usize {
+        let root = &*self.config.root;
+        if path == root {
+            0
+        } else if root == "/" {
+            path.matches('/').count()
+        } else {
+            path[root.len()..].matches('/').count()
+        }
+    }
+
+    fn trace(&self, path: &str) -> bool {
+        self.config
+            .selector
+            .as_ref()
+            .is_none_or(|s| s.trace_children(path))
+    }
+
+    fn accept(&self, path: &str) -> bool {
+        self.config
+            .selector
+            .as_ref()
+            .is_none_or(|s| s.accept_child(path))
+    }
+
+    /// Whether an event path is one this cache follows (inside the root, within the depth, and
+    /// selected all the way down).
+    fn in_scope(&self, path: &str) -> bool {
+        let root = &*self.config.root;
+        if path == root {
+            return true;
+        }
+        let inside = if root == "/" {
+            path.starts_with('/')
+        } else {
+            path.len() > root.len() && path.starts_with(root) && path[root.len()..].starts_with('/')
+        };
+        if !inside || self.depth(path) > self.config.max_depth {
+            return false;
+        }
+        if self.config.selector.is_none() {
+            return true;
+        }
+        // Every ancestor from the root down must be traced, and every node below the root
+        // accepted.
+        let mut end = if root == "/" { 0 } else { root.len() };
+        let mut ancestor = root;
+        loop {
+            if !self.trace(ancestor) {
+                return false;
+            }
+            let next = path[end + 1..].find('/').map(|i| end + 1 + i);
+            let child = &path[..next.unwrap_or(path.len())];
+            if !self.accept(child) {
+                return false;
+            }
+            match next {
+                Some(i) => {
+                    end = i;
+                    ancestor = child;
+                }
+                None => return true,
+            }
+        }
+    }
+}
+
+async fn next_persistent(watcher: &mut Option<PersistentWatcher>) -> Option<WatchedEvent> {
+    match watcher {
+        Some(watcher) => watcher.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(crate) fn join(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+pub(crate) fn parent_of(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        Some(0) if path.len() > 1 => Some("/"),
+        Some(0) | None => None,
+        Some(i) => Some(&path[..i]),
+    }
+}
+
+/// Stores a node read from the server. Returns whether the node is new to the cache (absent, or
+/// a different incarnation), and whether the cache held children for it.
+fn upsert(
+    nodes: &mut HashMap<Arc<str>, Node>,
+    path: &Arc<str>,
+    stat: Stat,
+    data: Option<Arc<[u8]>>,
+    events: &mut Vec<CacheEvent>,
+) -> (bool, bool) {
+    let Some(key) = nodes.get_key_value(&**path).map(|(k, _)| Arc::clone(k)) else {
+        link(nodes, path);
+        nodes.insert(
+            Arc::clone(path),
+            Node {
+                stat,
+                data: data.clone(),
+                children: HashSet::new(),
+            },
+        );
+        events.push(CacheEvent::Created {
+            node: ChildData::shared(Arc::clone(path), stat, data),
+        });
+        return (true, false);
+    };
+    let node = nodes.get_mut(&*key).expect("present");
+    let had_children = !node.children.is_empty();
+    if node.stat.czxid == stat.czxid {
+        if stat.mzxid > node.stat.mzxid {
+            let old = ChildData::shared(Arc::clone(&key), node.stat, node.data.take());
+            node.stat = stat;
+            node.data = data;
+            events.push(CacheEvent::Changed {
+                old,
+                node: ChildData::shared(Arc::clone(&key), stat, node.data.clone()),
+            });
+        } else if stat.mzxid == node.stat.mzxid && stat.pzxid >= node.stat.pzxid {
+            // Same data; keep the newer children counters.
+            node.stat = stat;
+        }
+        // A node cached while its parent was missing joins the parent when read again.
+        link(nodes, &key);
+        return (false, had_children);
+    }
+    if stat.czxid < node.stat.czxid {
+        return (false, had_children); // an older incarnation: a stale read
+    }
+    // Deleted and created again since: children of the old incarnation are gone; children
+    // created after the new one stay.
+    let old_children: Vec<Arc<str>> = node.children.iter().cloned().collect();
+    for child in old_children {
+        let older = nodes
+            .get(&*child)
+            .is_none_or(|c| c.stat.czxid < stat.czxid);
+        if older {
+            remove_subtree(nodes, &child, events);
+        }
+    }
+    let node = nodes.get_mut(&*key).expect("present");
+    let old = ChildData::shared(Arc::clone(&key), node.stat, node.data.take());
+    node.stat = stat;
+    node.data = data;
+    let had_children = !node.children.is_empty();
+    events.push(CacheEvent::Deleted { old });
+    events.push(CacheEvent::Created {
+        node: ChildData::shared(Arc::clone(&key), stat, node.data.clone()),
+    });
+    (true, had_children)
+}
+
+/// Records `path` among its parent's children, when the parent is cached.
+fn link(nodes: &mut HashMap<Arc<str>, Node>, path: &Arc<str>) {
+    if let Some(parent) = parent_of(path).and_then(|p| nodes.get_mut(p)) {
+        if !parent.children.contains(&**path) {
+            parent.children.insert(Arc::clone(path));
+        }
+    }
+}
+
+fn remove_subtree(
+    nodes: &mut HashMap<Arc<str>, Node>,
+    path: &str,
+    events: &mut Vec<CacheEvent>,
+) {
+    let Some((key, node)) = nodes.remove_entry(path) else {
+        return;
+    };
+    if let Some(parent) = parent_of(path).and_then(|p| nodes.get_mut(p)) {
+        parent.children.remove(path);
+    }
+    remove_descendants(nodes, node.children, events);
+    events.push(CacheEvent::Deleted {
+        old: ChildData::shared(key, node.stat, node.data),
+    });
+}
+
+fn remove_descendants(
+    nodes: &mut HashMap<Arc<str>, Node>,
+    children: HashSet<Arc<str>>,
+    events: &mut Vec<CacheEvent>,
+) {
+    let mut children: Vec<Arc<str>> = children.into_iter().collect();
+    children.sort();
+    for child in children {
+        if let Some((key, node)) = nodes.remove_entry(&*child) {
+            remove_descendants(nodes, node.children, events);
+            events.push(CacheEvent::Deleted {
+                old: ChildData::shared(key, node.stat, node.data),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_join_and_split() {
+        assert_eq!(join("/", "a"), "/a");
+        assert_eq!(join("/a", "b"), "/a/b");
+        assert_eq!(parent_of("/a/b"), Some("/a"));
+        assert_eq!(parent_of("/a"), Some("/"));
+        assert_eq!(parent_of("/"), None);
+    }
+
+    fn stat(czxid: i64, mzxid: i64) -> Stat {
+        Stat {
+            czxid,
+            mzxid,
+            ..Stat::default()
+        }
+    }
+
+    #[test]
+    fn upsert_emits_only_differences() {
+        let mut nodes = HashMap::new();
+        let mut events = Vec::new();
+        let a: Arc<str> = Arc::from("/a");
+        let b: Arc<str> = Arc::from("/a/b");
+        upsert(&mut nodes, &a, stat(1, 1), None, &mut events);
+        upsert(&mut nodes, &b, stat(2, 2), None, &mut events);
+        assert_eq!(nodes["/a"].children.len(), 1);
+        // The same state again, and an older one: nothing.
+        upsert(&mut nodes, &a, stat(1, 1), None, &mut events);
+        upsert(&mut nodes, &b, stat(2, 2), None, &mut events);
+        assert_eq!(events.len(), 2);
+        upsert(&mut nodes, &a, stat(1, 3), None, &mut events);
+        assert!(matches!(events[2], CacheEvent::Changed { .. }));
+        upsert(&mut nodes, &a, stat(1, 2), None, &mut events);
+        assert_eq!(events.len(), 3, "a stale read changes nothing");
+        // /a recreated at zxid 5: its old child goes, deepest first.
+        upsert(&mut nodes, &a, stat(5, 5), None, &mut events);
+        let kinds: Vec<_> = events[3..]
+            .iter()
+            .map(|e| (std::mem::discriminant(e), e.path().unwrap().to_owned()))
+            .collect();
+        assert_eq!(kinds.len(), 3);
+        assert_eq!(kinds[0].1, "/a/b");
+        assert!(matches!(events[3], CacheEvent::Deleted { .. }));
+        assert!(matches!(events[4], CacheEvent::Deleted { .. }));
+        assert!(matches!(events[5], CacheEvent::Created { .. }));
+        assert!(!nodes.contains_key("/a/b"));
+    }
+
+    #[test]
+    fn remove_subtree_goes_deepest_first() {
+        let mut nodes = HashMap::new();
+        let mut events = Vec::new();
+        for (i, p) in ["/r", "/r/a", "/r/a/x", "/r/b"].iter().enumerate() {
+            let p: Arc<str> = Arc::from(*p);
+            upsert(&mut nodes, &p, stat(i as i64 + 1, i as i64 + 1), None, &mut events);
+        }
+        events.clear();
+        remove_subtree(&mut nodes, "/r", &mut events);
+        let order: Vec<_> = events.iter().map(|e| e.path().unwrap().to_owned()).collect();
+        assert_eq!(order, ["/r/a/x", "/r/a", "/r/b", "/r"]);
+        assert!(nodes.is_empty());
+    }
+}

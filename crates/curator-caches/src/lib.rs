@@ -1,0 +1,24 @@
+#![doc = include_str!("../README.md")]
+
+mod core;
+mod curator_cache;
+mod engine;
+mod event;
+mod listener;
+mod node_cache;
+mod path_children_cache;
+mod selector;
+mod tree_cache;
+mod typed;
+
+pub use curator_cache::{CuratorCache, CuratorCacheBuilder};
+pub use engine::WatchMode;
+pub use event::{CacheError, CacheEvent, ChildData};
+pub use listener::{CuratorCacheListener, CuratorCacheListenerBuilder};
+pub use node_cache::NodeCache;
+pub use path_children_cache::{
+    PathChildrenCache, PathChildrenCacheBuilder, PathChildrenCacheEvent, StartMode,
+};
+pub use selector::{FnSelector, TreeCacheSelector};
+pub use tree_cache::{TreeCache, TreeCacheBuilder};
+pub use typed::{Codec, CodecError, JsonCodec, TypedCache, TypedEvent};

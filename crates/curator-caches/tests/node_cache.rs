@@ -1,0 +1,73 @@
+//! NodeCache: one node's life, and its parents created as containers.
+
+mod support;
+
+use curator_caches::{CacheEvent, NodeCache};
+use curator_test::{TestingServer, unique_root};
+use support::Recorder;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cache_follows_its_node_through_create_change_and_delete() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::client(&server.connect_string()).await;
+    let root = unique_root("nc");
+    let path = format!("{root}/parent/node");
+    let cache = NodeCache::new(client.clone(), &path).unwrap();
+    let mut events = Recorder::new(&cache.listenable());
+    cache.start().await.unwrap();
+    cache.initialized().await;
+    assert!(cache.current_data().is_none());
+    // Like Curator, the parents exist now (as containers); the node does not.
+    assert!(
+        client
+            .check_exists()
+            .for_path(&format!("{root}/parent"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    client.create().for_path(&path, b"one").await.unwrap();
+    match events.until("create", |e| !matches!(e, CacheEvent::Initialized)).await {
+        CacheEvent::Created { node } => assert_eq!(node.data(), Some(&b"one"[..])),
+        other => panic!("expected a create, got {other:?}"),
+    }
+    client.set_data().for_path(&path, b"two").await.unwrap();
+    match events.next().await {
+        CacheEvent::Changed { old, node } => {
+            assert_eq!(old.data(), Some(&b"one"[..]));
+            assert_eq!(node.data(), Some(&b"two"[..]));
+        }
+        other => panic!("expected a change, got {other:?}"),
+    }
+    assert_eq!(cache.current_data().unwrap().stat().version, 1);
+    // Children are not the node cache's business.
+    client
+        .create()
+        .for_path(&format!("{path}/child"), b"")
+        .await
+        .unwrap();
+    client
+        .delete()
+        .deleting_children_if_needed()
+        .for_path(&path)
+        .await
+        .unwrap();
+    match events.next().await {
+        CacheEvent::Deleted { old } => assert_eq!(old.data(), Some(&b"two"[..])),
+        other => panic!("expected a delete, got {other:?}"),
+    }
+    assert!(cache.current_data().is_none());
+    client.create().for_path(&path, b"three").await.unwrap();
+    events
+        .until("the new node", |e| matches!(e, CacheEvent::Created { .. }))
+        .await;
+    assert_eq!(cache.current_data().unwrap().data(), Some(&b"three"[..]));
+    let initialized = events
+        .log
+        .iter()
+        .filter(|e| matches!(e, CacheEvent::Initialized))
+        .count();
+    assert_eq!(initialized, 1);
+    cache.close().await;
+}
