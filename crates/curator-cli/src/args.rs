@@ -23,7 +23,7 @@ Durations: 500ms, 10s, 2m, 1h. --connect defaults to $ZK_CONNECT, then 127.0.0.1
 /// `curator`: ZooKeeper recipes (locks, leader election, counters, barriers) for shell scripts
 /// and operators, on Apache Curator's znode layout.
 #[derive(Debug, Parser)]
-#[command(name = "curator", version, after_help = EXIT_CODES, propagate_version = true)]
+#[command(name = "curator", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) common: Common,
@@ -178,6 +178,26 @@ pub(crate) enum Command {
         #[arg(long, value_name = "N")]
         count: Option<u64>,
     },
+}
+
+impl Command {
+    /// The ZooKeeper path the command works on (`None` for `demo` and `server`).
+    pub(crate) fn path(&self) -> Option<&str> {
+        match self {
+            Command::Demo | Command::Server { .. } => None,
+            Command::Lock { path, .. }
+            | Command::Leader { path, .. }
+            | Command::Barrier { path, .. }
+            | Command::Counter { path, .. }
+            | Command::Ls { path }
+            | Command::Get { path, .. }
+            | Command::Set { path, .. }
+            | Command::Create { path, .. }
+            | Command::Rm { path, .. }
+            | Command::Tree { path }
+            | Command::Watch { path, .. } => Some(path),
+        }
+    }
 }
 
 /// How `lock` and `leader` run their command.

@@ -9,7 +9,7 @@ mod server;
 
 use crate::args::{Cli, Command};
 use crate::connect::connect;
-use crate::exit::CliResult;
+use crate::exit::{CliError, CliResult};
 use crate::report::Reporter;
 
 /// Runs the parsed command line; returns the exit code.
@@ -20,6 +20,11 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         Command::Demo => crate::demo::run(&common).await,
         Command::Server { cluster } => server::run(report, cluster).await,
         command => {
+            if let Some(path) = command.path() {
+                // Bad paths are usage errors, reported before any connection is tried.
+                curator_framework::paths::validate(path)
+                    .map_err(|error| CliError::usage(error.to_string()))?;
+            }
             let client = connect(&common, &common.connect_string()).await?;
             let result = match command {
                 Command::Lock { path, timeout, run } => {

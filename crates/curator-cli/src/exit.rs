@@ -92,13 +92,46 @@ pub(crate) fn usage_error(error: &clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = error.render().to_string();
-            let line = rendered
-                .lines()
-                .find(|line| !line.trim().is_empty())
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
-            eprintln!("curator: {line} (see `curator --help`)");
+            eprintln!("curator: {} (see `curator --help`)", first_line(&rendered));
             ExitCode::from(codes::USAGE)
         }
+    }
+}
+
+/// The gist of a clap message in one line: its first line, with the list that a trailing colon
+/// announces folded in.
+fn first_line(rendered: &str) -> String {
+    let mut lines = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty());
+    let first = lines
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ");
+    if let Some(head) = first.strip_suffix(':') {
+        let items: Vec<&str> = lines
+            .take_while(|line| !line.starts_with("Usage:"))
+            .collect();
+        return format!("{head}: {}", items.join(", "));
+    }
+    first.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_messages_fold_into_one_line() {
+        let rendered = "error: the following required arguments were not provided:\n  <CMD>...\n\nUsage: curator lock <PATH> -- <CMD>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            first_line(rendered),
+            "the following required arguments were not provided: <CMD>..."
+        );
+        assert_eq!(
+            first_line("error: unexpected argument 'x' found\n\nUsage: curator"),
+            "unexpected argument 'x' found"
+        );
     }
 }

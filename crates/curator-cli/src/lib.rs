@@ -23,6 +23,10 @@ use clap::Parser;
 /// Errors are printed as one line on standard error; the code tells them apart (see
 /// [`codes`]).
 pub fn main() -> ExitCode {
+    // A bug must still read as one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("curator: internal error: {info}");
+    }));
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return exit::usage_error(&error),
