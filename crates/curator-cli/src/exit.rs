@@ -19,7 +19,7 @@ pub mod codes {
     pub const CONNECTION: u8 = 3;
     /// `--timeout` passed before the lock, barrier or leadership was had.
     pub const TIMEOUT: u8 = 4;
-    /// The lock (or, for `barrier`, the member's session) was lost while CMD ran; CMD was stopped.
+    /// The lock was lost while CMD ran (`curator lock`); CMD was stopped.
     pub const LOST: u8 = 5;
     /// CMD could not be run (not executable).
     pub const CANNOT_EXECUTE: u8 = 126;

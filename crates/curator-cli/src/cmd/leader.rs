@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::args::RunArgs;
 use crate::child::{Child, exit_code};
 use crate::duration::human;
-use crate::exit::{CliError, CliResult};
+use crate::exit::{CliError, CliResult, codes};
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
@@ -111,14 +111,17 @@ async fn lead(
                     return Ok(code);
                 }
                 event = events.next() => {
-                    if event.is_none() || latch.has_leadership() {
-                        // A stale IsLeader, or leadership already regained: keep running.
-                        if event.is_none() { return Err(CliError::new(crate::exit::codes::OTHER, "the election stopped")); }
+                    if event.is_none() {
+                        child.stop(Signal::SIGTERM, run.grace).await;
+                        return Err(CliError::new(codes::OTHER, format!("the election at {path} stopped")));
+                    }
+                    if latch.has_leadership() {
+                        // A stale event, or leadership already regained on the same node.
                         continue;
                     }
                     report.status("lost", json!({ "path": path, "id": id }), format!("leadership of {path} lost; stopping {}", child.name()));
-                    let status = child.stop(Signal::SIGTERM, run.grace).await;
-                    report.status("stopped", json!({ "code": exit_code(status) }), format!("{} stopped (code {}); waiting to lead again", child.name(), exit_code(status)));
+                    let code = exit_code(child.stop(Signal::SIGTERM, run.grace).await);
+                    report.status("stopped", json!({ "code": code }), format!("{} stopped (code {code}); waiting to lead again", child.name()));
                     break;
                 }
                 signal = signals.recv() => {
