@@ -164,7 +164,7 @@ async fn watch_prints_each_change() {
         ("initial".into(), false.into())
     );
     assert_eq!(
-        run(curator(&connect, &["create", &path, "v1"]))
+        run(curator(&connect, &["create", &path, "v1", "--parents"]))
             .status
             .code(),
         Some(0)
