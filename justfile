@@ -20,8 +20,12 @@ test: setup
     fi
     cargo test --workspace --doc --quiet
 
-# A real run against a real ZooKeeper: a tour of servers, sessions and faults.
+# The framework's show against a real ZooKeeper: election, lock, counter, barrier, watcher, hand-over.
 demo: setup
+    cargo run --quiet -p curator-cli -- demo
+
+# A tour of the test harness against real ZooKeeper processes: restarts, partitions, expiry, ensembles.
+fault-tour: setup
     cargo run --quiet -p curator-test --example fault_tour
 
 # Formatting, clippy and rustdoc, all with warnings as errors.

@@ -1,6 +1,6 @@
 //! A tour of the test harness against real ZooKeeper processes: a server restart that a session
 //! survives, a network partition and its healing, a session expired on demand, and an ensemble
-//! that elects a new leader when its leader dies. `just demo` runs it.
+//! that elects a new leader when its leader dies. `just fault-tour` runs it.
 //!
 //! ```text
 //! cargo run -p curator-test --example fault_tour

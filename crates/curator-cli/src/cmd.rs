@@ -1,0 +1,53 @@
+//! One module per subcommand; `run` picks one.
+
+mod barrier;
+mod counter;
+mod leader;
+mod lock;
+mod nodes;
+mod server;
+
+use crate::args::{Cli, Command};
+use crate::connect::connect;
+use crate::exit::{CliError, CliResult};
+use crate::report::Reporter;
+
+/// Runs the parsed command line; returns the exit code.
+pub(crate) async fn run(cli: Cli) -> CliResult {
+    let Cli { common, command } = cli;
+    let report = Reporter { json: common.json };
+    match command {
+        Command::Demo => crate::demo::run(&common).await,
+        Command::Server { cluster } => server::run(report, cluster).await,
+        command => {
+            if let Some(path) = command.path() {
+                // Bad paths are usage errors, reported before any connection is tried.
+                curator_framework::paths::validate(path)
+                    .map_err(|error| CliError::usage(error.to_string()))?;
+            }
+            let client = connect(&common, &common.connect_string()).await?;
+            let result = match command {
+                Command::Lock { path, timeout, run } => {
+                    lock::run(&client, report, &path, timeout, &run).await
+                }
+                Command::Leader {
+                    path,
+                    id,
+                    timeout,
+                    run,
+                } => leader::run(&client, report, &path, id, timeout, &run).await,
+                Command::Barrier {
+                    path,
+                    members,
+                    timeout,
+                    grace,
+                    command,
+                } => barrier::run(&client, report, &path, members, timeout, grace, &command).await,
+                Command::Counter { path, op } => counter::run(&client, report, &path, op).await,
+                other => nodes::run(&client, report, other).await,
+            };
+            client.close().await;
+            result
+        }
+    }
+}

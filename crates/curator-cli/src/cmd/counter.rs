@@ -1,0 +1,61 @@
+//! `curator counter PATH get|set N|incr [N]` on a `DistributedAtomicLong`.
+
+use std::time::Duration;
+
+use curator_counters::DistributedAtomicLong;
+use curator_framework::CuratorFramework;
+use curator_framework::retry::RetryNTimes;
+use serde_json::json;
+
+use crate::args::CounterOp;
+use crate::exit::{CliError, CliResult, codes};
+use crate::report::Reporter;
+
+pub(crate) async fn run(
+    client: &CuratorFramework,
+    report: Reporter,
+    path: &str,
+    op: CounterOp,
+) -> CliResult {
+    let what = format!("counter {path}");
+    let counter = DistributedAtomicLong::new(
+        client.clone(),
+        path,
+        RetryNTimes::new(50, Duration::from_millis(10)),
+    )
+    .map_err(|error| CliError::zk(&what, error))?;
+    let (previous, value) = match op {
+        CounterOp::Get => {
+            let value = counter
+                .get()
+                .await
+                .map_err(|error| CliError::zk(&what, error))?;
+            (None, value.post_value)
+        }
+        CounterOp::Set { value } => {
+            counter
+                .force_set(value)
+                .await
+                .map_err(|error| CliError::zk(&what, error))?;
+            (None, value)
+        }
+        CounterOp::Incr { by } => {
+            let result = counter
+                .add(by)
+                .await
+                .map_err(|error| CliError::zk(&what, error))?;
+            if !result.succeeded {
+                return Err(CliError::new(
+                    codes::OTHER,
+                    format!("{what}: too much contention, the increment was not applied"),
+                ));
+            }
+            (Some(result.pre_value), result.post_value)
+        }
+    };
+    report.result(
+        json!({ "path": path, "value": value, "previous": previous }),
+        value.to_string(),
+    );
+    Ok(codes::OK)
+}

@@ -1,0 +1,283 @@
+//! `ls`, `get`, `set`, `create`, `rm`, `tree`, `watch`: plain node operations.
+
+use std::io::Read;
+
+use curator_framework::{CreateMode, CuratorFramework, Error, Stat, paths};
+use futures::future::{BoxFuture, FutureExt};
+use serde_json::{Value, json};
+
+use crate::args::Command;
+use crate::exit::{CliError, CliResult, codes};
+use crate::report::Reporter;
+
+pub(crate) async fn run(
+    client: &CuratorFramework,
+    report: Reporter,
+    command: Command,
+) -> CliResult {
+    match command {
+        Command::Ls { path } => {
+            let (mut children, _) = client
+                .get_children()
+                .for_path(&path)
+                .await
+                .map_err(|error| CliError::zk(&format!("listing {path}"), error))?;
+            children.sort();
+            report.result(json!(children), children.join("\n"));
+        }
+        Command::Get { path, stat } => {
+            let (data, node) = client
+                .get_data()
+                .for_path(&path)
+                .await
+                .map_err(|error| CliError::zk(&format!("reading {path}"), error))?;
+            let text = String::from_utf8_lossy(&data);
+            if report.json {
+                let mut value = json!({ "path": path, "data": text });
+                if stat {
+                    value["stat"] = stat_json(&node);
+                }
+                report.result(value, "");
+            } else {
+                println!("{text}");
+                if stat {
+                    println!("{}", stat_text(&node));
+                }
+            }
+        }
+        Command::Set {
+            path,
+            data,
+            version,
+        } => {
+            let data = read_data(&data)?;
+            let mut set = client.set_data();
+            if let Some(version) = version {
+                set = set.with_version(version);
+            }
+            let stat = set
+                .for_path(&path, data)
+                .await
+                .map_err(|error| CliError::zk(&format!("setting {path}"), error))?;
+            report.result(
+                json!({ "path": path, "version": stat.version }),
+                format!("{path} version {}", stat.version),
+            );
+        }
+        Command::Create {
+            path,
+            data,
+            parents,
+            sequential,
+        } => {
+            let data = match data {
+                Some(data) => read_data(&data)?,
+                None => Vec::new(),
+            };
+            let mode = if sequential {
+                CreateMode::PersistentSequential
+            } else {
+                CreateMode::Persistent
+            };
+            let mut create = client.create().with_mode(mode);
+            if parents {
+                create = create.creating_parents_if_needed();
+            }
+            let created = create
+                .for_path(&path, data)
+                .await
+                .map_err(|error| CliError::zk(&format!("creating {path}"), error))?;
+            report.result(json!({ "path": created }), &created);
+        }
+        Command::Rm {
+            path,
+            recursive,
+            version,
+        } => {
+            let mut delete = client.delete();
+            if recursive {
+                delete = delete.deleting_children_if_needed();
+            }
+            if let Some(version) = version {
+                delete = delete.with_version(version);
+            }
+            delete
+                .for_path(&path)
+                .await
+                .map_err(|error| CliError::zk(&format!("deleting {path}"), error))?;
+            if report.json {
+                report.result(json!({ "deleted": path }), "");
+            }
+        }
+        Command::Tree { path } => {
+            let tree = tree(client, path.clone())
+                .await
+                .map_err(|error| CliError::zk(&format!("reading the tree under {path}"), error))?;
+            if report.json {
+                report.result(tree, "");
+            } else {
+                let mut lines = Vec::new();
+                print_tree(&tree, 0, &mut lines);
+                println!("{}", lines.join("\n"));
+            }
+        }
+        Command::Watch { path, count } => watch(client, report, &path, count).await?,
+        Command::Demo
+        | Command::Server { .. }
+        | Command::Lock { .. }
+        | Command::Leader { .. }
+        | Command::Barrier { .. }
+        | Command::Counter { .. } => unreachable!("not a node command"),
+    }
+    Ok(codes::OK)
+}
+
+/// `-` means standard input; anything else is the data itself.
+fn read_data(data: &str) -> CliResult<Vec<u8>> {
+    if data != "-" {
+        return Ok(data.as_bytes().to_vec());
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|error| CliError::new(codes::OTHER, format!("reading standard input: {error}")))?;
+    Ok(bytes)
+}
+
+fn stat_json(stat: &Stat) -> Value {
+    json!({
+        "version": stat.version,
+        "cversion": stat.cversion,
+        "data_length": stat.data_length,
+        "num_children": stat.num_children,
+        "ephemeral_owner": stat.ephemeral_owner,
+        "czxid": stat.czxid,
+        "mzxid": stat.mzxid,
+        "ctime": stat.ctime,
+        "mtime": stat.mtime,
+    })
+}
+
+fn stat_text(stat: &Stat) -> String {
+    format!(
+        "version={} cversion={} data_length={} num_children={} ephemeral_owner={:#x} czxid={:#x} mzxid={:#x}",
+        stat.version,
+        stat.cversion,
+        stat.data_length,
+        stat.num_children,
+        stat.ephemeral_owner,
+        stat.czxid,
+        stat.mzxid
+    )
+}
+
+/// `{"path", "children": [...]}`, depth first; nodes deleted meanwhile are left out.
+fn tree(client: &CuratorFramework, path: String) -> BoxFuture<'_, Result<Value, Error>> {
+    async move {
+        let (mut names, _) = client.get_children().for_path(&path).await?;
+        names.sort();
+        let mut children = Vec::with_capacity(names.len());
+        for name in names {
+            match tree(client, paths::join(&path, &name)).await {
+                Ok(child) => children.push(child),
+                Err(Error::NoNode) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(json!({ "path": path, "children": children }))
+    }
+    .boxed()
+}
+
+fn print_tree(node: &Value, depth: usize, lines: &mut Vec<String>) {
+    let path = node["path"].as_str().unwrap_or_default();
+    let label = if depth == 0 {
+        path
+    } else {
+        path.rsplit('/').next().unwrap_or(path)
+    };
+    lines.push(format!("{}{label}", "  ".repeat(depth)));
+    for child in node["children"].as_array().into_iter().flatten() {
+        print_tree(child, depth + 1, lines);
+    }
+}
+
+/// Prints the node's state, then again after every change, until `count` changes were seen.
+async fn watch(
+    client: &CuratorFramework,
+    report: Reporter,
+    path: &str,
+    count: Option<u64>,
+) -> CliResult<()> {
+    let failed = |error| CliError::zk(&format!("watching {path}"), error);
+    let mut event_name = "initial".to_owned();
+    let mut seen = 0;
+    loop {
+        // One round: read data and children with watches (an exists watch while the node is
+        // missing), print, and wait for the first watch to fire.
+        let state = match client.get_data().watched().for_path(path).await {
+            Ok((data, stat, data_watch)) => {
+                match client.get_children().watched().for_path(path).await {
+                    Ok((mut children, _, children_watch)) => {
+                        children.sort();
+                        Some((data, stat, children, data_watch, Some(children_watch)))
+                    }
+                    // Deleted in between: the data watch reports it.
+                    Err(Error::NoNode) => Some((data, stat, Vec::new(), data_watch, None)),
+                    Err(error) => return Err(failed(error)),
+                }
+            }
+            Err(Error::NoNode) => None,
+            Err(error) => return Err(failed(error)),
+        };
+        let event = match state {
+            Some((data, stat, children, data_watch, children_watch)) => {
+                let text = String::from_utf8_lossy(&data).into_owned();
+                report.result(
+                    json!({ "event": event_name, "path": path, "exists": true, "data": text, "version": stat.version, "children": children }),
+                    format!("{event_name}: {path} = {text:?} (version {}), children [{}]", stat.version, children.join(", ")),
+                );
+                if done(&mut seen, &event_name, count) {
+                    return Ok(());
+                }
+                match children_watch {
+                    Some(children_watch) => tokio::select! {
+                        event = data_watch.changed() => event,
+                        event = children_watch.changed() => event,
+                    },
+                    None => data_watch.changed().await,
+                }
+            }
+            None => {
+                let (stat, exists_watch) = client
+                    .check_exists()
+                    .watched()
+                    .for_path(path)
+                    .await
+                    .map_err(failed)?;
+                if stat.is_some() {
+                    // Created in between: read it in the next round.
+                    event_name = "NodeCreated".to_owned();
+                    continue;
+                }
+                report.result(
+                    json!({ "event": event_name, "path": path, "exists": false }),
+                    format!("{event_name}: {path} does not exist"),
+                );
+                if done(&mut seen, &event_name, count) {
+                    return Ok(());
+                }
+                exists_watch.changed().await
+            }
+        };
+        event_name = format!("{:?}", event.event_type);
+    }
+}
+
+/// Counts a printed change (not the initial state); whether `count` changes have been printed.
+fn done(seen: &mut u64, event_name: &str, count: Option<u64>) -> bool {
+    if event_name != "initial" {
+        *seen += 1;
+    }
+    count.is_some_and(|count| *seen >= count)
+}

@@ -1,0 +1,137 @@
+//! Exit codes and the one-line error that carries one.
+
+use std::process::ExitCode;
+
+use curator_framework::Error;
+
+/// The exit codes of `curator` (also listed in `curator --help`).
+///
+/// `lock`, `leader` and `barrier` pass their CMD's own exit code through instead (128 + the
+/// signal number when CMD died of a signal), except when the lock or leadership is lost.
+pub mod codes {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// Any other failure (a missing node, a bad version, a server error, ...).
+    pub const OTHER: u8 = 1;
+    /// Bad arguments.
+    pub const USAGE: u8 = 2;
+    /// No connection to ZooKeeper (within `--connection-timeout`), or the connection failed.
+    pub const CONNECTION: u8 = 3;
+    /// `--timeout` passed before the lock, barrier or leadership was had.
+    pub const TIMEOUT: u8 = 4;
+    /// The lock was lost while CMD ran (`curator lock`); CMD was stopped.
+    pub const LOST: u8 = 5;
+    /// CMD could not be run (not executable).
+    pub const CANNOT_EXECUTE: u8 = 126;
+    /// CMD was not found.
+    pub const NOT_FOUND: u8 = 127;
+    /// Interrupted by a signal before CMD ran: 128 + the signal number (130 for SIGINT, 143 for
+    /// SIGTERM).
+    pub const SIGNAL_BASE: u8 = 128;
+}
+
+/// A failure to report: one line of text and an exit code.
+#[derive(Debug)]
+pub(crate) struct CliError {
+    pub(crate) code: u8,
+    pub(crate) message: String,
+}
+
+impl CliError {
+    pub(crate) fn new(code: u8, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self::new(codes::USAGE, message)
+    }
+
+    pub(crate) fn timeout(message: impl Into<String>) -> Self {
+        Self::new(codes::TIMEOUT, message)
+    }
+
+    /// A framework error met while doing `what` (for example "reading /a").
+    pub(crate) fn zk(what: &str, error: Error) -> Self {
+        let code = match &error {
+            Error::ConnectionLoss
+            | Error::SessionExpired
+            | Error::SessionMoved
+            | Error::OperationTimeout
+            | Error::Closed
+            | Error::Timeout(_) => codes::CONNECTION,
+            Error::InvalidPath { .. } | Error::InvalidArgument(_) => codes::USAGE,
+            _ => codes::OTHER,
+        };
+        let detail = match &error {
+            Error::NoNode => "no such node".to_owned(),
+            other => other.to_string(),
+        };
+        Self::new(code, format!("{what}: {detail}"))
+    }
+}
+
+pub(crate) type CliResult<T = u8> = Result<T, CliError>;
+
+/// Reports a clap error in one line (help and version go to stdout with code 0).
+pub(crate) fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            let code = if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                codes::USAGE
+            } else {
+                codes::OK
+            };
+            ExitCode::from(code)
+        }
+        _ => {
+            let rendered = error.render().to_string();
+            eprintln!("curator: {} (see `curator --help`)", first_line(&rendered));
+            ExitCode::from(codes::USAGE)
+        }
+    }
+}
+
+/// The gist of a clap message in one line: its first line, with the list that a trailing colon
+/// announces folded in.
+fn first_line(rendered: &str) -> String {
+    let mut lines = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty());
+    let first = lines
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ");
+    if let Some(head) = first.strip_suffix(':') {
+        let items: Vec<&str> = lines
+            .take_while(|line| !line.starts_with("Usage:"))
+            .collect();
+        return format!("{head}: {}", items.join(", "));
+    }
+    first.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_messages_fold_into_one_line() {
+        let rendered = "error: the following required arguments were not provided:\n  <CMD>...\n\nUsage: curator lock <PATH> -- <CMD>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            first_line(rendered),
+            "the following required arguments were not provided: <CMD>..."
+        );
+        assert_eq!(
+            first_line("error: unexpected argument 'x' found\n\nUsage: curator"),
+            "unexpected argument 'x' found"
+        );
+    }
+}

@@ -1,0 +1,55 @@
+#![doc = include_str!("../README.md")]
+
+mod args;
+mod child;
+mod cmd;
+mod connect;
+mod demo;
+mod duration;
+mod exit;
+mod report;
+mod signals;
+mod spinner;
+
+pub use duration::parse_duration;
+pub use exit::codes;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Runs the `curator` command with the process's arguments and returns its exit code.
+///
+/// Errors are printed as one line on standard error; the code tells them apart (see
+/// [`codes`]).
+pub fn main() -> ExitCode {
+    // A bug must still read as one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("curator: internal error: {info}");
+    }));
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return exit::usage_error(&error),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("curator: cannot start the async runtime: {error}");
+            return ExitCode::from(codes::OTHER);
+        }
+    };
+    let code = match runtime.block_on(cmd::run(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("curator: {}", error.message);
+            error.code
+        }
+    };
+    // Background work (a release retried after a lost connection, say) must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    ExitCode::from(code)
+}

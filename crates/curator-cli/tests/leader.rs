@@ -1,0 +1,114 @@
+//! `curator leader` against a real server.
+
+mod support;
+
+use curator_test::{TestingServer, unique_root};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use support::{Running, await_gone, curator};
+
+fn participant(connect: &str, path: &str, id: &str) -> Running {
+    Running::spawn(curator(
+        connect,
+        &[
+            "leader",
+            path,
+            "--id",
+            id,
+            "--json",
+            "--session-timeout",
+            "4s",
+            "--grace",
+            "2s",
+            "--",
+            "sleep",
+            "60",
+        ],
+    ))
+}
+
+/// The leader process is killed (SIGKILL: no goodbye); once its session expires, the other
+/// participant leads and starts its command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hands_over_when_the_leader_process_is_killed() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-leader-kill");
+    let mut first = participant(&connect, &path, "first");
+    first.wait_event("leading");
+    let first_child = first.wait_event("started")["pid"].as_i64().unwrap() as i32;
+    let mut second = participant(&connect, &path, "second");
+    second.wait_event("joined");
+
+    first.signal(Signal::SIGKILL);
+    assert_eq!(first.wait_exit().code(), None);
+    // A killed curator cannot stop its command: that is the documented limit. Clean it up.
+    let _ = killpg(Pid::from_raw(first_child), Signal::SIGKILL);
+
+    let leading = second.wait_event("leading");
+    assert_eq!(leading["id"], "second");
+    let second_child = second.wait_event("started")["pid"].as_i64().unwrap() as i32;
+
+    second.signal(Signal::SIGTERM);
+    assert_eq!(second.wait_exit().code(), Some(143));
+    await_gone(second_child);
+}
+
+/// SIGTERM to the leader: it stops its command and leaves, and the follower leads at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hands_over_when_the_leader_is_terminated() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-leader-term");
+    let mut first = participant(&connect, &path, "first");
+    first.wait_event("leading");
+    let first_child = first.wait_event("started")["pid"].as_i64().unwrap() as i32;
+    let mut second = participant(&connect, &path, "second");
+    second.wait_event("joined");
+
+    first.signal(Signal::SIGTERM);
+    assert_eq!(first.wait_exit().code(), Some(143));
+    await_gone(first_child);
+    assert_eq!(second.wait_event("leading")["id"], "second");
+    second.wait_event("started");
+    second.signal(Signal::SIGINT);
+    assert_eq!(second.wait_exit().code(), Some(130));
+}
+
+/// The server goes away: the leader stops its command and waits; when the server is back (the
+/// session survived), it leads again and starts the command anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stops_on_lost_leadership_and_leads_again() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let path = unique_root("cli-leader-lost");
+    let mut leader = Running::spawn(curator(
+        &server.connect_string(),
+        &[
+            "leader",
+            &path,
+            "--id",
+            "only",
+            "--json",
+            "--session-timeout",
+            "20s",
+            "--grace",
+            "2s",
+            "--",
+            "sleep",
+            "60",
+        ],
+    ));
+    leader.wait_event("leading");
+    let child = leader.wait_event("started")["pid"].as_i64().unwrap() as i32;
+    server.stop().unwrap();
+    leader.wait_event("lost");
+    leader.wait_event("stopped");
+    await_gone(child);
+    server.restart().await.unwrap();
+    leader.wait_event("leading");
+    let again = leader.wait_event("started")["pid"].as_i64().unwrap() as i32;
+    assert_ne!(again, child);
+    leader.signal(Signal::SIGTERM);
+    assert_eq!(leader.wait_exit().code(), Some(143));
+    await_gone(again);
+}

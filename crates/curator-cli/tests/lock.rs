@@ -1,0 +1,132 @@
+//! `curator lock` against a real server.
+
+mod support;
+
+use curator_test::{TestingServer, unique_root};
+use nix::sys::signal::Signal;
+use support::{Running, await_gone, curator, run, text};
+
+/// Three `curator lock` runs on one path, started together; their commands append start and end
+/// lines with timestamps to one file. No start may come between another run's start and end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_on_one_path_never_overlap() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("cli-lock-overlap");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let log_arg = log.to_str().unwrap().to_owned();
+    let runs: Vec<_> = (0..3)
+        .map(|n| {
+            let script = format!(
+                "echo \"start {n} $(date +%s%N)\" >> \"$1\"; sleep 0.2; echo \"end {n} $(date +%s%N)\" >> \"$1\""
+            );
+            Running::spawn(curator(
+                &server.connect_string(),
+                &["lock", &path, "--", "sh", "-c", &script, "sh", &log_arg],
+            ))
+        })
+        .collect();
+    for mut running in runs {
+        let status = running.wait_exit();
+        assert_eq!(status.code(), Some(0), "{:#?}", running.drain_stderr());
+    }
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let entries: Vec<(String, String, u128)> = lines
+        .lines()
+        .map(|line| {
+            let parts: Vec<_> = line.split(' ').collect();
+            (
+                parts[0].to_owned(),
+                parts[1].to_owned(),
+                parts[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(entries.len(), 6, "{lines}");
+    for pair in entries.chunks(2) {
+        assert_eq!(pair[0].0, "start", "{lines}");
+        assert_eq!(pair[1].0, "end", "{lines}");
+        assert_eq!(pair[0].1, pair[1].1, "two runs overlapped:\n{lines}");
+    }
+    assert!(entries.windows(2).all(|w| w[0].2 <= w[1].2), "{lines}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passes_the_exit_code_through_and_releases() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("cli-lock-code");
+    let output = run(curator(
+        &server.connect_string(),
+        &["lock", &path, "--", "sh", "-c", "exit 7"],
+    ));
+    assert_eq!(output.status.code(), Some(7), "{}", text(&output.stderr));
+    let listing = run(curator(&server.connect_string(), &["ls", &path]));
+    assert_eq!(listing.status.code(), Some(0));
+    assert_eq!(
+        text(&listing.stdout).trim(),
+        "",
+        "the lock node is left behind"
+    );
+
+    let missing = run(curator(
+        &server.connect_string(),
+        &["lock", &path, "--", "/nonexistent/program"],
+    ));
+    assert_eq!(missing.status.code(), Some(127));
+}
+
+/// While one run holds the lock, another with `--timeout` gives up with code 4; SIGTERM stops the
+/// holder's command and releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_out_while_held_and_releases_on_sigterm() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-lock-timeout");
+    let mut holder = Running::spawn(curator(
+        &connect,
+        &["lock", &path, "--json", "--", "sleep", "60"],
+    ));
+    let started = holder.wait_event("started");
+    let child_pid = started["pid"].as_i64().unwrap() as i32;
+
+    let waiter = run(curator(
+        &connect,
+        &["lock", &path, "--timeout", "300ms", "--", "true"],
+    ));
+    assert_eq!(waiter.status.code(), Some(4), "{}", text(&waiter.stderr));
+    let message = text(&waiter.stderr);
+    assert!(message.contains("not acquired within 300ms"), "{message}");
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+
+    holder.signal(Signal::SIGTERM);
+    let status = holder.wait_exit();
+    assert_eq!(status.code(), Some(143), "{:#?}", holder.drain_stderr());
+    await_gone(child_pid);
+    let after = run(curator(
+        &connect,
+        &["lock", &path, "--timeout", "10s", "--", "true"],
+    ));
+    assert_eq!(after.status.code(), Some(0), "{}", text(&after.stderr));
+}
+
+/// The server dies while CMD runs: the lock is lost, CMD is stopped, the exit code is 5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lock_stops_the_command() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let path = unique_root("cli-lock-lost");
+    let mut holder = Running::spawn(curator(
+        &server.connect_string(),
+        &[
+            "lock", &path, "--json", "--grace", "2s", "--", "sleep", "60",
+        ],
+    ));
+    let started = holder.wait_event("started");
+    let child_pid = started["pid"].as_i64().unwrap() as i32;
+    server.stop().unwrap();
+    let status = holder.wait_exit();
+    let stderr = holder.drain_stderr();
+    assert_eq!(status.code(), Some(5), "{stderr:#?}");
+    let last = stderr.last().unwrap();
+    assert!(last.contains(&format!("lock {path} lost")), "{stderr:#?}");
+    await_gone(child_pid);
+}
