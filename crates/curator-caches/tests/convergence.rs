@@ -63,11 +63,13 @@ async fn mutate(
                 .await
                 .map(drop),
             4..=7 => client.set_data().for_path(&path, data).await.map(drop),
-            _ => client
-                .delete()
-                .deleting_children_if_needed()
-                .for_path(&path)
-                .await,
+            _ => {
+                client
+                    .delete()
+                    .deleting_children_if_needed()
+                    .for_path(&path)
+                    .await
+            }
         };
         done.fetch_add(1, Ordering::SeqCst);
     }
@@ -179,15 +181,16 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         .with_mode(WatchMode::OneShot)
         .build()
         .unwrap();
-    let tree = TreeCache::builder(tree_client.clone(), &root).build().unwrap();
+    let tree = TreeCache::builder(tree_client.clone(), &root)
+        .build()
+        .unwrap();
     let children = PathChildrenCache::builder(children_client.clone(), &root)
         .build()
         .unwrap();
     let mut persistent_log = Recorder::new(&persistent.listenable());
     let mut one_shot_log = Recorder::new(&one_shot.listenable());
     let mut tree_log = Recorder::new(&tree.listenable());
-    let mut children_log: ListenerStream<PathChildrenCacheEvent> =
-        children.listenable().stream();
+    let mut children_log: ListenerStream<PathChildrenCacheEvent> = children.listenable().stream();
     persistent.start().unwrap();
     one_shot.start().unwrap();
     tree.start().unwrap();
@@ -200,7 +203,8 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         ("one-shot", &mut one_shot_log),
         ("tree", &mut tree_log),
     ] {
-        log.until(cache, |e| matches!(e, CacheEvent::Initialized)).await;
+        log.until(cache, |e| matches!(e, CacheEvent::Initialized))
+            .await;
     }
     assert_eq!(persistent.active_mode(), Some(WatchMode::Persistent));
     assert_eq!(one_shot.active_mode(), Some(WatchMode::OneShot));
@@ -308,7 +312,10 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     let ops = done.load(Ordering::SeqCst);
     writer.sync().for_path(&root).await.unwrap();
     let expected = server_tree(&writer, &root).await;
-    println!("{ops} random operations; final tree of {} nodes", expected.len());
+    println!(
+        "{ops} random operations; final tree of {} nodes",
+        expected.len()
+    );
 
     support::eventually("the persistent-watch cache to converge", async || {
         cache_tree(&persistent.snapshot()) == expected
@@ -339,7 +346,10 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     let mut initialized = 0;
     let end = Instant::now() + Timing::new().wait();
     while replayed != expected_children {
-        assert!(Instant::now() < end, "children events do not replay: {replayed:#?}");
+        assert!(
+            Instant::now() < end,
+            "children events do not replay: {replayed:#?}"
+        );
         let Ok(Some(event)) =
             tokio::time::timeout(Duration::from_millis(200), children_log.next()).await
         else {
@@ -347,10 +357,18 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         };
         match event {
             PathChildrenCacheEvent::ChildAdded(node) => {
-                assert!(replayed.insert(node.path().to_owned(), value(&node)).is_none());
+                assert!(
+                    replayed
+                        .insert(node.path().to_owned(), value(&node))
+                        .is_none()
+                );
             }
             PathChildrenCacheEvent::ChildUpdated(node) => {
-                assert!(replayed.insert(node.path().to_owned(), value(&node)).is_some());
+                assert!(
+                    replayed
+                        .insert(node.path().to_owned(), value(&node))
+                        .is_some()
+                );
             }
             PathChildrenCacheEvent::ChildRemoved(node) => {
                 assert!(replayed.remove(node.path()).is_some());
@@ -369,5 +387,8 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
 }
 
 fn value(node: &curator_caches::ChildData) -> (String, i32) {
-    (support::text(node.data().unwrap_or_default()), node.stat().version)
+    (
+        support::text(node.data().unwrap_or_default()),
+        node.stat().version,
+    )
 }
