@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use curator_framework::listen::{ListenerHandle, Listenable};
+use curator_framework::listen::{Listenable, ListenerHandle};
 use curator_framework::{CuratorFramework, Error, Result};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use curator_framework::listen::{ListenerHandle, Listenable};
+use curator_framework::listen::{Listenable, ListenerHandle};
 use curator_framework::{CuratorFramework, Result, paths};
 
 use crate::core::{Core, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_IN_FLIGHT};

@@ -23,8 +23,8 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::types::{EventType, KeeperState, WatchedEvent};
 use curator_framework::listen::ListenerContainer;
+use curator_framework::types::{EventType, KeeperState, WatchedEvent};
 use curator_framework::watcher::{PersistentWatcher, Watcher};
 use curator_framework::{ConnectionState, CuratorFramework, Error, Stat};
 use futures::future::{BoxFuture, FutureExt};
@@ -204,7 +204,10 @@ pub(crate) fn spawn(
         walk_failed: false,
     };
     let span = tracing::debug_span!("cache", name = engine.config.name, root = %engine.config.root);
-    tokio::spawn(tracing::Instrument::instrument(engine.run(states, commands), span))
+    tokio::spawn(tracing::Instrument::instrument(
+        engine.run(states, commands),
+        span,
+    ))
 }
 
 const INITIAL_BACKOFF: Duration = Duration::from_millis(200);
@@ -359,7 +362,13 @@ impl Engine {
                 let session = self.client.session_id();
                 if self.persistent.is_none() || self.persistent_session != session {
                     self.persistent = None;
-                    match self.client.add_watch().recursive().for_path(&self.config.root).await {
+                    match self
+                        .client
+                        .add_watch()
+                        .recursive()
+                        .for_path(&self.config.root)
+                        .await
+                    {
                         Ok(watcher) => {
                             self.persistent = Some(watcher);
                             // The session the watch was added on (it may have changed while
@@ -718,21 +727,20 @@ impl Engine {
             self.persistent = None;
             return;
         };
+        let ended = matches!(
+            event.session_state,
+            KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
+        );
         match event.event_type {
-            EventType::Session => {
-                if matches!(
-                    event.session_state,
-                    KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
-                ) {
-                    self.persistent = None;
-                }
+            EventType::Session if ended => self.persistent = None,
+            EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted
+                if self.in_scope(&event.path) =>
+            {
+                self.enqueue(Arc::from(event.path), FetchKind::Data, false);
             }
-            EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted => {
-                if self.in_scope(&event.path) {
-                    self.enqueue(Arc::from(event.path), FetchKind::Data, false);
-                }
-            }
-            _ => {} // children changes are not sent to recursive watches
+            // Other session states, paths out of scope; children changes are not sent to
+            // recursive watches.
+            _ => {}
         }
     }
 
@@ -894,9 +902,7 @@ fn upsert(
     // created after the new one stay.
     let old_children: Vec<Arc<str>> = node.children.iter().cloned().collect();
     for child in old_children {
-        let older = nodes
-            .get(&*child)
-            .is_none_or(|c| c.stat.czxid < stat.czxid);
+        let older = nodes.get(&*child).is_none_or(|c| c.stat.czxid < stat.czxid);
         if older {
             remove_subtree(nodes, &child, events);
         }
@@ -922,11 +928,7 @@ fn link(nodes: &mut HashMap<Arc<str>, Node>, path: &Arc<str>) {
     }
 }
 
-fn remove_subtree(
-    nodes: &mut HashMap<Arc<str>, Node>,
-    path: &str,
-    events: &mut Vec<CacheEvent>,
-) {
+fn remove_subtree(nodes: &mut HashMap<Arc<str>, Node>, path: &str, events: &mut Vec<CacheEvent>) {
     let Some((key, node)) = nodes.remove_entry(path) else {
         return;
     };
@@ -1014,11 +1016,20 @@ mod tests {
         let mut events = Vec::new();
         for (i, p) in ["/r", "/r/a", "/r/a/x", "/r/b"].iter().enumerate() {
             let p: Arc<str> = Arc::from(*p);
-            upsert(&mut nodes, &p, stat(i as i64 + 1, i as i64 + 1), None, &mut events);
+            upsert(
+                &mut nodes,
+                &p,
+                stat(i as i64 + 1, i as i64 + 1),
+                None,
+                &mut events,
+            );
         }
         events.clear();
         remove_subtree(&mut nodes, "/r", &mut events);
-        let order: Vec<_> = events.iter().map(|e| e.path().unwrap().to_owned()).collect();
+        let order: Vec<_> = events
+            .iter()
+            .map(|e| e.path().unwrap().to_owned())
+            .collect();
         assert_eq!(order, ["/r/a/x", "/r/a", "/r/b", "/r"]);
         assert!(nodes.is_empty());
     }

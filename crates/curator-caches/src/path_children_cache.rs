@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use curator_framework::listen::{ListenerContainer, ListenerHandle, Listenable};
+use curator_framework::listen::{Listenable, ListenerContainer, ListenerHandle};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 
@@ -169,7 +169,9 @@ fn translator(
             CacheEvent::Changed { node, .. } if is_child(&node) => {
                 PathChildrenCacheEvent::ChildUpdated(node)
             }
-            CacheEvent::Deleted { old } if is_child(&old) => PathChildrenCacheEvent::ChildRemoved(old),
+            CacheEvent::Deleted { old } if is_child(&old) => {
+                PathChildrenCacheEvent::ChildRemoved(old)
+            }
             CacheEvent::Error(error) => PathChildrenCacheEvent::Error(error),
             _ => return,
         };

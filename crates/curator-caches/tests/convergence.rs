@@ -26,19 +26,27 @@ use support::{Recorder, Tree, cache_tree, replay, server_tree};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Random creates, sets and deletes on paths up to three levels below `root/p<phase>`, until
-/// `stop`. Each phase of the test works on its own subtree, so what a disruption made a cache
-/// miss is not repaired by later writes: only the cache's own resync can repair it.
-async fn mutate(
-    client: CuratorFramework,
-    root: String,
-    seed: u64,
+/// What the test shares with its writers.
+#[derive(Clone)]
+struct Control {
     phase: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     done: Arc<AtomicUsize>,
-    mut running: watch::Receiver<bool>,
+    running: watch::Receiver<bool>,
     parked: Arc<AtomicUsize>,
-) {
+}
+
+/// Random creates, sets and deletes on paths up to three levels below `root/p<phase>`, until
+/// `stop`. Each phase of the test works on its own subtree, so what a disruption made a cache
+/// miss is not repaired by later writes: only the cache's own resync can repair it.
+async fn mutate(client: CuratorFramework, root: String, seed: u64, control: Control) {
+    let Control {
+        phase,
+        stop,
+        done,
+        mut running,
+        parked,
+    } = control;
     let mut rng = StdRng::seed_from_u64(seed);
     let names = ["a", "b", "c"];
     while !stop.load(Ordering::SeqCst) {
@@ -63,11 +71,13 @@ async fn mutate(
                 .await
                 .map(drop),
             4..=7 => client.set_data().for_path(&path, data).await.map(drop),
-            _ => client
-                .delete()
-                .deleting_children_if_needed()
-                .for_path(&path)
-                .await,
+            _ => {
+                client
+                    .delete()
+                    .deleting_children_if_needed()
+                    .for_path(&path)
+                    .await
+            }
         };
         done.fetch_add(1, Ordering::SeqCst);
     }
@@ -179,15 +189,16 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         .with_mode(WatchMode::OneShot)
         .build()
         .unwrap();
-    let tree = TreeCache::builder(tree_client.clone(), &root).build().unwrap();
+    let tree = TreeCache::builder(tree_client.clone(), &root)
+        .build()
+        .unwrap();
     let children = PathChildrenCache::builder(children_client.clone(), &root)
         .build()
         .unwrap();
     let mut persistent_log = Recorder::new(&persistent.listenable());
     let mut one_shot_log = Recorder::new(&one_shot.listenable());
     let mut tree_log = Recorder::new(&tree.listenable());
-    let mut children_log: ListenerStream<PathChildrenCacheEvent> =
-        children.listenable().stream();
+    let mut children_log: ListenerStream<PathChildrenCacheEvent> = children.listenable().stream();
     persistent.start().unwrap();
     one_shot.start().unwrap();
     tree.start().unwrap();
@@ -200,7 +211,8 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         ("one-shot", &mut one_shot_log),
         ("tree", &mut tree_log),
     ] {
-        log.until(cache, |e| matches!(e, CacheEvent::Initialized)).await;
+        log.until(cache, |e| matches!(e, CacheEvent::Initialized))
+            .await;
     }
     assert_eq!(persistent.active_mode(), Some(WatchMode::Persistent));
     assert_eq!(one_shot.active_mode(), Some(WatchMode::OneShot));
@@ -210,26 +222,20 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     let phase = Arc::new(AtomicUsize::new(0));
     let (running, running_rx) = watch::channel(true);
     let parked = Arc::new(AtomicUsize::new(0));
+    let control = Control {
+        phase: phase.clone(),
+        stop: stop.clone(),
+        done: done.clone(),
+        running: running_rx,
+        parked: parked.clone(),
+    };
     let mutators = [
-        tokio::spawn(mutate(
-            writer.clone(),
-            root.clone(),
-            seed,
-            phase.clone(),
-            stop.clone(),
-            done.clone(),
-            running_rx.clone(),
-            parked.clone(),
-        )),
+        tokio::spawn(mutate(writer.clone(), root.clone(), seed, control.clone())),
         tokio::spawn(mutate(
             writer2.clone(),
             root.clone(),
             seed.wrapping_add(1),
-            phase.clone(),
-            stop.clone(),
-            done.clone(),
-            running_rx.clone(),
-            parked.clone(),
+            control,
         )),
     ];
     ops_pass(&done, 200).await;
@@ -308,7 +314,10 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     let ops = done.load(Ordering::SeqCst);
     writer.sync().for_path(&root).await.unwrap();
     let expected = server_tree(&writer, &root).await;
-    println!("{ops} random operations; final tree of {} nodes", expected.len());
+    println!(
+        "{ops} random operations; final tree of {} nodes",
+        expected.len()
+    );
 
     support::eventually("the persistent-watch cache to converge", async || {
         cache_tree(&persistent.snapshot()) == expected
@@ -339,7 +348,10 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     let mut initialized = 0;
     let end = Instant::now() + Timing::new().wait();
     while replayed != expected_children {
-        assert!(Instant::now() < end, "children events do not replay: {replayed:#?}");
+        assert!(
+            Instant::now() < end,
+            "children events do not replay: {replayed:#?}"
+        );
         let Ok(Some(event)) =
             tokio::time::timeout(Duration::from_millis(200), children_log.next()).await
         else {
@@ -347,10 +359,18 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         };
         match event {
             PathChildrenCacheEvent::ChildAdded(node) => {
-                assert!(replayed.insert(node.path().to_owned(), value(&node)).is_none());
+                assert!(
+                    replayed
+                        .insert(node.path().to_owned(), value(&node))
+                        .is_none()
+                );
             }
             PathChildrenCacheEvent::ChildUpdated(node) => {
-                assert!(replayed.insert(node.path().to_owned(), value(&node)).is_some());
+                assert!(
+                    replayed
+                        .insert(node.path().to_owned(), value(&node))
+                        .is_some()
+                );
             }
             PathChildrenCacheEvent::ChildRemoved(node) => {
                 assert!(replayed.remove(node.path()).is_some());
@@ -369,5 +389,8 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
 }
 
 fn value(node: &curator_caches::ChildData) -> (String, i32) {
-    (support::text(node.data().unwrap_or_default()), node.stat().version)
+    (
+        support::text(node.data().unwrap_or_default()),
+        node.stat().version,
+    )
 }

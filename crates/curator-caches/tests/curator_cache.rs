@@ -21,7 +21,11 @@ fn created(event: &CacheEvent) -> Option<(String, Vec<u8>)> {
     }
 }
 
-async fn started(client: &CuratorFramework, root: &str, mode: WatchMode) -> (CuratorCache, Recorder) {
+async fn started(
+    client: &CuratorFramework,
+    root: &str,
+    mode: WatchMode,
+) -> (CuratorCache, Recorder) {
     let cache = CuratorCache::builder(client.clone(), root)
         .with_mode(mode)
         .build()
@@ -80,10 +84,7 @@ async fn creates_changes_and_deletes_arrive_with_their_data() {
         let b = events.until("b", |e| created(e).is_some()).await;
         assert_eq!(b.path(), Some(format!("{root}/b").as_str()));
         let c = events.until("c", |e| created(e).is_some()).await;
-        assert_eq!(
-            created(&c),
-            Some((format!("{root}/b/c"), b"deep".to_vec()))
-        );
+        assert_eq!(created(&c), Some((format!("{root}/b/c"), b"deep".to_vec())));
         assert_eq!(cache.children(&format!("{root}/b")).len(), 1);
 
         client
@@ -114,9 +115,10 @@ async fn creates_changes_and_deletes_arrive_with_their_data() {
             .await
             .unwrap();
         events
-            .until("the root's deletion", |e| {
-                matches!(e, CacheEvent::Deleted { old } if old.path() == root)
-            })
+            .until(
+                "the root's deletion",
+                |e| matches!(e, CacheEvent::Deleted { old } if old.path() == root),
+            )
             .await;
         assert!(cache.is_empty());
         cache.close().await;
@@ -152,9 +154,10 @@ async fn rapid_updates_of_one_node_arrive_in_order_without_duplicates() {
             write.unwrap();
         }
         let last = events
-            .until("the last write", |e| {
-                matches!(e, CacheEvent::Changed { node: n, .. } if n.stat().version == 200)
-            })
+            .until(
+                "the last write",
+                |e| matches!(e, CacheEvent::Changed { node: n, .. } if n.stat().version == 200),
+            )
             .await;
         let CacheEvent::Changed { node: last, .. } = last else {
             unreachable!()
@@ -195,7 +198,10 @@ async fn a_missing_root_is_picked_up_when_created() {
             .await
             .unwrap();
         events
-            .until("x", |e| matches!(e, CacheEvent::Created { node } if node.name() == "x"))
+            .until(
+                "x",
+                |e| matches!(e, CacheEvent::Created { node } if node.name() == "x"),
+            )
             .await;
         assert_eq!(cache.len(), 2, "{mode:?}");
         assert_eq!(
@@ -217,14 +223,20 @@ async fn the_listener_builder_routes_each_kind_of_event() {
         .for_path(&format!("{root}/old"), b"o")
         .await
         .unwrap();
-    let cache = CuratorCache::builder(client.clone(), &root).build().unwrap();
+    let cache = CuratorCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let later = Arc::new(Mutex::new(Vec::<String>::new()));
     let record = |seen: &Arc<Mutex<Vec<String>>>, tag: &'static str| {
         let seen = Arc::clone(seen);
         move |path: &str| seen.lock().unwrap().push(format!("{tag} {path}"))
     };
-    let (c, u, d) = (record(&seen, "create"), record(&seen, "change"), record(&seen, "delete"));
+    let (c, u, d) = (
+        record(&seen, "create"),
+        record(&seen, "change"),
+        record(&seen, "delete"),
+    );
     let i = record(&seen, "initialized");
     let _all = cache.add_listener(
         CuratorCacheListener::builder()
@@ -237,9 +249,7 @@ async fn the_listener_builder_routes_each_kind_of_event() {
     let a = record(&later, "create");
     let _after = cache.add_listener(
         CuratorCacheListener::builder()
-            .for_creates_and_changes(move |old, n| {
-                a(&format!("{} {}", n.name(), old.is_some()))
-            })
+            .for_creates_and_changes(move |old, n| a(&format!("{} {}", n.name(), old.is_some())))
             .after_initialized()
             .build(),
     );
@@ -254,7 +264,10 @@ async fn the_listener_builder_routes_each_kind_of_event() {
         .await
         .unwrap();
     events
-        .until("the create", |e| matches!(e, CacheEvent::Created { node } if node.name() == "new"))
+        .until(
+            "the create",
+            |e| matches!(e, CacheEvent::Created { node } if node.name() == "new"),
+        )
         .await;
     client
         .set_data()
@@ -330,6 +343,9 @@ async fn after_close_no_more_events_arrive() {
             .await
             .unwrap();
         assert!(events.drain(Duration::from_millis(300)).await.is_empty());
-        assert!(cache.start().is_err(), "a closed cache does not start again");
+        assert!(
+            cache.start().is_err(),
+            "a closed cache does not start again"
+        );
     }
 }

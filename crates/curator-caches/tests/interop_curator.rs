@@ -62,9 +62,7 @@ async fn rust_caches_see_what_java_curator_writes() {
     ] {
         assert_eq!(ask(&mut java, &command).await, "ok", "{command}");
     }
-    let last = |e: &CacheEvent| {
-        matches!(e, CacheEvent::Changed { node, .. } if node.data() == Some(&b"v3"[..]))
-    };
+    let last = |e: &CacheEvent| matches!(e, CacheEvent::Changed { node, .. } if node.data() == Some(&b"v3"[..]));
     curator_events.until("config v3", last).await;
     tree_events.until("config v3", last).await;
     node_events.until("config v3", last).await;
@@ -79,13 +77,12 @@ async fn rust_caches_see_what_java_curator_writes() {
             cache_tree(&curator_cache.snapshot()),
             cache_tree(&tree_cache.snapshot())
         );
-        let _ = curator_events.drain(std::time::Duration::from_millis(50)).await;
+        let _ = curator_events
+            .drain(std::time::Duration::from_millis(50))
+            .await;
     }
     assert_eq!(replay(&curator_events.log), expected);
-    assert_eq!(
-        node_cache.current_data().unwrap().data(),
-        Some(&b"v3"[..])
-    );
+    assert_eq!(node_cache.current_data().unwrap().data(), Some(&b"v3"[..]));
     curator_cache.close().await;
     tree_cache.close().await;
     node_cache.close().await;
@@ -140,7 +137,10 @@ async fn a_java_curator_cache_sees_what_rust_writes() {
         if dump == expected {
             break;
         }
-        assert!(Instant::now() < end, "Java's cache: {dump}\nserver: {expected}");
+        assert!(
+            Instant::now() < end,
+            "Java's cache: {dump}\nserver: {expected}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let events = ask(&mut java, "events").await;

@@ -33,7 +33,10 @@ async fn a_large_tree_loads_with_reads_in_flight_together() {
     let started = Instant::now();
     cache.start().unwrap();
     cache.initialized().await;
-    println!("TreeCache: {expected} nodes loaded in {:?}", started.elapsed());
+    println!(
+        "TreeCache: {expected} nodes loaded in {:?}",
+        started.elapsed()
+    );
     assert_eq!(cache.len(), expected);
     cache.close().await;
 }
@@ -68,7 +71,11 @@ async fn a_node_over_the_children_limit_is_reported_and_not_listed() {
         events
             .until("Initialized", |e| matches!(e, CacheEvent::Initialized))
             .await;
-        assert_eq!(cache.len(), 2, "{mode:?}: the root and d00, not d00's children");
+        assert_eq!(
+            cache.len(),
+            2,
+            "{mode:?}: the root and d00, not d00's children"
+        );
         cache.close().await;
     }
 }

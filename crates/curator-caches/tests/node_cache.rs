@@ -28,7 +28,10 @@ async fn a_node_cache_follows_its_node_through_create_change_and_delete() {
     );
 
     client.create().for_path(&path, b"one").await.unwrap();
-    match events.until("create", |e| !matches!(e, CacheEvent::Initialized)).await {
+    match events
+        .until("create", |e| !matches!(e, CacheEvent::Initialized))
+        .await
+    {
         CacheEvent::Created { node } => assert_eq!(node.data(), Some(&b"one"[..])),
         other => panic!("expected a create, got {other:?}"),
     }

@@ -35,7 +35,9 @@ async fn start_modes_decide_what_the_initial_load_reports() {
     }
 
     // BuildInitialCache: loaded when start returns, and silent about it.
-    let cache = PathChildrenCache::builder(client.clone(), &root).build().unwrap();
+    let cache = PathChildrenCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
     let mut events = cache.listenable().stream();
     cache.start(StartMode::BuildInitialCache).await.unwrap();
     assert_eq!(names(&cache.current_data()), ["x", "y"]);
@@ -51,7 +53,9 @@ async fn start_modes_decide_what_the_initial_load_reports() {
     cache.close().await;
 
     // PostInitializedEvent: adds, then Initialized with them.
-    let cache = PathChildrenCache::builder(client.clone(), &root).build().unwrap();
+    let cache = PathChildrenCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
     let mut events = cache.listenable().stream();
     cache.start(StartMode::PostInitializedEvent).await.unwrap();
     let mut added = Vec::new();
@@ -69,7 +73,9 @@ async fn start_modes_decide_what_the_initial_load_reports() {
     cache.close().await;
 
     // Normal: adds, no Initialized.
-    let cache = PathChildrenCache::builder(client.clone(), &root).build().unwrap();
+    let cache = PathChildrenCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
     let mut events = cache.listenable().stream();
     cache.start(StartMode::Normal).await.unwrap();
     for expected in ["x", "y", "z"] {
@@ -91,15 +97,26 @@ async fn children_are_added_updated_and_removed_and_grandchildren_ignored() {
     let server = TestingServer::start().await.unwrap();
     let client = support::client(&server.connect_string()).await;
     let root = unique_root("pcc-events");
-    let cache = PathChildrenCache::builder(client.clone(), &root).build().unwrap();
+    let cache = PathChildrenCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
     let mut events = cache.listenable().stream();
     cache.start(StartMode::BuildInitialCache).await.unwrap();
     // Created by start, as a container.
-    assert!(client.check_exists().for_path(&root).await.unwrap().is_some());
+    assert!(
+        client
+            .check_exists()
+            .for_path(&root)
+            .await
+            .unwrap()
+            .is_some()
+    );
 
     let child = format!("{root}/c");
     client.create().for_path(&child, b"1").await.unwrap();
-    assert!(matches!(next(&mut events).await, PathChildrenCacheEvent::ChildAdded(c) if c.data() == Some(&b"1"[..])));
+    assert!(
+        matches!(next(&mut events).await, PathChildrenCacheEvent::ChildAdded(c) if c.data() == Some(&b"1"[..]))
+    );
     client
         .create()
         .for_path(&format!("{child}/grandchild"), b"")
@@ -111,7 +128,11 @@ async fn children_are_added_updated_and_removed_and_grandchildren_ignored() {
         other => panic!("expected an update, got {other:?}"),
     }
     assert_eq!(cache.current_data_for(&child).unwrap().stat().version, 1);
-    assert!(cache.current_data_for(&format!("{child}/grandchild")).is_none());
+    assert!(
+        cache
+            .current_data_for(&format!("{child}/grandchild"))
+            .is_none()
+    );
     client
         .delete()
         .deleting_children_if_needed()

@@ -41,7 +41,10 @@ async fn a_tree_cache_follows_the_whole_subtree() {
 
     create(&client, &format!("{root}/a/b/c"), "abc").await;
     events
-        .until("c", |e| matches!(e, CacheEvent::Created { node } if node.name() == "c"))
+        .until(
+            "c",
+            |e| matches!(e, CacheEvent::Created { node } if node.name() == "c"),
+        )
         .await;
     client
         .set_data()
@@ -58,14 +61,18 @@ async fn a_tree_cache_follows_the_whole_subtree() {
         .await
         .unwrap();
     events
-        .until("b's deletion", |e| {
-            matches!(e, CacheEvent::Deleted { old } if old.name() == "b")
-        })
+        .until(
+            "b's deletion",
+            |e| matches!(e, CacheEvent::Deleted { old } if old.name() == "b"),
+        )
         .await;
     let expected = server_tree(&client, &root).await;
     assert_eq!(cache_tree(&cache.snapshot()), expected);
     assert_eq!(replay(&events.log), expected);
-    assert_eq!(cache.get(&format!("{root}/a")).unwrap().data(), Some(&b"a2"[..]));
+    assert_eq!(
+        cache.get(&format!("{root}/a")).unwrap().data(),
+        Some(&b"a2"[..])
+    );
     cache.close().await;
 }
 
@@ -141,7 +148,10 @@ async fn a_selector_decides_what_is_descended_into_and_cached() {
     create(&client, &format!("{root}/opaque/w"), "").await;
     create(&client, &format!("{root}/keep/v"), "").await;
     events
-        .until("keep/v", |e| matches!(e, CacheEvent::Created { node } if node.name() == "v"))
+        .until(
+            "keep/v",
+            |e| matches!(e, CacheEvent::Created { node } if node.name() == "v"),
+        )
         .await;
     assert_eq!(
         paths(&cache, &root),

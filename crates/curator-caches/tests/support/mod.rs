@@ -226,7 +226,12 @@ pub async fn build_tree(client: &CuratorFramework, root: &str, dirs: usize, leav
     for batch in paths.chunks(1000) {
         let creates: Vec<_> = batch
             .iter()
-            .map(|path| client.create().for_path(path, b"0123456789abcdef").into_future())
+            .map(|path| {
+                client
+                    .create()
+                    .for_path(path, b"0123456789abcdef")
+                    .into_future()
+            })
             .collect();
         for result in futures::future::join_all(creates).await {
             result.unwrap();
