@@ -727,21 +727,20 @@ impl Engine {
             self.persistent = None;
             return;
         };
+        let ended = matches!(
+            event.session_state,
+            KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
+        );
         match event.event_type {
-            EventType::Session => {
-                if matches!(
-                    event.session_state,
-                    KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
-                ) {
-                    self.persistent = None;
-                }
+            EventType::Session if ended => self.persistent = None,
+            EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted
+                if self.in_scope(&event.path) =>
+            {
+                self.enqueue(Arc::from(event.path), FetchKind::Data, false);
             }
-            EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted => {
-                if self.in_scope(&event.path) {
-                    self.enqueue(Arc::from(event.path), FetchKind::Data, false);
-                }
-            }
-            _ => {} // children changes are not sent to recursive watches
+            // Other session states, paths out of scope; children changes are not sent to
+            // recursive watches.
+            _ => {}
         }
     }
 

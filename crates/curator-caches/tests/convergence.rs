@@ -26,19 +26,27 @@ use support::{Recorder, Tree, cache_tree, replay, server_tree};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Random creates, sets and deletes on paths up to three levels below `root/p<phase>`, until
-/// `stop`. Each phase of the test works on its own subtree, so what a disruption made a cache
-/// miss is not repaired by later writes: only the cache's own resync can repair it.
-async fn mutate(
-    client: CuratorFramework,
-    root: String,
-    seed: u64,
+/// What the test shares with its writers.
+#[derive(Clone)]
+struct Control {
     phase: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     done: Arc<AtomicUsize>,
-    mut running: watch::Receiver<bool>,
+    running: watch::Receiver<bool>,
     parked: Arc<AtomicUsize>,
-) {
+}
+
+/// Random creates, sets and deletes on paths up to three levels below `root/p<phase>`, until
+/// `stop`. Each phase of the test works on its own subtree, so what a disruption made a cache
+/// miss is not repaired by later writes: only the cache's own resync can repair it.
+async fn mutate(client: CuratorFramework, root: String, seed: u64, control: Control) {
+    let Control {
+        phase,
+        stop,
+        done,
+        mut running,
+        parked,
+    } = control;
     let mut rng = StdRng::seed_from_u64(seed);
     let names = ["a", "b", "c"];
     while !stop.load(Ordering::SeqCst) {
@@ -214,26 +222,20 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     let phase = Arc::new(AtomicUsize::new(0));
     let (running, running_rx) = watch::channel(true);
     let parked = Arc::new(AtomicUsize::new(0));
+    let control = Control {
+        phase: phase.clone(),
+        stop: stop.clone(),
+        done: done.clone(),
+        running: running_rx,
+        parked: parked.clone(),
+    };
     let mutators = [
-        tokio::spawn(mutate(
-            writer.clone(),
-            root.clone(),
-            seed,
-            phase.clone(),
-            stop.clone(),
-            done.clone(),
-            running_rx.clone(),
-            parked.clone(),
-        )),
+        tokio::spawn(mutate(writer.clone(), root.clone(), seed, control.clone())),
         tokio::spawn(mutate(
             writer2.clone(),
             root.clone(),
             seed.wrapping_add(1),
-            phase.clone(),
-            stop.clone(),
-            done.clone(),
-            running_rx.clone(),
-            parked.clone(),
+            control,
         )),
     ];
     ops_pass(&done, 200).await;
