@@ -2,7 +2,7 @@
 //!
 //! Three workers, each with its own client (its own ZooKeeper session), elect a leader, take
 //! turns on a lock while incrementing a shared counter, meet at a double barrier, and publish
-//! what they do to nodes that a watch loop (the "cache") prints. Then the leader's session is
+//! what they do to nodes that a `CuratorCache` prints. Then the leader's session is
 //! ended and another worker takes over. Every step checks what it claims and says so.
 
 use std::collections::HashSet;
@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use curator_barriers::DistributedDoubleBarrier;
+use curator_caches::{CacheEvent, CuratorCache};
 use curator_counters::DistributedAtomicLong;
 use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::retry::RetryNTimes;
@@ -154,7 +155,7 @@ pub(crate) async fn run(common: &Common) -> CliResult {
 async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> {
     let client = &workers[0].client;
 
-    // The "cache": a watch loop printing what the workers publish.
+    // The cache: a CuratorCache printing what the workers publish.
     let published = paths::join(root, "published");
     client
         .create()
@@ -379,7 +380,7 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     show.say(format!(
         "{count} nodes under {published}, and the cache printed each one"
     ));
-    show.proved("a watcher saw every publication, in order, without polling".to_owned());
+    show.proved("a CuratorCache saw every publication, in order, without polling".to_owned());
 
     // 6. Hand-over.
     show.step("end the leader's session and watch the hand-over");
@@ -443,31 +444,30 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     Ok(())
 }
 
-/// Prints every node published under `dir` (a one-level children watch with a data read).
-///
-/// This becomes a `CuratorCache` once curator-caches lands.
+/// Prints every node published under `dir`, followed by a `CuratorCache` (one persistent
+/// recursive watch on the directory).
 async fn watch_published(
     client: CuratorFramework,
     dir: String,
     seen: watch::Sender<HashSet<String>>,
 ) -> Result<(), Error> {
-    loop {
-        let (mut children, _, changed) = client.get_children().watched().for_path(&dir).await?;
-        children.sort();
-        for child in children {
-            let path = paths::join(&dir, &child);
-            if seen.borrow().contains(&path) {
+    let cache = CuratorCache::builder(client, &dir).build()?;
+    let mut events = cache.listenable().stream();
+    cache.start()?;
+    while let Some(event) = events.next().await {
+        if let CacheEvent::Created { node } = event {
+            if node.path() == dir {
                 continue;
             }
-            match client.get_data().for_path(&path).await {
-                Ok((data, _)) => println!("      cache: {}", String::from_utf8_lossy(&data)),
-                Err(Error::NoNode) => {}
-                Err(error) => return Err(error),
-            }
+            println!(
+                "      cache: {}",
+                String::from_utf8_lossy(node.data().unwrap_or_default())
+            );
             seen.send_modify(|seen| {
-                seen.insert(path);
+                seen.insert(node.path().to_owned());
             });
         }
-        changed.changed().await;
     }
+    cache.close().await;
+    Ok(())
 }
