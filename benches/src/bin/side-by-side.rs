@@ -105,6 +105,38 @@ impl Drop for Driver {
     }
 }
 
+/// The size of the tree `cache_initial_load` reads: 100 directories of 99 leaves, plus the
+/// directories themselves.
+const TREE_NODES: usize = 10_000;
+
+/// Creates the tree `cache_initial_load` reads, many requests in flight at once.
+async fn build_tree(client: &CuratorFramework, tree: &str) -> Result<(), curator_framework::Error> {
+    use std::future::IntoFuture;
+    client.create().for_path(tree, b"").await?;
+    let dirs: Vec<String> = (0..100).map(|d| format!("{tree}/d{d:02}")).collect();
+    let creates: Vec<_> = dirs
+        .iter()
+        .map(|dir| client.create().for_path(dir, b"").into_future())
+        .collect();
+    for result in futures::future::join_all(creates).await {
+        result?;
+    }
+    let leaves: Vec<String> = dirs
+        .iter()
+        .flat_map(|dir| (0..TREE_NODES / 100 - 1).map(move |n| format!("{dir}/n{n:03}")))
+        .collect();
+    for batch in leaves.chunks(1000) {
+        let creates: Vec<_> = batch
+            .iter()
+            .map(|leaf| client.create().for_path(leaf, vec![7u8; 32]).into_future())
+            .collect();
+        for result in futures::future::join_all(creates).await {
+            result?;
+        }
+    }
+    Ok(())
+}
+
 struct Scenario {
     name: &'static str,
     what: &'static str,
@@ -335,6 +367,16 @@ fn run() -> Result<(), String> {
             what: "8 sessions of one process on one mutex (one op = a hand-over)",
             ops: 100 * scale,
         },
+        Scenario {
+            name: "cache_initial_load",
+            what: "a cache (Kazoo: TreeCache) loads a 10,000-node tree (ops/s = nodes/s; latency = the load)",
+            ops: TREE_NODES,
+        },
+        Scenario {
+            name: "cache_update_latency",
+            what: "set_data → the cache's listener sees the value (sequential)",
+            ops: 100 * scale,
+        },
     ];
     let workspace = workspace_root();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -365,6 +407,7 @@ fn run() -> Result<(), String> {
     // The nodes every driver works on: one data node, one directory per driver for creates.
     let root = unique_root("side-by-side");
     let data = format!("{root}/data");
+    let tree = format!("{root}/tree");
     let setup = runtime.block_on(async {
         let client = CuratorFramework::builder()
             .connect_string(&connect)
@@ -375,6 +418,7 @@ fn run() -> Result<(), String> {
             .creating_parents_if_needed()
             .for_path(&data, vec![7u8; 100])
             .await?;
+        build_tree(&client, &tree).await?;
         Ok::<_, curator_framework::Error>(client)
     });
     let setup = setup.map_err(|e| e.to_string())?;
@@ -425,9 +469,13 @@ fn run() -> Result<(), String> {
                 );
                 let path = match scenario.name {
                     "create_delete" => dir,
-                    name if name.starts_with("mutex") || name.starts_with("leader") => {
+                    name if name.starts_with("mutex")
+                        || name.starts_with("leader")
+                        || name == "cache_update_latency" =>
+                    {
                         format!("{dir}-{name}")
                     }
+                    "cache_initial_load" => tree.clone(),
                     _ => data.clone(),
                 };
                 if let Some(sample) = driver.run(scenario.name, scenario.ops, &path)? {
