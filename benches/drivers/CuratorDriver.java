@@ -9,13 +9,19 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.zookeeper.KeeperException;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.retry.RetryNTimes;
@@ -72,6 +78,63 @@ public final class CuratorDriver {
     private static void run(CuratorFramework client, String scenario, String path, long[] latencies)
             throws Exception {
         switch (scenario) {
+            case "cache_initial_load": {
+                // A CuratorCache loads the tree at path; every latency is the whole load.
+                long t = System.nanoTime();
+                CuratorCache cache = CuratorCache.build(client, path);
+                CountDownLatch ready = new CountDownLatch(1);
+                cache.listenable().addListener(
+                        CuratorCacheListener.builder().forInitialized(ready::countDown).build());
+                cache.start();
+                if (!ready.await(300, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("initial load timed out");
+                }
+                long took = System.nanoTime() - t;
+                long loaded = cache.size();
+                cache.close();
+                if (loaded < latencies.length) {
+                    throw new IllegalStateException("loaded only " + loaded + " nodes");
+                }
+                Arrays.fill(latencies, took);
+                break;
+            }
+            case "cache_update_latency": {
+                // From a setData of path/n to the cache's listener seeing the new value.
+                String node = path + "/n";
+                try {
+                    client.create().creatingParentsIfNeeded().forPath(node, "0".getBytes());
+                } catch (KeeperException.NodeExistsException e) {
+                    // left by an earlier round
+                }
+                CuratorCache cache = CuratorCache.build(client, path);
+                CountDownLatch ready = new CountDownLatch(1);
+                BlockingQueue<String> changes = new LinkedBlockingQueue<>();
+                cache.listenable().addListener(CuratorCacheListener.builder()
+                        .forInitialized(ready::countDown)
+                        .forChanges((old, now) -> changes.add(new String(now.getData())))
+                        .build());
+                cache.start();
+                if (!ready.await(60, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("initial load timed out");
+                }
+                for (int i = 0; i < latencies.length; i++) {
+                    String value = Integer.toString(i);
+                    long t = System.nanoTime();
+                    client.setData().forPath(node, value.getBytes());
+                    while (true) {
+                        String seen = changes.poll(30, TimeUnit.SECONDS);
+                        if (seen == null) {
+                            throw new IllegalStateException("no change seen");
+                        }
+                        if (seen.equals(value)) {
+                            break;
+                        }
+                    }
+                    latencies[i] = System.nanoTime() - t;
+                }
+                cache.close();
+                break;
+            }
             case "get_data":
                 for (int i = 0; i < latencies.length; i++) {
                     long t = System.nanoTime();

@@ -11,6 +11,8 @@ import threading
 import time
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError
+from kazoo.recipe.cache import TreeCache, TreeEvent
 
 PAYLOAD = b"x"
 IN_FLIGHT = 1000
@@ -20,7 +22,50 @@ contenders = []
 
 def run(client, scenario, path, latencies):
     ops = len(latencies)
-    if scenario == "get_data":
+    if scenario == "cache_initial_load":
+        # A TreeCache loads the tree at path; every latency is the whole load.
+        t = time.perf_counter_ns()
+        cache = TreeCache(client, path)
+        ready = threading.Event()
+        cache.listen(lambda event: event.event_type == TreeEvent.INITIALIZED and ready.set())
+        cache.start()
+        if not ready.wait(300):
+            raise RuntimeError("initial load timed out")
+        took = time.perf_counter_ns() - t
+        cache.close()
+        for i in range(ops):
+            latencies[i] = took
+    elif scenario == "cache_update_latency":
+        # From a set of path/n to the cache's listener seeing the new value.
+        node = path + "/n"
+        client.ensure_path(path)
+        try:
+            client.create(node, b"0")
+        except NodeExistsError:
+            pass
+        cache = TreeCache(client, path)
+        ready = threading.Event()
+        changes = queue.Queue()
+
+        def listener(event):
+            if event.event_type == TreeEvent.INITIALIZED:
+                ready.set()
+            elif event.event_type == TreeEvent.NODE_UPDATED and event.event_data.path == node:
+                changes.put(event.event_data.data)
+
+        cache.listen(listener)
+        cache.start()
+        if not ready.wait(60):
+            raise RuntimeError("initial load timed out")
+        for i in range(ops):
+            value = str(i).encode()
+            t = time.perf_counter_ns()
+            client.set(node, value)
+            while changes.get(timeout=30) != value:
+                pass
+            latencies[i] = time.perf_counter_ns() - t
+        cache.close()
+    elif scenario == "get_data":
         for i in range(ops):
             t = time.perf_counter_ns()
             client.get(path)

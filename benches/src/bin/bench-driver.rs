@@ -9,6 +9,7 @@
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
+use curator_caches::{CuratorCache, CuratorCacheListener};
 use curator_counters::DistributedAtomicLong;
 use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::CuratorFramework;
@@ -124,6 +125,8 @@ impl Driver {
             "counter_8way_plain" => self.counter_8way(path, latencies, false).await?,
             "queue_1x1" => self.queue(path, latencies, 1).await?,
             "queue_4x4" => self.queue(path, latencies, 4).await?,
+            "cache_initial_load" => self.cache_initial_load(path, latencies).await?,
+            "cache_update_latency" => self.cache_update_latency(path, latencies).await?,
             other => return Err(format!("unknown scenario {other}")),
         }
         Ok(())
@@ -375,6 +378,80 @@ impl Driver {
         for client in clients {
             client.close().await;
         }
+        Ok(())
+    }
+}
+
+impl Driver {
+    /// A `CuratorCache` loads the tree at `path` (at least as many nodes as there are
+    /// operations); every latency is the whole load.
+    async fn cache_initial_load(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        let Driver::Framework(client, _) = self else {
+            return Err("unsupported".into());
+        };
+        let t = Instant::now();
+        let cache = CuratorCache::builder(client.clone(), path)
+            .build()
+            .map_err(|e| e.to_string())?;
+        cache.start().map_err(|e| e.to_string())?;
+        cache.initialized().await;
+        let took = elapsed_ns(t);
+        let loaded = cache.len();
+        cache.close().await;
+        if loaded < latencies.len() {
+            return Err(format!("loaded only {loaded} nodes"));
+        }
+        latencies.fill(took);
+        Ok(())
+    }
+
+    /// A `CuratorCache` on `path`; each latency runs from a `set_data` of `path/n` to the
+    /// cache's listener seeing the new value.
+    async fn cache_update_latency(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        let Driver::Framework(client, _) = self else {
+            return Err("unsupported".into());
+        };
+        let node = format!("{path}/n");
+        match client
+            .create()
+            .creating_parents_if_needed()
+            .for_path(&node, b"0")
+            .await
+        {
+            Ok(_) | Err(curator_framework::Error::NodeExists) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        let cache = CuratorCache::builder(client.clone(), path)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let (changes, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let _listening = cache.add_listener(
+            CuratorCacheListener::builder()
+                .for_changes(move |_, node| {
+                    let _ = changes.send(node.data().map(<[u8]>::to_vec));
+                })
+                .build(),
+        );
+        cache.start().map_err(|e| e.to_string())?;
+        cache.initialized().await;
+        for (i, slot) in latencies.iter_mut().enumerate() {
+            let value = i.to_string();
+            let t = Instant::now();
+            client
+                .set_data()
+                .for_path(&node, value.as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            loop {
+                match seen.recv().await {
+                    Some(Some(data)) if data == value.as_bytes() => break,
+                    Some(_) => {}
+                    None => return Err("the cache stopped".into()),
+                }
+            }
+            *slot = elapsed_ns(t);
+        }
+        cache.close().await;
         Ok(())
     }
 }

@@ -105,6 +105,38 @@ impl Drop for Driver {
     }
 }
 
+/// The size of the tree `cache_initial_load` reads: 100 directories of 99 leaves, plus the
+/// directories themselves.
+const TREE_NODES: usize = 10_000;
+
+/// Creates the tree `cache_initial_load` reads, many requests in flight at once.
+async fn build_tree(client: &CuratorFramework, tree: &str) -> Result<(), curator_framework::Error> {
+    use std::future::IntoFuture;
+    client.create().for_path(tree, b"").await?;
+    let dirs: Vec<String> = (0..100).map(|d| format!("{tree}/d{d:02}")).collect();
+    let creates: Vec<_> = dirs
+        .iter()
+        .map(|dir| client.create().for_path(dir, b"").into_future())
+        .collect();
+    for result in futures::future::join_all(creates).await {
+        result?;
+    }
+    let leaves: Vec<String> = dirs
+        .iter()
+        .flat_map(|dir| (0..TREE_NODES / 100 - 1).map(move |n| format!("{dir}/n{n:03}")))
+        .collect();
+    for batch in leaves.chunks(1000) {
+        let creates: Vec<_> = batch
+            .iter()
+            .map(|leaf| client.create().for_path(leaf, vec![7u8; 32]).into_future())
+            .collect();
+        for result in futures::future::join_all(creates).await {
+            result?;
+        }
+    }
+    Ok(())
+}
+
 struct Scenario {
     name: &'static str,
     what: &'static str,
@@ -361,6 +393,16 @@ fn run() -> Result<(), String> {
             what: "simple queue, 4 producers + 4 consumers (one op = an item taken)",
             ops: 400 * scale,
         },
+        Scenario {
+            name: "cache_initial_load",
+            what: "a cache (Kazoo: TreeCache) loads a 10,000-node tree (ops/s = nodes/s; latency = the load)",
+            ops: TREE_NODES,
+        },
+        Scenario {
+            name: "cache_update_latency",
+            what: "set_data → the cache's listener sees the value (sequential)",
+            ops: 100 * scale,
+        },
     ];
     let scenarios: Vec<Scenario> = scenarios
         .into_iter()
@@ -398,6 +440,7 @@ fn run() -> Result<(), String> {
     // The nodes every driver works on: one data node, one directory per driver for creates.
     let root = unique_root("side-by-side");
     let data = format!("{root}/data");
+    let tree = format!("{root}/tree");
     let setup = runtime.block_on(async {
         let client = CuratorFramework::builder()
             .connect_string(&connect)
@@ -408,6 +451,7 @@ fn run() -> Result<(), String> {
             .creating_parents_if_needed()
             .for_path(&data, vec![7u8; 100])
             .await?;
+        build_tree(&client, &tree).await?;
         Ok::<_, curator_framework::Error>(client)
     });
     let setup = setup.map_err(|e| e.to_string())?;
@@ -460,10 +504,12 @@ fn run() -> Result<(), String> {
                     "create_delete" => dir,
                     name if ["mutex", "leader", "counter", "queue"]
                         .iter()
-                        .any(|prefix| name.starts_with(prefix)) =>
+                        .any(|prefix| name.starts_with(prefix))
+                        || name == "cache_update_latency" =>
                     {
                         format!("{dir}-{name}")
                     }
+                    "cache_initial_load" => tree.clone(),
                     _ => data.clone(),
                 };
                 if let Some(sample) = driver.run(scenario.name, scenario.ops, &path)? {

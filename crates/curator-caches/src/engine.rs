@@ -197,7 +197,6 @@ pub(crate) fn spawn(
         watchers: FuturesUnordered::new(),
         retired: None,
         persistent: None,
-        persistent_session: None,
         one_shot: false,
         retry_at: None,
         backoff: INITIAL_BACKOFF,
@@ -271,7 +270,6 @@ struct Engine {
     /// the client does not remove and re-add the same watches at the server).
     retired: Option<FuturesUnordered<BoxFuture<'static, Fired>>>,
     persistent: Option<PersistentWatcher>,
-    persistent_session: Option<i64>,
     /// Whether one-shot watches are in use.
     one_shot: bool,
     /// When to walk again after a failed read.
@@ -350,6 +348,7 @@ impl Engine {
     /// closed.
     async fn resync(&mut self) -> bool {
         self.generation += 1;
+        tracing::debug!(generation = self.generation, "walking the tree");
         self.queue.clear();
         self.in_flight = FuturesOrdered::new();
         self.walk_pending = 0;
@@ -359,39 +358,38 @@ impl Engine {
         match self.config.mode {
             WatchMode::OneShot => self.one_shot = true,
             WatchMode::Auto | WatchMode::Persistent if !self.one_shot => {
-                let session = self.client.session_id();
-                if self.persistent.is_none() || self.persistent_session != session {
-                    self.persistent = None;
-                    match self
-                        .client
-                        .add_watch()
-                        .recursive()
-                        .for_path(&self.config.root)
-                        .await
-                    {
-                        Ok(watcher) => {
-                            self.persistent = Some(watcher);
-                            // The session the watch was added on (it may have changed while
-                            // adding; the next reconnect walks again then).
-                            self.persistent_session = session;
-                        }
-                        Err(Error::Unimplemented) if self.config.mode == WatchMode::Auto => {
-                            tracing::info!(root = %self.config.root, "the server has no persistent watches; using one-shot watches");
-                            self.one_shot = true;
-                        }
-                        Err(Error::Closed) => return false,
-                        Err(error) if error.is_retryable() || error.is_session_terminal() => {
-                            self.schedule_retry();
-                            return true;
-                        }
-                        Err(error) => {
-                            self.report(CacheError::Read {
-                                path: self.config.root.to_string(),
-                                error,
-                            });
-                            self.schedule_retry();
-                            return true;
-                        }
+                // Added again on every walk, even within one session: the wire client
+                // (zookeeper-client 0.11) does not restore persistent watches when it reconnects.
+                // The old watcher is dropped after the new one exists, so the client sends no
+                // removal for it.
+                let added = self
+                    .client
+                    .add_watch()
+                    .recursive()
+                    .for_path(&self.config.root)
+                    .await;
+                match added {
+                    Ok(watcher) => {
+                        self.persistent = Some(watcher);
+                    }
+                    Err(Error::Unimplemented) if self.config.mode == WatchMode::Auto => {
+                        tracing::info!(root = %self.config.root, "the server has no persistent watches; using one-shot watches");
+                        self.one_shot = true;
+                        self.persistent = None;
+                    }
+                    Err(Error::Closed) => return false,
+                    Err(error) if error.is_retryable() || error.is_session_terminal() => {
+                        tracing::debug!(%error, "adding the persistent watch failed; walking again later");
+                        self.schedule_retry();
+                        return true;
+                    }
+                    Err(error) => {
+                        self.report(CacheError::Read {
+                            path: self.config.root.to_string(),
+                            error,
+                        });
+                        self.schedule_retry();
+                        return true;
                     }
                 }
             }
@@ -727,6 +725,9 @@ impl Engine {
             self.persistent = None;
             return;
         };
+        if event.event_type == EventType::Session {
+            tracing::debug!(state = ?event.session_state, "persistent watch: session event");
+        }
         let ended = matches!(
             event.session_state,
             KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed

@@ -136,7 +136,8 @@ async fn checkpoint(
             }
             assert!(
                 Instant::now() < end,
-                "{what}: {name} does not converge\ncache: {seen:#?}\nserver: {expected:#?}"
+                "{what}: {name} does not converge\n{}",
+                support::diff(&seen, &expected)
             );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

@@ -238,3 +238,23 @@ pub async fn build_tree(client: &CuratorFramework, root: &str, dirs: usize, leav
         }
     }
 }
+
+/// The differences between a cache's tree and the server's, one line each.
+pub fn diff(cache: &Tree, server: &Tree) -> String {
+    let mut lines = Vec::new();
+    for (path, value) in server {
+        match cache.get(path) {
+            None => lines.push(format!("missing {path} {value:?}")),
+            Some(cached) if cached != value => {
+                lines.push(format!("stale {path} cached {cached:?} server {value:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for (path, value) in cache {
+        if !server.contains_key(path) {
+            lines.push(format!("extra {path} {value:?}"));
+        }
+    }
+    lines.join("\n")
+}
