@@ -108,6 +108,14 @@ async fn a_java_curator_cache_sees_what_rust_writes() {
         .for_path(&format!("{root}/x/y"), b"xy")
         .await
         .unwrap();
+    // Java's cache, like ours, coalesces changes it has not read yet: let it see x/y before
+    // x goes, so that its event log must show both.
+    let seen_create = format!("created {root}/x/y xy");
+    let end = Instant::now() + Timing::new().wait();
+    while !ask(&mut java, "events").await.contains(&seen_create) {
+        assert!(Instant::now() < end, "Java's cache never saw {seen_create}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     client
         .set_data()
         .for_path(&format!("{root}/before"), b"b1")
