@@ -357,12 +357,9 @@ impl Engine {
                 }
                 () = sleep_until(retry_at) => {
                     self.retry_at = None;
-                    if self.client.is_connected() {
-                        if !self.resync().await {
-                            return;
-                        }
-                    } else {
-                        // The reconnect will start the walk.
+                    // Without a connection, the coming `Reconnected` starts the walk instead.
+                    if self.client.is_connected() && !self.resync().await {
+                        return;
                     }
                 }
             }
