@@ -74,6 +74,7 @@ impl Core {
 
     pub(crate) async fn close(&self) {
         let previous = std::mem::replace(&mut *self.lifecycle.lock(), Lifecycle::Closed);
+        self.shared.stopped();
         if let Lifecycle::Started { commands, task } = previous {
             let (done, stopped) = oneshot::channel();
             if commands.send(Command::Close(done)).is_ok() {
@@ -100,6 +101,6 @@ impl Core {
     }
 
     pub(crate) fn is_initialized(&self) -> bool {
-        *self.shared.initialized.borrow()
+        self.shared.is_initialized()
     }
 }

@@ -109,7 +109,8 @@ impl EventSink {
 pub(crate) struct Shared {
     pub(crate) nodes: RwLock<HashMap<Arc<str>, Node>>,
     pub(crate) events: EventSink,
-    pub(crate) initialized: watch::Sender<bool>,
+    /// Where the initial load stands.
+    pub(crate) phase: watch::Sender<Phase>,
     /// The watch mode in use (`None` until the first walk chose one).
     pub(crate) active: Mutex<Option<WatchMode>>,
 }
@@ -119,7 +120,7 @@ impl Shared {
         Arc::new(Self {
             nodes: RwLock::new(HashMap::new()),
             events,
-            initialized: watch::channel(false).0,
+            phase: watch::channel(Phase::Loading).0,
             active: Mutex::new(None),
         })
     }
@@ -156,15 +157,41 @@ impl Shared {
         self.nodes.read().len()
     }
 
-    pub(crate) async fn wait_initialized(&self) {
-        let mut receiver = self.initialized.subscribe();
-        // The sender lives as long as `self`, so this only ends when initialized.
-        let _ = receiver.wait_for(|done| *done).await;
+    /// Waits for the initial load: `true` once done, `false` when the cache stopped first.
+    pub(crate) async fn wait_initialized(&self) -> bool {
+        let mut receiver = self.phase.subscribe();
+        // The sender lives as long as `self`, so the wait always ends with a phase.
+        let phase = receiver.wait_for(|phase| *phase != Phase::Loading).await;
+        phase.is_ok_and(|phase| *phase == Phase::Initialized)
+    }
+
+    pub(crate) fn is_initialized(&self) -> bool {
+        *self.phase.borrow() == Phase::Initialized
+    }
+
+    /// Records that the cache stopped (unless its initial load was done).
+    pub(crate) fn stopped(&self) {
+        self.phase.send_if_modified(|phase| {
+            let loading = *phase == Phase::Loading;
+            if loading {
+                *phase = Phase::Stopped;
+            }
+            loading
+        });
     }
 }
 
 fn child_data(key: &Arc<str>, node: &Node) -> ChildData {
     ChildData::shared(Arc::clone(key), node.stat, node.data.clone())
+}
+
+/// Where a cache's initial load stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Loading,
+    Initialized,
+    /// Stopped before the initial load was done.
+    Stopped,
 }
 
 /// Commands from the handle to the engine.
@@ -281,6 +308,16 @@ struct Engine {
 
 impl Engine {
     async fn run(
+        self,
+        states: curator_framework::listen::ListenerStream<ConnectionState>,
+        commands: mpsc::UnboundedReceiver<Command>,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        self.follow(states, commands).await;
+        shared.stopped();
+    }
+
+    async fn follow(
         mut self,
         mut states: curator_framework::listen::ListenerStream<ConnectionState>,
         mut commands: mpsc::UnboundedReceiver<Command>,
@@ -320,12 +357,9 @@ impl Engine {
                 }
                 () = sleep_until(retry_at) => {
                     self.retry_at = None;
-                    if self.client.is_connected() {
-                        if !self.resync().await {
-                            return;
-                        }
-                    } else {
-                        // The reconnect will start the walk.
+                    // Without a connection, the coming `Reconnected` starts the walk instead.
+                    if self.client.is_connected() && !self.resync().await {
+                        return;
                     }
                 }
             }
@@ -525,7 +559,7 @@ impl Engine {
         if !self.initialized {
             self.initialized = true;
             self.shared.events.publish(CacheEvent::Initialized);
-            self.shared.initialized.send_replace(true);
+            self.shared.phase.send_replace(Phase::Initialized);
         }
     }
 

@@ -85,12 +85,13 @@ impl NodeCache {
         self.core.start()
     }
 
-    /// Waits until the first read of the node is applied.
+    /// Waits until the first read of the node is applied: `true` then, `false` when the cache
+    /// stopped first (closed, or its client closed).
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn initialized(&self) {
-        self.core.shared.wait_initialized().await;
+    pub async fn initialized(&self) -> bool {
+        self.core.shared.wait_initialized().await
     }
 
     /// Stops following the node and removes the cache's watch. Idempotent.

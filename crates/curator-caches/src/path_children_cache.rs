@@ -85,7 +85,9 @@ impl PathChildrenCache {
     ///
     /// # Errors
     /// The framework's error when the node cannot be created;
-    /// [`Error::InvalidArgument`] when already started or closed.
+    /// [`Error::InvalidArgument`] when already started or closed; [`Error::Closed`] when the
+    /// cache or its client closes before the initial load (with
+    /// [`StartMode::BuildInitialCache`]).
     ///
     /// # Cancellation safety
     /// With [`StartMode::BuildInitialCache`], dropping the future after the cache started
@@ -111,8 +113,8 @@ impl PathChildrenCache {
         ));
         *self.bridge.lock() = Some(bridge);
         self.core.start()?;
-        if mode == StartMode::BuildInitialCache {
-            self.core.shared.wait_initialized().await;
+        if mode == StartMode::BuildInitialCache && !self.core.shared.wait_initialized().await {
+            return Err(Error::Closed);
         }
         Ok(())
     }

@@ -60,12 +60,13 @@ impl TreeCache {
         self.core.start()
     }
 
-    /// Waits until the initial load is done.
+    /// Waits until the initial load is done: `true` then, `false` when the cache stopped first
+    /// (closed, or its client closed).
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn initialized(&self) {
-        self.core.shared.wait_initialized().await;
+    pub async fn initialized(&self) -> bool {
+        self.core.shared.wait_initialized().await
     }
 
     /// Whether the initial load is done.

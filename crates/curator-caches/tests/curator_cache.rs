@@ -349,3 +349,33 @@ async fn after_close_no_more_events_arrive() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_the_initial_load_ends_when_the_cache_stops_first() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::client(&server.connect_string()).await;
+    let root = unique_root("cc-stopped");
+    let cache = CuratorCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
+    let waiting = tokio::spawn({
+        let cache = cache.clone();
+        async move { cache.initialized().await }
+    });
+    cache.close().await;
+    let loaded = tokio::time::timeout(curator_test::Timing::new().wait(), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!loaded);
+    assert!(!cache.is_initialized());
+
+    // A cache that loaded stays initialized after close.
+    let cache = CuratorCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
+    cache.start().unwrap();
+    assert!(cache.initialized().await);
+    cache.close().await;
+    assert!(cache.is_initialized());
+}

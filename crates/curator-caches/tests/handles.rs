@@ -1,0 +1,31 @@
+//! Handles, events and listeners can move between tasks and threads.
+
+use curator_caches::{
+    CacheError, CacheEvent, ChildData, CuratorCache, CuratorCacheListener, JsonCodec, NodeCache,
+    PathChildrenCache, PathChildrenCacheEvent, TreeCache, TypedCache, TypedEvent,
+};
+
+fn send_sync<T: Send + Sync + 'static>() {}
+
+#[test]
+fn handles_events_and_listeners_are_send_and_sync() {
+    send_sync::<CuratorCache>();
+    send_sync::<TreeCache>();
+    send_sync::<PathChildrenCache>();
+    send_sync::<NodeCache>();
+    send_sync::<TypedCache<Vec<u32>, JsonCodec>>();
+    send_sync::<CuratorCacheListener>();
+    send_sync::<CacheEvent>();
+    send_sync::<CacheError>();
+    send_sync::<ChildData>();
+    send_sync::<PathChildrenCacheEvent>();
+    send_sync::<TypedEvent<Vec<u32>>>();
+}
+
+#[test]
+fn child_data_debug_never_prints_the_payload() {
+    let node = ChildData::new("/a/secret", Default::default(), Some(b"hunter2".to_vec()));
+    let printed = format!("{node:?}");
+    assert!(!printed.contains("hunter2"), "{printed}");
+    assert!(printed.contains("data_len: Some(7)"), "{printed}");
+}
