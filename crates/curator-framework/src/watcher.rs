@@ -78,6 +78,11 @@ impl IntoFuture for Watcher {
 /// `Disconnected`/`SyncConnected` pair of session events, re-read what you follow. After an
 /// `Expired` or `Closed` session event, [`next`](Self::next) returns `None`: add the watch again
 /// on the new session.
+///
+/// **Known limitation (wire client `zookeeper-client` 0.11.2):** after a reconnect *within* the
+/// session, the wire client does not register persistent watches with the server again
+/// (`resend_watches` skips them), so the watcher stays silent. Until that is fixed, add the
+/// watch again after every `Disconnected`/`SyncConnected` pair, as `curator-caches` does.
 #[derive(Debug)]
 pub struct PersistentWatcher {
     wire: WirePersistentWatcher,
