@@ -1,13 +1,11 @@
 //! Barriers against a real ZooKeeper server.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use curator_barriers::{DistributedBarrier, DistributedDoubleBarrier};
 use curator_test::{TestingServer, Timing, unique_root};
-use support::client;
+use curator_testkit::client;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 

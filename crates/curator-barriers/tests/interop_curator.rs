@@ -2,14 +2,12 @@
 //! `DistributedDoubleBarrier`: nobody enters before all have arrived, nobody leaves before all
 //! are leaving.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
 use curator_barriers::DistributedDoubleBarrier;
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
-use support::client;
+use curator_testkit::client;
 
 /// Sends `line` to the Java peer on a blocking thread; the answer comes with the peer back.
 fn ask_later(

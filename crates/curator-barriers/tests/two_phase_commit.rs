@@ -1,14 +1,12 @@
 //! Two-phase commit against a real ZooKeeper: commit when all vote commit, abort on one abort,
 //! on a crashed site and on a timeout; every participant learns the same outcome.
 
-mod support;
-
 use std::time::Duration;
 
 use curator_barriers::{Outcome, TwoPhaseCommit, Vote};
 use curator_framework::Error;
 use curator_test::{TestingServer, Timing, unique_root};
-use support::client;
+use curator_testkit::client;
 
 /// Starts the transaction with `sites`, each site on its own client joined, and returns the
 /// coordinator and the site handles.
@@ -188,4 +186,26 @@ async fn bad_input_is_refused() {
         TwoPhaseCommit::new(c, "relative"),
         Err(Error::InvalidPath { .. })
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_participants_learn_the_outcome_across_a_server_restart() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let (coordinator, mut sites) = setup(&server, "2pc-restart", &["early", "late"]).await;
+    let late = sites.pop().unwrap();
+    let early = sites.pop().unwrap();
+    early.vote(Vote::Commit).await.unwrap();
+    let waiting = tokio::spawn({
+        let early = early.clone();
+        async move { early.outcome(Timing::new().forever()).await }
+    });
+    // The server goes away and comes back inside the sessions' timeout: presences survive,
+    // the waiters' watches are restored.
+    server.restart().await.unwrap();
+    late.vote(Vote::Commit).await.unwrap();
+    assert_eq!(waiting.await.unwrap().unwrap(), Outcome::Commit);
+    assert_eq!(
+        coordinator.outcome(Timing::new().forever()).await.unwrap(),
+        Outcome::Commit
+    );
 }

@@ -222,17 +222,16 @@ impl DistributedAtomicValue {
     /// [`Error::InvalidPath`] for a bad lock path.
     pub fn promoted_to_lock(self, promoted: PromotedToLock) -> Result<Self> {
         paths::validate(&promoted.lock_path)?;
-        self.rebuild(|core| core.promoted = Some(promoted))
+        Ok(self.rebuild(|core| core.promoted = Some(promoted)))
     }
 
     /// Writes like Java Curator: no outcome markers, so no exactly-once guarantee across
     /// connection loss (see the type's docs).
     pub fn without_markers(self) -> Self {
         self.rebuild(|core| core.markers = false)
-            .expect("rebuilding keeps a valid path")
     }
 
-    fn rebuild(self, change: impl FnOnce(&mut Core)) -> Result<Self> {
+    fn rebuild(self, change: impl FnOnce(&mut Core)) -> Self {
         let old = &self.core;
         let mut core = Core {
             client: old.client.clone(),
@@ -243,9 +242,9 @@ impl DistributedAtomicValue {
             pending: Mutex::new(std::mem::take(&mut *old.pending.lock())),
         };
         change(&mut core);
-        Ok(Self {
+        Self {
             core: Arc::new(core),
-        })
+        }
     }
 
     /// The node's path.
@@ -413,12 +412,8 @@ impl Core {
             *tries += 1;
             match self.attempt(compute, unresolved).await? {
                 Attempt::Applied { pre, post } => return Ok(Phase::Done { pre, post }),
-                Attempt::Rejected { current } => {
-                    return Ok(match self.settle(unresolved).await? {
-                        Some(done) => done,
-                        None => Phase::Rejected { current },
-                    });
-                }
+                // (An earlier unresolved write was checked before this attempt's read.)
+                Attempt::Rejected { current } => return Ok(Phase::Rejected { current }),
                 Attempt::Conflict { current } => {
                     let sleep = if single_attempt {
                         None

@@ -406,6 +406,7 @@ async fn follow<T, C>(
                 () = reconnected(&mut states) => {}
             }
         }
+        // `Ok(None)`: read again at once.
         let read = async {
             match inner
                 .client
@@ -416,7 +417,7 @@ async fn follow<T, C>(
             {
                 Ok((bytes, stat, next)) => {
                     inner.observe(bytes, &stat);
-                    Ok(next)
+                    Ok(Some(next))
                 }
                 Err(Error::NoNode) => {
                     // Deleted: keep the last value and wait for the node to come back.
@@ -426,12 +427,7 @@ async fn follow<T, C>(
                         .watched()
                         .for_path(&inner.path)
                         .await?;
-                    if stat.is_some() {
-                        // Re-created meanwhile: read it at once.
-                        drop(next);
-                        return Err(Error::NodeExists);
-                    }
-                    Ok(next)
+                    Ok(stat.is_none().then_some(next))
                 }
                 Err(error) => Err(error),
             }
@@ -439,8 +435,7 @@ async fn follow<T, C>(
         tokio::select! {
             () = cancel.cancelled() => return,
             result = read => match result {
-                Ok(next) => watcher = Some(next),
-                Err(Error::NodeExists) => {}
+                Ok(next) => watcher = next,
                 Err(Error::Closed) => return,
                 Err(error) => {
                     tracing::debug!(%error, path = %inner.path, "shared value read failed; waiting for the connection");

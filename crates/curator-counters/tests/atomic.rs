@@ -2,8 +2,6 @@
 //! contention (optimistic and promoted), and exactly-once outcomes through lost replies, server
 //! restarts and session expiry.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -15,7 +13,7 @@ use curator_counters::{
 use curator_framework::Error;
 use curator_framework::retry::{RetryNTimes, RetryOneTime};
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
-use support::{client, eventually, patient, raw};
+use curator_testkit::{client, eventually, patient, raw};
 
 #[tokio::test]
 async fn numbers_are_stored_as_curator_stores_them() {

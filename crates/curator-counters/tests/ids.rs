@@ -1,11 +1,9 @@
 //! The sequential id generator against a real ZooKeeper.
 
-mod support;
-
 use curator_counters::SequentialIdGenerator;
 use curator_framework::Error;
 use curator_test::{TestingServer, unique_root};
-use support::client;
+use curator_testkit::client;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_are_unique_increasing_and_leave_no_node() {
@@ -69,4 +67,35 @@ async fn ids_are_unique_increasing_and_leave_no_node() {
         SequentialIdGenerator::new(c, "no-slash", "x-"),
         Err(Error::InvalidPath { .. })
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_stay_unique_and_increasing_across_a_server_restart() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let parent = format!("{}/jobs", unique_root("ids-restart"));
+    let generator =
+        SequentialIdGenerator::new(client(&server.connect_string()).await, &parent, "job-")
+            .unwrap();
+    let (first_tx, mut first_rx) = tokio::sync::mpsc::unbounded_channel();
+    let producing = tokio::spawn(async move {
+        let mut got = Vec::new();
+        for _ in 0..60 {
+            let id = generator.next_id().await.unwrap();
+            let _ = first_tx.send(id.id);
+            got.push(id.id);
+        }
+        generator.close().await.unwrap();
+        got
+    });
+    // Restart once ids are flowing.
+    for _ in 0..10 {
+        first_rx.recv().await.unwrap();
+    }
+    server.restart().await.unwrap();
+    let got = producing.await.unwrap();
+    assert_eq!(got.len(), 60);
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "unique and increasing: {got:?}"
+    );
 }

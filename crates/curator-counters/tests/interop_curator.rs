@@ -1,15 +1,13 @@
 //! Rust counters and Apache Curator's (Java, Debian's 5.4 jars) on the same nodes: each reads
 //! what the other wrote, and concurrent increments from both add up.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
 use curator_counters::{DistributedAtomicLong, SharedCount};
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use curator_testkit::{client, patient};
 use futures::StreamExt;
-use support::{client, patient};
 
 async fn ask(peer: &mut JavaPeer, line: &str) -> String {
     tokio::task::block_in_place(|| peer.ask(line)).unwrap()

@@ -1,16 +1,12 @@
 //! SharedCount and SharedValue against a real ZooKeeper: seeds, versioned sets, listeners in
 //! commit order, typed values, and following the node through restarts and session expiry.
 
-mod support;
-
-use std::time::Duration;
-
 use curator_counters::{SharedCount, SharedValue, VersionedValue};
 use curator_framework::Error;
 use curator_framework::codec::Raw;
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit::{client, raw};
 use futures::StreamExt;
-use support::{client, raw};
 
 async fn next<T: Clone + Send + 'static>(
     stream: &mut curator_framework::listen::ListenerStream<VersionedValue<T>>,
@@ -42,20 +38,15 @@ async fn counts_are_seeded_once_shared_and_set_by_version() {
     assert_eq!(next(&mut seen).await, VersionedValue::new(1, -1));
     assert_eq!(second.count().unwrap(), -1);
 
-    // A stale version loses; a fresh one wins.
+    // A stale version loses; a fresh one wins, and the other instance hears of it.
+    let mut first_seen = first.stream();
     let stale = VersionedValue::new(0, 10);
     assert!(!second.try_set_count(&stale, 5).await.unwrap());
     let fresh = second.versioned_value().unwrap();
     assert!(second.try_set_count(&fresh, 5).await.unwrap());
     assert_eq!(second.versioned_value().unwrap(), VersionedValue::new(2, 5));
-    tokio::time::timeout(Timing::new().wait(), async {
-        while first.count().unwrap() != 5 {
-            tokio::task::yield_now().await;
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .unwrap();
+    assert_eq!(next(&mut first_seen).await, VersionedValue::new(2, 5));
+    assert_eq!(first.count().unwrap(), 5);
     first.close().await;
     second.close().await;
     assert_eq!(first.start().await, Err(Error::Closed));

@@ -2,14 +2,12 @@
 //! data after deletion, session expiry and server restart, exactly once, owned by the live
 //! session.
 
-mod support;
-
 use std::time::Duration;
 
 use curator_framework::{CreateMode, CuratorFramework, Error};
 use curator_nodes::{PersistentNode, PersistentTtlNode};
 use curator_test::{TestingServer, Timing, unique_root};
-use support::{client, eventually};
+use curator_testkit::{client, eventually};
 
 /// The children of `parent` and, for `node`, its data and owner.
 async fn look(

@@ -81,7 +81,7 @@ impl SimpleDistributedQueue {
     /// Connection errors.
     pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
         loop {
-            let Some(name) = self.head(false).await? else {
+            let Some(name) = self.head().await? else {
                 return Ok(None);
             };
             match self
@@ -113,7 +113,7 @@ impl SimpleDistributedQueue {
     /// Connection errors.
     pub async fn poll(&self) -> Result<Option<Vec<u8>>> {
         loop {
-            let Some(name) = self.head(false).await? else {
+            let Some(name) = self.head().await? else {
                 return Ok(None);
             };
             if let Some(item) = self.try_take(&name).await? {
@@ -201,13 +201,10 @@ impl SimpleDistributedQueue {
         }
     }
 
-    /// The lowest known item name, listing the children when nothing is known (`refresh`
-    /// forces a listing).
-    async fn head(&self, refresh: bool) -> Result<Option<String>> {
-        if !refresh {
-            if let Some(name) = self.known.lock().front().cloned() {
-                return Ok(Some(name));
-            }
+    /// The lowest known item name, listing the children when nothing is known.
+    async fn head(&self) -> Result<Option<String>> {
+        if let Some(name) = self.known.lock().front().cloned() {
+            return Ok(Some(name));
         }
         let children = match self.client.get_children().for_path(&self.path).await {
             Ok((children, _)) => children,

@@ -1,14 +1,12 @@
 //! Rust queues and Apache Curator's (Java, Debian's 5.4 jars) on the same nodes: each consumes
 //! what the other produced, for the simple queue and for `DistributedQueue`'s item envelope.
 
-mod support;
-
 use std::path::Path;
 
 use curator_framework::codec::Utf8;
 use curator_queues::{DistributedQueue, SimpleDistributedQueue};
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
-use support::client;
+use curator_testkit::client;
 
 async fn ask(peer: &mut JavaPeer, line: &str) -> String {
     tokio::task::block_in_place(|| peer.ask(line)).unwrap()
@@ -81,7 +79,7 @@ async fn rust_and_java_share_queues_both_ways() {
     }
     assert_eq!(got, ["j1", "j2", "j3"]);
     consumer.close().await;
-    support::eventually("Java's items are deleted", || async {
+    curator_testkit::eventually("Java's items are deleted", || async {
         queue.is_empty().await.unwrap()
     })
     .await;

@@ -2,8 +2,6 @@
 //! Curator's bytes, order, error modes, lock-safe consumption through a consumer's death, and
 //! nothing lost across a server restart.
 
-mod support;
-
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +11,8 @@ use curator_framework::Error;
 use curator_framework::codec::Utf8;
 use curator_queues::{DistributedQueue, ErrorMode, QueueConsumer};
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit::{client, raw};
 use futures::StreamExt;
-use support::{client, raw};
 use tokio::sync::mpsc;
 
 /// A consumer that forwards every item to a channel.
@@ -143,7 +141,7 @@ async fn failing_items_are_requeued_or_deleted_per_error_mode() {
         } else {
             assert_eq!(seen, [("flaky".into(), true), ("fine".into(), false)]);
         }
-        support::eventually("the queue drains", || async {
+        curator_testkit::eventually("the queue drains", || async {
             queue.is_empty().await.unwrap()
         })
         .await;
@@ -200,7 +198,7 @@ async fn a_dead_consumers_item_goes_to_another_consumer() {
     // The doomed consumer's session ends: its lock goes, the item is not lost.
     doomed_client.inject_session_expiration().await.unwrap();
     assert_eq!(next(&mut rx).await, "precious");
-    support::eventually("the item is deleted once consumed", || async {
+    curator_testkit::eventually("the item is deleted once consumed", || async {
         healthy.is_empty().await.unwrap()
     })
     .await;
@@ -354,7 +352,7 @@ async fn the_sharder_adds_shards_as_they_fill_up() {
     for i in 0..5 {
         queue.put(&format!("e{i}")).await.unwrap();
     }
-    support::eventually("the leader is elected", || async {
+    curator_testkit::eventually("the leader is elected", || async {
         leader.check_now().await.unwrap() == 2 || follower.check_now().await.unwrap() == 2
     })
     .await;

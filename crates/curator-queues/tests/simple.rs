@@ -1,8 +1,6 @@
 //! SimpleDistributedQueue against a real ZooKeeper: FIFO order, exactly-once delivery to
 //! competing consumers, bad input, and nothing lost across a server restart.
 
-mod support;
-
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +8,7 @@ use std::time::Duration;
 use curator_framework::Error;
 use curator_queues::SimpleDistributedQueue;
 use curator_test::{TestingServer, Timing, unique_root};
-use support::client;
+use curator_testkit::client;
 
 #[tokio::test]
 async fn one_producer_gets_fifo_order() {
@@ -163,7 +161,7 @@ async fn a_server_restart_loses_no_item() {
     let observer = client(&connect).await;
     let restarted = async {
         // Restart once some items are in flight.
-        support::eventually("items flow", || async {
+        curator_testkit::eventually("items flow", || async {
             observer
                 .check_exists()
                 .for_path(&path)

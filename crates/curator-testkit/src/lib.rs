@@ -1,0 +1,60 @@
+#![doc = include_str!("../README.md")]
+
+use std::time::Duration;
+
+use curator_framework::CuratorFramework;
+use curator_framework::retry::{RetryNTimes, RetryUntilElapsed};
+use curator_test::Timing;
+
+pub use curator_test::eventually;
+
+/// A started, connected client with a 15 s (scaled) session and a retry policy that covers a
+/// server restart on a loaded machine (retries for [`Timing::wait`]).
+///
+/// # Panics
+/// When the client cannot connect within [`Timing::wait`].
+pub async fn client(connect: &str) -> CuratorFramework {
+    client_with(connect, Timing::new().scale(Duration::from_secs(15))).await
+}
+
+/// [`client`] with another session timeout.
+///
+/// # Panics
+/// When the client cannot connect within [`Timing::wait`].
+pub async fn client_with(connect: &str, session_timeout: Duration) -> CuratorFramework {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(session_timeout)
+        .connection_timeout(Timing::new().connection_timeout())
+        .retry_policy(RetryUntilElapsed::new(
+            Timing::new().wait(),
+            Duration::from_millis(100),
+        ))
+        .build()
+        .expect("valid test client settings");
+    client.start().await.expect("the client starts");
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .expect("the client connects");
+    client
+}
+
+/// A retry policy that practically never gives up: for contention tests that count
+/// successes, not give-ups.
+pub fn patient() -> RetryNTimes {
+    RetryNTimes::new(10_000, Duration::from_millis(1))
+}
+
+/// The node's bytes, read through `client`.
+///
+/// # Panics
+/// When the read fails.
+pub async fn raw(client: &CuratorFramework, path: &str) -> Vec<u8> {
+    client
+        .get_data()
+        .for_path(path)
+        .await
+        .expect("the node can be read")
+        .0
+}
