@@ -28,6 +28,21 @@ enum Driver {
     Bare(zk::Client),
 }
 
+/// A task of a multi-session scenario: the `(slot, latency)` pairs it measured.
+type SlotTask = tokio::task::JoinHandle<Result<Vec<(usize, u64)>, String>>;
+
+/// Puts each task's `(slot, latency)` pairs into `latencies`.
+async fn fill_slots(tasks: Vec<SlotTask>, latencies: &mut [u64]) -> Result<(), String> {
+    for task in tasks {
+        for (slot, latency) in task.await.map_err(|e| e.to_string())?? {
+            if let Some(entry) = latencies.get_mut(slot) {
+                *entry = latency;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
@@ -199,14 +214,7 @@ impl Driver {
                 Ok::<_, String>(mine)
             }));
         }
-        for task in tasks {
-            for (slot, latency) in task.await.map_err(|e| e.to_string())?? {
-                if let Some(entry) = latencies.get_mut(slot) {
-                    *entry = latency;
-                }
-            }
-        }
-        Ok(())
+        fill_slots(tasks, latencies).await
     }
 }
 
@@ -260,14 +268,7 @@ impl Driver {
         for producer in producers {
             producer.await.map_err(|e| e.to_string())??;
         }
-        for consumer in consumers {
-            for (slot, latency) in consumer.await.map_err(|e| e.to_string())?? {
-                if let Some(entry) = latencies.get_mut(slot) {
-                    *entry = latency;
-                }
-            }
-        }
-        Ok(())
+        fill_slots(consumers, latencies).await
     }
 
     /// `CONTENDERS` sessions increment one `DistributedAtomicLong` until the successful
@@ -318,14 +319,7 @@ impl Driver {
                 Ok::<_, String>(mine)
             }));
         }
-        for task in tasks {
-            for (slot, latency) in task.await.map_err(|e| e.to_string())?? {
-                if let Some(entry) = latencies.get_mut(slot) {
-                    *entry = latency;
-                }
-            }
-        }
-        Ok(())
+        fill_slots(tasks, latencies).await
     }
 
     /// Two participants on separate sessions hand leadership back and forth: each latency runs

@@ -78,13 +78,13 @@ impl Child {
     /// Sends `signal` to CMD's process group, waits up to `grace`, then kills the group.
     pub(crate) async fn stop(&mut self, signal: Signal, grace: Duration) -> ExitStatus {
         let _ = killpg(self.group, signal);
-        if let Ok(status) = tokio::time::timeout(grace, self.wait()).await {
-            // The leader of the group is gone; make sure nothing it started lingers.
-            let _ = killpg(self.group, Signal::SIGKILL);
-            return status;
-        }
+        let status = tokio::time::timeout(grace, self.wait()).await;
+        // Whether or not the group's leader is gone, make sure nothing it started lingers.
         let _ = killpg(self.group, Signal::SIGKILL);
-        self.wait().await
+        match status {
+            Ok(status) => status,
+            Err(_) => self.wait().await,
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 mod support;
 
-use curator_test::{TestingServer, unique_root};
+use curator_test::{Expiry, FaultProxy, TestingServer, Timing, expire_session, unique_root};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use support::{Running, await_gone, curator};
@@ -106,6 +106,38 @@ async fn stops_on_lost_leadership_and_leads_again() {
     await_gone(child);
     server.restart().await.unwrap();
     leader.wait_event("leading");
+    let again = leader.wait_event("started")["pid"].as_i64().unwrap() as i32;
+    assert_ne!(again, child);
+    leader.signal(Signal::SIGTERM);
+    assert_eq!(leader.wait_exit().code(), Some(143));
+    await_gone(again);
+}
+
+/// The leader's session expires: it stops its command, joins again on its new session, leads
+/// again (it is the only participant) and starts the command anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stops_when_its_session_expires_and_leads_again() {
+    let server = TestingServer::start().await.unwrap();
+    // Through a proxy, which learns the session's id and password.
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("cli-leader-expired");
+    let mut leader = participant(&proxy.connect_string(), &path, "only");
+    leader.wait_event("leading");
+    let child = leader.wait_event("started")["pid"].as_i64().unwrap() as i32;
+    let session = proxy.sessions().last().cloned().unwrap();
+    let expiry = expire_session(&server.connect_string(), &session, Timing::new().wait())
+        .await
+        .unwrap();
+    assert_eq!(expiry, Expiry::Expired);
+    leader.wait_event("lost");
+    leader.wait_event("stopped");
+    await_gone(child);
+    leader.wait_event("leading");
+    assert_ne!(
+        proxy.sessions().last().unwrap().id,
+        session.id,
+        "not a new session"
+    );
     let again = leader.wait_event("started")["pid"].as_i64().unwrap() as i32;
     assert_ne!(again, child);
     leader.signal(Signal::SIGTERM);

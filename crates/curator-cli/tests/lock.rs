@@ -2,7 +2,7 @@
 
 mod support;
 
-use curator_test::{TestingServer, unique_root};
+use curator_test::{Expiry, FaultProxy, TestingServer, Timing, expire_session, unique_root};
 use nix::sys::signal::Signal;
 use support::{Running, await_gone, curator, run, text};
 
@@ -129,4 +129,42 @@ async fn a_lost_lock_stops_the_command() {
     let last = stderr.last().unwrap();
     assert!(last.contains(&format!("lock {path} lost")), "{stderr:#?}");
     await_gone(child_pid);
+}
+
+/// The session expires while CMD runs: the lock is lost, CMD is stopped, the exit code is 5, and
+/// the lock is free for others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_stops_the_command() {
+    let server = TestingServer::start().await.unwrap();
+    // Through a proxy, which learns the session's id and password.
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("cli-lock-expired");
+    let mut holder = Running::spawn(curator(
+        &proxy.connect_string(),
+        &[
+            "lock", &path, "--json", "--grace", "2s", "--", "sleep", "60",
+        ],
+    ));
+    let child_pid = holder.wait_event("started")["pid"].as_i64().unwrap() as i32;
+    let session = proxy.sessions().last().cloned().unwrap();
+    let expiry = expire_session(&server.connect_string(), &session, Timing::new().wait())
+        .await
+        .unwrap();
+    assert_eq!(expiry, Expiry::Expired);
+    let status = holder.wait_exit();
+    let stderr = holder.drain_stderr();
+    assert_eq!(status.code(), Some(5), "{stderr:#?}");
+    assert!(
+        stderr
+            .last()
+            .unwrap()
+            .contains(&format!("lock {path} lost")),
+        "{stderr:#?}"
+    );
+    await_gone(child_pid);
+    let after = run(curator(
+        &server.connect_string(),
+        &["lock", &path, "--timeout", "10s", "--", "true"],
+    ));
+    assert_eq!(after.status.code(), Some(0), "{}", text(&after.stderr));
 }

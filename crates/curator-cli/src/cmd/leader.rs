@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use curator_election::{CloseMode, LatchEvent, LeaderLatch};
+use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::CuratorFramework;
 use futures::StreamExt;
 use nix::sys::signal::Signal;
@@ -28,7 +28,6 @@ pub(crate) async fn run(
     let id = id.unwrap_or_else(default_id);
     let latch = LeaderLatch::new(client.clone(), path, id.clone())
         .map_err(|error| CliError::zk(&format!("election {path}"), error))?;
-    let mut events = latch.listenable().stream();
     latch
         .start()
         .await
@@ -39,22 +38,11 @@ pub(crate) async fn run(
         format!("joined election {path} as {id}"),
     );
 
-    let code = lead(
-        &latch,
-        report,
-        path,
-        &id,
-        timeout,
-        run,
-        &mut signals,
-        &mut events,
-    )
-    .await;
+    let code = lead(&latch, report, path, &id, timeout, run, &mut signals).await;
     let _ = latch.close(CloseMode::Silent).await;
     code
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn lead(
     latch: &LeaderLatch,
     report: Reporter,
@@ -63,8 +51,9 @@ async fn lead(
     mut timeout: Option<Duration>,
     run: &RunArgs,
     signals: &mut Signals,
-    events: &mut (impl futures::Stream<Item = LatchEvent> + Unpin),
 ) -> CliResult {
+    // Subscribed before the first look at `has_leadership`, so no later loss goes unheard.
+    let mut events = latch.listenable().stream();
     loop {
         // Wait to lead (the first time within --timeout, if given).
         if !latch.has_leadership() {

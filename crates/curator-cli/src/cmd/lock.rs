@@ -85,7 +85,6 @@ pub(crate) async fn run(
                 child.name(),
                 exit_code(status)
             );
-            drop(guard);
             Err(CliError::new(codes::LOST, message))
         }
         signal = signals.recv() => {

@@ -194,7 +194,7 @@ fn print_tree(node: &Value, depth: usize, lines: &mut Vec<String>) {
     let label = if depth == 0 {
         path
     } else {
-        path.rsplit('/').next().unwrap_or(path)
+        paths::node_name(path)
     };
     lines.push(format!("{}{label}", "  ".repeat(depth)));
     for child in node["children"].as_array().into_iter().flatten() {

@@ -24,8 +24,7 @@ pub fn curator(connect: &str, args: &[&str]) -> Command {
 }
 
 /// Runs to the end (at most [`Timing::forever`]) and returns what it printed.
-pub fn run(mut command: Command) -> Output {
-    command.stdin(Stdio::null());
+pub fn run(command: Command) -> Output {
     let mut running = Running::spawn(command);
     let status = running.wait_exit();
     Output {
@@ -44,8 +43,8 @@ pub struct Running {
     child: Child,
     stdout: Receiver<String>,
     stderr: Receiver<String>,
-    pub stdout_seen: Vec<String>,
-    pub stderr_seen: Vec<String>,
+    stdout_seen: Vec<String>,
+    stderr_seen: Vec<String>,
 }
 
 fn lines(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
@@ -67,9 +66,6 @@ impl Running {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if command.get_program().is_empty() {
-            panic!("no program");
-        }
         let mut child = command.spawn().expect("spawning curator");
         let stdout = lines(child.stdout.take().expect("stdout"));
         let stderr = lines(child.stderr.take().expect("stderr"));
@@ -80,10 +76,6 @@ impl Running {
             stdout_seen: Vec::new(),
             stderr_seen: Vec::new(),
         }
-    }
-
-    pub fn pid(&self) -> Pid {
-        Pid::from_raw(self.child.id() as i32)
     }
 
     /// Waits for the JSON status event `event` on stderr (the process runs with `--json`).
@@ -136,7 +128,7 @@ impl Running {
     }
 
     pub fn signal(&self, signal: Signal) {
-        kill(self.pid(), signal).expect("signalling curator");
+        kill(Pid::from_raw(self.child.id() as i32), signal).expect("signalling curator");
     }
 
     /// Waits for the process to exit (polling, up to [`Timing::forever`]).
@@ -181,7 +173,7 @@ impl Drop for Running {
 }
 
 /// Whether a process with this id still exists (zombies included).
-pub fn alive(pid: i32) -> bool {
+fn alive(pid: i32) -> bool {
     kill(Pid::from_raw(pid), None).is_ok()
 }
 
