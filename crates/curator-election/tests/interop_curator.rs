@@ -127,11 +127,10 @@ async fn rust_and_java_leader_selectors_take_turns() {
     assert!(!rust.has_leadership());
 
     assert_eq!(ask(&mut java, "release").await, "released");
-    let end = Instant::now() + Timing::new().wait();
-    while !rust.has_leadership() {
-        assert!(Instant::now() < end, "the Rust selector did not take over");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    curator_test::eventually("the Rust selector takes over", || async {
+        rust.has_leadership()
+    })
+    .await;
     java_says(&mut java, "leading", "no").await;
     rust.close().await;
 }

@@ -143,11 +143,10 @@ async fn an_expired_leader_steps_down_before_another_takes_over() {
         .0;
     assert!(stepped_down <= took_over, "{events:?}");
     // The first participant rejoins on its new session, behind the second.
-    let end = Instant::now() + Timing::new().wait();
-    while first.participants().await.unwrap().len() != 2 {
-        assert!(Instant::now() < end, "the first participant did not rejoin");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    curator_test::eventually("the first participant rejoins", || async {
+        first.participants().await.unwrap().len() == 2
+    })
+    .await;
     assert!(!first.has_leadership());
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use curator_election::LeaderSelector;
 use curator_framework::CuratorFramework;
-use curator_test::{TestingServer, Timing, unique_root};
+use curator_test::{TestingServer, unique_root};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -75,7 +75,7 @@ async fn auto_requeue_cycles_leadership_without_overlap() {
         selector.start().await.unwrap();
         selectors.push(selector);
     }
-    support::eventually("nine leaderships", || terms.lock().len() >= 9).await;
+    curator_test::eventually("nine leaderships", || async { terms.lock().len() >= 9 }).await;
     for selector in &selectors {
         selector.close().await;
     }
@@ -113,11 +113,10 @@ fn waiting_selector(
 }
 
 async fn queued(selector: &LeaderSelector, n: usize) {
-    let end = Instant::now() + Timing::new().wait();
-    while selector.participants().await.unwrap().len() < n {
-        assert!(Instant::now() < end, "participants did not queue");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    curator_test::eventually("participants queue", || async {
+        selector.participants().await.unwrap().len() >= n
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +131,7 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
         &terms,
     );
     a.start().await.unwrap();
-    support::eventually("a leads", || a.has_leadership()).await;
+    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
     let b = waiting_selector(
         support::client(&server.connect_string()).await,
         &path,
@@ -145,7 +144,7 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
     assert_eq!(b.participants().await.unwrap()[1].id, "b");
 
     a.interrupt_leadership();
-    support::eventually("b leads", || b.has_leadership()).await;
+    curator_test::eventually("b leads", || async { b.has_leadership() }).await;
     assert!(!a.has_leadership());
     b.close().await;
     a.close().await;
@@ -165,7 +164,7 @@ async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
     let a_client = support::client(&server.connect_string()).await;
     let a = waiting_selector(a_client.clone(), &path, "a", &terms);
     a.start().await.unwrap();
-    support::eventually("a leads", || a.has_leadership()).await;
+    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
     let b = waiting_selector(
         support::client(&server.connect_string()).await,
         &path,
@@ -176,7 +175,7 @@ async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
     queued(&b, 2).await;
 
     a_client.inject_session_expiration().await.unwrap();
-    support::eventually("b leads", || b.has_leadership()).await;
+    curator_test::eventually("b leads", || async { b.has_leadership() }).await;
     assert!(!a.has_leadership());
     b.close().await;
     let terms = terms.lock().clone();

@@ -79,10 +79,11 @@ impl IntoFuture for Watcher {
 /// `Expired` or `Closed` session event, [`next`](Self::next) returns `None`: add the watch again
 /// on the new session.
 ///
-/// **Known limitation (wire client `zookeeper-client` 0.11.2):** after a reconnect *within* the
-/// session, the wire client does not register persistent watches with the server again
-/// (`resend_watches` skips them), so the watcher stays silent. Until that is fixed, add the
-/// watch again after every `Disconnected`/`SyncConnected` pair, as `curator-caches` does.
+/// The wire client (`zookeeper-client` 0.11.2) does not register persistent watches with the
+/// server again after a reconnect *within* the session, so [`next`](Self::next) does it: when it
+/// takes the `SyncConnected` event that follows a `Disconnected`, it adds the watch again before
+/// returning that event. Keep polling the watcher (or its stream) so this happens promptly;
+/// changes made before then are not reported.
 #[derive(Debug)]
 pub struct PersistentWatcher {
     wire: WirePersistentWatcher,

@@ -5,6 +5,7 @@
 //! operations that are polled once when created (see `ops::future`) reach the server in the
 //! order they were created.
 
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use zookeeper_client as zk;
@@ -292,7 +293,7 @@ impl WireSession {
     }
 
     pub(crate) async fn add_watch(
-        &self,
+        self: &Arc<Self>,
         path: &str,
         recursive: bool,
     ) -> Result<WirePersistentWatcher> {
@@ -304,6 +305,11 @@ impl WireSession {
         let watcher = self.client.watch(path, mode).await.map_err(convert_error)?;
         Ok(WirePersistentWatcher {
             watcher: Some(watcher),
+            session: Arc::downgrade(self),
+            path: path.to_owned(),
+            mode,
+            rewatch: false,
+            pending: None,
         })
     }
 
@@ -394,27 +400,68 @@ impl WireWatcher {
 }
 
 /// A persistent (optionally recursive) watch.
+///
+/// The wire client (0.11.2) does not register persistent watches with the server again after a
+/// reconnect within the session (its `resend_watches` skips them). So after a `Disconnected`
+/// session event, the `SyncConnected` (or `ConnectedReadOnly`) that follows adds the watch again
+/// on the same session before it is handed out. The extra wire watcher is dropped at once: the
+/// wire client keeps one registration per path, dispatches the server's events to every local
+/// watcher on the path (so to this one), and removes nothing at the server while this one lives.
 #[derive(Debug)]
 pub(crate) struct WirePersistentWatcher {
     /// `None` once a terminal session event was delivered (the wire client panics if asked for
     /// more after that).
     watcher: Option<zk::PersistentWatcher>,
+    /// Weak, so a watcher does not keep a closed client's session open.
+    session: Weak<WireSession>,
+    path: String,
+    mode: zk::AddWatchMode,
+    /// The connection was lost since the watch was last registered.
+    rewatch: bool,
+    /// An event received but not yet handed out (kept across cancellation of `next`).
+    pending: Option<WatchedEvent>,
 }
 
 impl WirePersistentWatcher {
     /// The next event, or `None` after the session ended.
+    ///
+    /// Cancellation safe: an event taken from the wire is kept until it is returned.
     pub(crate) async fn next(&mut self) -> Option<WatchedEvent> {
-        let watcher = self.watcher.as_mut()?;
-        let event = convert_event(watcher.changed().await);
-        if event.event_type == EventType::Session
-            && matches!(
-                event.session_state,
-                KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
-            )
-        {
-            self.watcher = None;
+        let event = match self.pending.take() {
+            Some(event) => event,
+            None => convert_event(self.watcher.as_mut()?.changed().await),
+        };
+        if event.event_type == EventType::Session {
+            match event.session_state {
+                KeeperState::Disconnected => self.rewatch = true,
+                KeeperState::SyncConnected | KeeperState::ConnectedReadOnly if self.rewatch => {
+                    self.pending = Some(event.clone());
+                    self.register_again().await;
+                    self.pending = None;
+                    self.rewatch = false;
+                }
+                KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed => {
+                    self.watcher = None;
+                }
+                _ => {}
+            }
         }
         Some(event)
+    }
+
+    /// Adds the watch at the server again (best effort: if the connection is lost again, the
+    /// next reconnect tries again).
+    async fn register_again(&self) {
+        let Some(session) = self.session.upgrade() else {
+            return;
+        };
+        match session.client.watch(&self.path, self.mode).await {
+            // Dropping the extra watcher removes only its local registration (see above).
+            Ok(extra) => drop(extra),
+            Err(error) => {
+                tracing::warn!(%error, path = self.path, "could not add a persistent watch again after a reconnect");
+            }
+        }
     }
 
     #[allow(deprecated)] // As for one-shot watches: the explicit form reports the server's answer.

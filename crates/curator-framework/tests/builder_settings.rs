@@ -101,13 +101,7 @@ async fn call_with_retry_waits_for_a_connection_and_retries_the_steps_together()
         support::builder(&server.connect_string()).connection_timeout(Duration::from_millis(300)),
     )
     .await;
-    let root = unique_root("call-with-retry");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "call-with-retry").await;
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let steps = {
         let (client, root, attempts) = (client.clone(), root.clone(), Arc::clone(&attempts));
@@ -143,11 +137,9 @@ async fn call_with_retry_waits_for_a_connection_and_retries_the_steps_together()
         async move { client.call_with_retry(steps).await }
     });
     // While there is no connection the steps do not run; the wait itself goes to the policy.
-    support::eventually(
-        "a retry while disconnected",
-        Timing::new().wait(),
-        || async { client.metrics().retries > 0 },
-    )
+    curator_test::eventually("a retry while disconnected", || async {
+        client.metrics().retries > 0
+    })
     .await;
     assert!(attempts.lock().is_empty());
     server.restart().await.unwrap();

@@ -108,13 +108,7 @@ async fn create_read_update_delete() {
 async fn create_modes() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
-    let root = unique_root("modes");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "modes").await;
 
     let ephemeral = client
         .create()
@@ -362,13 +356,7 @@ async fn digest_authorization_and_creator_acls() {
     )
     .await;
     let stranger = support::connected(&server.connect_string()).await;
-    let root = unique_root("digest");
-    owner
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&owner, "digest").await;
     let private = format!("{root}/private");
     owner
         .create()
@@ -390,13 +378,7 @@ async fn digest_authorization_and_creator_acls() {
 async fn sync_and_get_config() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
-    let root = unique_root("sync");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "sync").await;
     client.sync().for_path(&root).await.unwrap();
     // A standalone server answers with its (possibly empty) configuration node.
     let (_config, stat) = client.get_config().for_ensemble().await.unwrap();
@@ -483,13 +465,7 @@ async fn transactions_apply_all_or_nothing() {
 async fn bad_input_is_a_typed_error_and_nothing_is_written() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
-    let root = unique_root("bad-input");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "bad-input").await;
     let before = client.metrics().operations;
 
     for path in [
@@ -567,13 +543,7 @@ async fn bad_input_is_a_typed_error_and_nothing_is_written() {
 async fn requests_reach_the_server_in_creation_order() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
-    let root = unique_root("order");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "order").await;
     // Created (and so sent) in order, awaited in reverse: the sequence numbers follow creation.
     let futures: Vec<_> = (0..20)
         .map(|i| {

@@ -16,13 +16,7 @@ async fn setup(
 ) -> (CuratorFramework, CuratorFramework, String) {
     let client = support::connected(&proxy.connect_string()).await;
     let observer = support::connected(&server.connect_string()).await;
-    let root = unique_root("protection");
-    observer
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&observer, "protection").await;
     (client, observer, root)
 }
 
@@ -33,11 +27,9 @@ async fn children(observer: &CuratorFramework, root: &str) -> Vec<String> {
 /// Holds the replies, waits until the server has applied the request (a child appeared under
 /// `root`), then cuts the link so the reply is lost.
 async fn lose_the_reply(proxy: &FaultProxy, observer: &CuratorFramework, root: &str) {
-    support::eventually(
-        "the create reaches the server",
-        Timing::new().wait(),
-        || async { !children(observer, root).await.is_empty() },
-    )
+    curator_test::eventually("the create reaches the server", || async {
+        !children(observer, root).await.is_empty()
+    })
     .await;
     proxy.drop_connections();
     proxy.resume();
@@ -137,13 +129,11 @@ async fn a_dropped_protected_create_leaves_no_node() {
     drop(create);
     proxy.resume();
     // The client finds the node by its protected prefix and deletes it in the background.
-    support::eventually(
-        "the abandoned node is deleted",
-        Timing::new().wait(),
-        || async { children(&observer, &root).await.is_empty() },
-    )
+    curator_test::eventually("the abandoned node is deleted", || async {
+        children(&observer, &root).await.is_empty()
+    })
     .await;
-    support::eventually("the cleanup finishes", Timing::new().wait(), || async {
+    curator_test::eventually("the cleanup finishes", || async {
         client.metrics().pending_guaranteed_deletes == 0
     })
     .await;
@@ -195,7 +185,7 @@ async fn a_guaranteed_delete_keeps_going_after_the_caller_gave_up() {
         .await
         .unwrap();
     assert_eq!(event.event_type, EventType::NodeDeleted);
-    support::eventually("the pending count drops", Timing::new().wait(), || async {
+    curator_test::eventually("the pending count drops", || async {
         client.metrics().pending_guaranteed_deletes == 0
     })
     .await;

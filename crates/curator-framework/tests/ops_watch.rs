@@ -4,7 +4,7 @@ mod support;
 
 use curator_framework::types::{EventType, KeeperState};
 use curator_framework::{ConnectionState, Error};
-use curator_test::{TestingServer, Timing, unique_root};
+use curator_test::{FaultProxy, TestingServer, Timing};
 
 async fn within<T>(future: impl std::future::IntoFuture<Output = T>) -> T {
     tokio::time::timeout(Timing::new().wait(), future)
@@ -17,13 +17,7 @@ async fn one_shot_watches_fire_once_with_the_right_event() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
     let writer = support::connected(&server.connect_string()).await;
-    let root = unique_root("watch");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "watch").await;
     let node = format!("{root}/n");
 
     let (stat, created) = client
@@ -73,13 +67,7 @@ async fn one_shot_watches_fire_once_with_the_right_event() {
 async fn a_removed_watch_does_not_fire() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
-    let root = unique_root("watch-remove");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "watch-remove").await;
     let (_, _, watcher) = client.get_data().watched().for_path(&root).await.unwrap();
     watcher.remove().await.unwrap();
     // A second watch set after the removal sees the change; the removed one is gone.
@@ -92,13 +80,7 @@ async fn a_removed_watch_does_not_fire() {
 async fn persistent_recursive_watches_see_the_whole_subtree() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
-    let root = unique_root("persistent");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "persistent").await;
     let mut recursive = client
         .add_watch()
         .recursive()
@@ -148,13 +130,7 @@ async fn persistent_recursive_watches_see_the_whole_subtree() {
 async fn watches_set_through_the_framework_survive_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
-    let root = unique_root("watch-restart");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "watch-restart").await;
     let node = format!("{root}/later");
     let session = client.session_id();
     let (_, exists_watch) = client
@@ -204,5 +180,54 @@ async fn watches_set_through_the_framework_survive_a_server_restart() {
         node_events,
         vec![EventType::NodeCreated, EventType::NodeDataChanged]
     );
+    assert_eq!(client.session_id(), session);
+}
+
+/// Nothing but the persistent watch follows the path (a one-shot watch on it would make the
+/// server send the events anyway), so this checks the watch itself is registered again after
+/// a reconnect within the session: first a cut connection, then a server restart.
+#[tokio::test]
+async fn a_persistent_watch_is_registered_again_after_a_reconnect() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = support::connected(&proxy.connect_string()).await;
+    let root = support::create_root(&client, "persistent-reconnect").await;
+    let session = client.session_id();
+    let mut persistent = client
+        .add_watch()
+        .recursive()
+        .for_path(&root)
+        .await
+        .unwrap();
+
+    for round in 0..2 {
+        if round == 0 {
+            proxy.drop_connections();
+        } else {
+            server.restart().await.unwrap();
+        }
+        // `next` registers the watch again when it takes the reconnect.
+        let mut seen = Vec::new();
+        loop {
+            let event = within(persistent.next()).await.unwrap();
+            assert_eq!(event.event_type, EventType::Session, "round {round}");
+            seen.push(event.session_state);
+            if event.session_state == KeeperState::SyncConnected {
+                break;
+            }
+        }
+        assert!(
+            seen.contains(&KeeperState::Disconnected),
+            "round {round}: {seen:?}"
+        );
+        let node = format!("{root}/n{round}");
+        client.create().for_path(&node, b"").await.unwrap();
+        let event = within(persistent.next()).await.unwrap();
+        assert_eq!(
+            (event.event_type, event.path.as_str()),
+            (EventType::NodeCreated, node.as_str()),
+            "round {round}"
+        );
+    }
     assert_eq!(client.session_id(), session);
 }

@@ -55,13 +55,7 @@ async fn an_operation_issued_while_the_server_is_down_completes_after_restart() 
             )),
     )
     .await;
-    let root = unique_root("retry");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "retry").await;
 
     let mut states = client.connection_state_stream();
     server.stop().unwrap();
@@ -76,10 +70,7 @@ async fn an_operation_issued_while_the_server_is_down_completes_after_restart() 
         let (client, root) = (client.clone(), root.clone());
         async move { client.get_data().for_path(&root).await }
     });
-    support::eventually("a retry", Timing::new().wait(), || async {
-        client.metrics().retries > 0
-    })
-    .await;
+    curator_test::eventually("a retry", || async { client.metrics().retries > 0 }).await;
     server.restart().await.unwrap();
     support::expect_states(&mut states, &[Reconnected]).await;
     assert_eq!(
@@ -96,13 +87,7 @@ async fn session_expiry_is_lost_then_reconnected_on_a_new_session_and_a_listener
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
     let observer = support::connected(&server.connect_string()).await;
-    let root = unique_root("expiry");
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&client, "expiry").await;
     let node = format!("{root}/registration");
     client
         .create()

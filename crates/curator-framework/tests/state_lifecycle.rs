@@ -81,13 +81,7 @@ async fn ephemeral_under_watch(
         support::builder(&server.connect_string()).session_timeout(Duration::from_secs(60));
     let client = support::started(builder).await;
     let observer = support::connected(&server.connect_string()).await;
-    let root = unique_root("ephemeral");
-    observer
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    let root = support::create_root(&observer, "ephemeral").await;
     let node = client
         .create()
         .with_mode(CreateMode::Ephemeral)
@@ -257,14 +251,10 @@ async fn listeners_hear_every_transition_in_order_and_a_panicking_one_is_reporte
     );
     // The recorder, registered before the panicking listener and dispatched in the same order,
     // heard every transition.
-    support::eventually(
-        "the recorder hears Reconnected",
-        Timing::new().wait(),
-        || {
-            let recorded = Arc::clone(&recorded);
-            async move { recorded.lock().len() == 3 }
-        },
-    )
+    curator_test::eventually("the recorder hears Reconnected", || {
+        let recorded = Arc::clone(&recorded);
+        async move { recorded.lock().len() == 3 }
+    })
     .await;
     assert_eq!(
         *recorded.lock(),

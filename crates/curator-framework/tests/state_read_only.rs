@@ -24,7 +24,7 @@ async fn a_member_without_quorum_serves_reads_to_a_read_only_client() {
     cluster.kill(1).unwrap();
     cluster.kill(2).unwrap();
     let lone = cluster.member_connect_string(0);
-    support::eventually("member 0 turns read-only", Timing::new().forever(), || {
+    support::eventually_within("member 0 turns read-only", Timing::new().forever(), || {
         let lone = lone.clone();
         async move {
             four_letter_word(&lone, "isro", Duration::from_secs(2))

@@ -47,16 +47,11 @@ async fn rust_and_java_mutexes_exclude_each_other_both_ways() {
         let rust = rust.clone();
         async move { rust.acquire().await }
     });
-    let mut participants;
-    let end = tokio::time::Instant::now() + Timing::new().wait();
-    loop {
-        participants = rust.participant_nodes().await.unwrap();
-        if participants.len() == 2 || tokio::time::Instant::now() > end {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(participants.len(), 2, "{participants:?}");
+    curator_test::eventually("the waiter queues", || async {
+        rust.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    let participants = rust.participant_nodes().await.unwrap();
     let java_sees = ask(&mut java, "participants").await;
     let java_nodes: Vec<&str> = java_sees
         .trim_start_matches("participants ")

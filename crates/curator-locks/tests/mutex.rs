@@ -144,12 +144,12 @@ async fn a_timed_out_waiter_leaves_no_node() {
             .unwrap()
             .is_none()
     );
-    support::eventually("the waiter's node is deleted", || async {
+    curator_test::eventually("the waiter's node is deleted", || async {
         children(&observer, &path).await.len() == 1
     })
     .await;
     drop(guard);
-    support::eventually("the holder's node is deleted", || async {
+    curator_test::eventually("the holder's node is deleted", || async {
         children(&observer, &path).await.is_empty()
     })
     .await;
@@ -170,11 +170,11 @@ async fn dropping_acquisitions_at_random_points_leaves_no_node() {
         // Cut the acquisition off after a varying time: before, during or after its create.
         let _ = tokio::time::timeout(Duration::from_micros(delay_us), acquisition).await;
     }
-    support::eventually("only the holder's node remains", || async {
+    curator_test::eventually("only the holder's node remains", || async {
         children(&observer, &path).await.len() == 1
     })
     .await;
-    support::eventually("the background cleanups finish", || async {
+    curator_test::eventually("the background cleanups finish", || async {
         contender.metrics().pending_guaranteed_deletes == 0
     })
     .await;
@@ -224,7 +224,7 @@ async fn a_waiter_still_acquires_after_a_server_restart() {
         InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
     let guard = holder.acquire().await.unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
-    support::eventually("the waiter queues", || async {
+    curator_test::eventually("the waiter queues", || async {
         holder
             .participant_nodes()
             .await

@@ -93,17 +93,15 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
         let writer = writer.clone();
         async move { writer.write_lock().acquire().await.map(drop) }
     });
-    let end = tokio::time::Instant::now() + Timing::new().wait();
-    while writer
-        .write_lock()
-        .participant_nodes()
-        .await
-        .unwrap()
-        .is_empty()
-    {
-        assert!(tokio::time::Instant::now() < end, "the writer never queued");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    curator_test::eventually("the writer queues", || async {
+        !writer
+            .write_lock()
+            .participant_nodes()
+            .await
+            .unwrap()
+            .is_empty()
+    })
+    .await;
     // A reader arriving after the queued writer waits, although only readers hold the lock.
     assert!(
         late_reader
@@ -199,11 +197,10 @@ async fn each_side_lists_only_its_own_participants() {
         let b = b.clone();
         async move { b.write_lock().acquire().await.map(drop) }
     });
-    let end = tokio::time::Instant::now() + Timing::new().wait();
-    while b.write_lock().participant_nodes().await.unwrap().is_empty() {
-        assert!(tokio::time::Instant::now() < end);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    curator_test::eventually("the writer queues", || async {
+        !b.write_lock().participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
     assert_eq!(
         a.read_lock().participant_nodes().await.unwrap(),
         vec![read.node_path().to_owned()]

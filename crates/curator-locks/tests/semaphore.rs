@@ -209,14 +209,11 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
     for delay_us in [0u64, 100, 1000, 5000, 20000, 50000] {
         let _ = tokio::time::timeout(Duration::from_micros(delay_us), contender.acquire()).await;
     }
-    let end = tokio::time::Instant::now() + Timing::new().wait();
-    while semaphore.participant_nodes().await.unwrap().len() != 1 {
-        assert!(
-            tokio::time::Instant::now() < end,
-            "a dropped acquisition left a lease node"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    curator_test::eventually(
+        "the dropped acquisitions' lease nodes are deleted",
+        || async { semaphore.participant_nodes().await.unwrap().len() == 1 },
+    )
+    .await;
 
     assert!(!lease.is_lost());
     holder_client.inject_session_expiration().await.unwrap();
@@ -247,7 +244,7 @@ async fn a_waiter_gets_its_lease_after_a_server_restart() {
         let waiter = waiter.clone();
         async move { waiter.acquire().await }
     });
-    support::eventually("the waiter's lease node exists", || async {
+    curator_test::eventually("the waiter's lease node exists", || async {
         holder
             .participant_nodes()
             .await

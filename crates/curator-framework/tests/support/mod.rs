@@ -32,6 +32,18 @@ pub fn builder(connect: &str) -> CuratorFrameworkBuilder {
         .retry_policy(RetryNTimes::new(20, Duration::from_millis(250)))
 }
 
+/// Creates a fresh `curator_test::unique_root(name)` (and its parents) and returns its path.
+pub async fn create_root(client: &CuratorFramework, name: &str) -> String {
+    let root = curator_test::unique_root(name);
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&root, b"")
+        .await
+        .expect("create the test's root");
+    root
+}
+
 /// A started client, connected.
 pub async fn connected(connect: &str) -> CuratorFramework {
     started(builder(connect)).await
@@ -68,8 +80,9 @@ pub async fn expect_states(
     assert_eq!(seen, expected);
 }
 
-/// Polls `condition` until it holds, for things nothing notifies (a server-side expiry).
-pub async fn eventually<F, Fut>(what: &str, deadline: Duration, mut condition: F)
+/// Polls `condition` until it holds, for things nothing notifies, up to `deadline` (for a longer
+/// deadline than `curator_test::eventually`'s).
+pub async fn eventually_within<F, Fut>(what: &str, deadline: Duration, mut condition: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,

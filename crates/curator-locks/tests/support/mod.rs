@@ -24,19 +24,3 @@ pub async fn client(connect: &str) -> CuratorFramework {
         .unwrap();
     client
 }
-
-/// Polls `condition` until it holds (for what nothing notifies), up to the wait deadline.
-pub async fn eventually<F, Fut>(what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let end = tokio::time::Instant::now() + Timing::new().wait();
-    while !condition().await {
-        assert!(
-            tokio::time::Instant::now() < end,
-            "{what} did not happen in time"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
