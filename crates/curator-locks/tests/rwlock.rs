@@ -209,3 +209,33 @@ async fn each_side_lists_only_its_own_participants() {
     read.release().await.unwrap();
     waiting.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_whose_session_ends_lets_waiting_readers_in_and_knows_it_lost() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("rw-expiry");
+    let writer_client = support::client(&server.connect_string()).await;
+    let writer = InterProcessReadWriteLock::new(writer_client.clone(), &path).unwrap();
+    let reader =
+        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+            .unwrap();
+    let held = writer.write_lock().acquire().await.unwrap();
+    let waiting = tokio::spawn({
+        let reader = reader.clone();
+        async move { reader.read_lock().acquire().await }
+    });
+    assert!(
+        tokio::time::timeout(SHORT, held.lost()).await.is_err(),
+        "held while the session lives"
+    );
+    writer_client.inject_session_expiration().await.unwrap();
+    tokio::time::timeout(Timing::new().wait(), held.lost())
+        .await
+        .expect("the writer learns it lost the lock");
+    let read = tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .expect("the reader gets in once the writer's node is gone")
+        .unwrap()
+        .unwrap();
+    read.release().await.unwrap();
+}
