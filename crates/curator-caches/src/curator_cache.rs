@@ -2,14 +2,10 @@
 
 use std::sync::Arc;
 
-use curator_framework::listen::{Listenable, ListenerHandle};
-use curator_framework::{CuratorFramework, Result, paths};
+use curator_framework::{CuratorFramework, Result};
 
-use crate::core::{Core, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_IN_FLIGHT};
+use crate::core::{Core, builder_options, subtree_methods};
 use crate::engine::{Config, WatchMode};
-use crate::event::{CacheEvent, ChildData};
-use crate::listener::CuratorCacheListener;
-use crate::typed::{Codec, JsonCodec, TypedCache};
 
 /// A local copy of the subtree at a path (the node itself and everything below it), kept up to
 /// date, with an event for every change (Curator's `CuratorCache`).
@@ -46,81 +42,11 @@ impl CuratorCache {
     pub fn builder(client: CuratorFramework, path: &str) -> CuratorCacheBuilder {
         CuratorCacheBuilder {
             client,
-            path: path.to_owned(),
-            mode: WatchMode::Auto,
-            cache_data: true,
-            max_children: DEFAULT_MAX_CHILDREN,
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            config: Config::new("CuratorCache", path, WatchMode::Auto, usize::MAX),
         }
     }
 
-    /// Starts loading and following the tree, in the background. Add listeners first to hear
-    /// the initial load's `Created` events.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`](curator_framework::Error::InvalidArgument) when already
-    /// started or closed.
-    pub fn start(&self) -> Result<()> {
-        self.core.start()
-    }
-
-    /// Waits until the initial load is done (when `Initialized` is published): `true` then,
-    /// `false` when the cache stopped first (closed, or its client closed).
-    ///
-    /// # Cancellation safety
-    /// Safe: it only waits.
-    pub async fn initialized(&self) -> bool {
-        self.core.shared.wait_initialized().await
-    }
-
-    /// Whether the initial load is done.
-    pub fn is_initialized(&self) -> bool {
-        self.core.is_initialized()
-    }
-
-    /// Stops following the tree and removes the cache's watches. The content stays readable.
-    /// Idempotent.
-    ///
-    /// # Cancellation safety
-    /// Dropping the future leaves the cache stopping in the background.
-    pub async fn close(&self) {
-        self.core.close().await;
-    }
-
-    /// Where to add listeners of [`CacheEvent`]s (closures, objects, senders or a stream).
-    pub fn listenable(&self) -> Listenable<CacheEvent> {
-        self.core.listenable()
-    }
-
-    /// Adds a [`CuratorCacheListener`]; dropping the handle removes it.
-    pub fn add_listener(&self, listener: CuratorCacheListener) -> ListenerHandle {
-        self.core.add_listener(listener)
-    }
-
-    /// The cached node at `path`.
-    pub fn get(&self, path: &str) -> Option<ChildData> {
-        self.core.get(path)
-    }
-
-    /// The cached children of `path`, sorted by path.
-    pub fn children(&self, path: &str) -> Vec<ChildData> {
-        self.core.shared.children(path)
-    }
-
-    /// Every cached node, sorted by path.
-    pub fn snapshot(&self) -> Vec<ChildData> {
-        self.core.shared.snapshot()
-    }
-
-    /// How many nodes are cached.
-    pub fn len(&self) -> usize {
-        self.core.shared.len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    subtree_methods!();
 
     /// The cache's root path.
     pub fn path(&self) -> &str {
@@ -132,18 +58,6 @@ impl CuratorCache {
     pub fn active_mode(&self) -> Option<WatchMode> {
         self.core.active_mode()
     }
-
-    /// A view that decodes node data as `T` with JSON.
-    pub fn typed<T: serde::Serialize + serde::de::DeserializeOwned>(
-        &self,
-    ) -> TypedCache<T, JsonCodec> {
-        TypedCache::new(Arc::clone(&self.core), JsonCodec)
-    }
-
-    /// A view that decodes node data as `T` with `codec`.
-    pub fn typed_with<T, C: Codec<T>>(&self, codec: C) -> TypedCache<T, C> {
-        TypedCache::new(Arc::clone(&self.core), codec)
-    }
 }
 
 /// Options of a [`CuratorCache`].
@@ -151,60 +65,26 @@ impl CuratorCache {
 #[must_use = "a builder does nothing until build()"]
 pub struct CuratorCacheBuilder {
     client: CuratorFramework,
-    path: String,
-    mode: WatchMode,
-    cache_data: bool,
-    max_children: usize,
-    max_in_flight: usize,
+    config: Config,
 }
 
 impl CuratorCacheBuilder {
     /// How to watch: [`WatchMode::Auto`] (the default) uses a persistent recursive watch and
     /// falls back to one-shot watches on servers without them.
     pub fn with_mode(mut self, mode: WatchMode) -> Self {
-        self.mode = mode;
+        self.config.mode = mode;
         self
     }
 
-    /// Keeps stats only, not data (Curator's `DO_NOT_CACHE_DATA`): events and reads carry
-    /// `data() == None`.
-    pub fn without_data(mut self) -> Self {
-        self.cache_data = false;
-        self
-    }
-
-    /// Nodes with more children than this are not listed; the cache reports
-    /// [`CacheError::TooManyChildren`](crate::CacheError::TooManyChildren) instead (default
-    /// 100,000).
-    pub fn max_children(mut self, limit: usize) -> Self {
-        self.max_children = limit;
-        self
-    }
-
-    /// How many reads a load keeps in flight at once (default 256, at least 1).
-    pub fn max_in_flight(mut self, reads: usize) -> Self {
-        self.max_in_flight = reads.max(1);
-        self
-    }
+    builder_options!();
 
     /// The cache, not started.
     ///
     /// # Errors
     /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path.
     pub fn build(self) -> Result<CuratorCache> {
-        paths::validate(&self.path)?;
-        let config = Config {
-            name: "CuratorCache",
-            root: Arc::from(self.path),
-            mode: self.mode,
-            max_depth: usize::MAX,
-            selector: None,
-            cache_data: self.cache_data,
-            max_children: self.max_children,
-            max_in_flight: self.max_in_flight,
-        };
         Ok(CuratorCache {
-            core: Arc::new(Core::new(self.client, config)),
+            core: Core::build(self.client, self.config)?,
         })
     }
 }

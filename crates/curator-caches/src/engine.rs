@@ -26,13 +26,14 @@ use std::time::Duration;
 use curator_framework::listen::ListenerContainer;
 use curator_framework::types::{EventType, KeeperState, WatchedEvent};
 use curator_framework::watcher::{PersistentWatcher, Watcher};
-use curator_framework::{ConnectionState, CuratorFramework, Error, Stat};
+use curator_framework::{ConnectionState, CuratorFramework, Error, Stat, paths};
 use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use crate::core::{DEFAULT_MAX_CHILDREN, DEFAULT_MAX_IN_FLIGHT};
 use crate::event::{CacheError, CacheEvent, ChildData};
 use crate::selector::TreeCacheSelector;
 
@@ -64,6 +65,23 @@ pub(crate) struct Config {
     pub(crate) max_in_flight: usize,
 }
 
+impl Config {
+    /// A cache `name` of `root` (not validated yet), keeping data, with the default limits and
+    /// no selector.
+    pub(crate) fn new(name: &'static str, root: &str, mode: WatchMode, max_depth: usize) -> Self {
+        Self {
+            name,
+            root: Arc::from(root),
+            mode,
+            max_depth,
+            selector: None,
+            cache_data: true,
+            max_children: DEFAULT_MAX_CHILDREN,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+}
+
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
@@ -88,27 +106,12 @@ pub(crate) struct Node {
     pub(crate) children: HashSet<Arc<str>>,
 }
 
-/// Where the engine publishes its events.
-#[derive(Debug, Clone)]
-pub(crate) struct EventSink(pub(crate) ListenerContainer<CacheEvent>);
-
-impl EventSink {
-    pub(crate) fn publish(&self, event: CacheEvent) {
-        self.0.publish(event);
-    }
-
-    fn publish_all(&self, events: Vec<CacheEvent>) {
-        for event in events {
-            self.0.publish(event);
-        }
-    }
-}
-
 /// What the engine shares with the cache handles.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) nodes: RwLock<HashMap<Arc<str>, Node>>,
-    pub(crate) events: EventSink,
+    /// Where the engine publishes its events.
+    pub(crate) events: ListenerContainer<CacheEvent>,
     /// Where the initial load stands.
     pub(crate) phase: watch::Sender<Phase>,
     /// The watch mode in use (`None` until the first walk chose one).
@@ -116,7 +119,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(events: EventSink) -> Arc<Self> {
+    pub(crate) fn new(events: ListenerContainer<CacheEvent>) -> Arc<Self> {
         Arc::new(Self {
             nodes: RwLock::new(HashMap::new()),
             events,
@@ -169,6 +172,12 @@ impl Shared {
         *self.phase.borrow() == Phase::Initialized
     }
 
+    fn publish_all(&self, events: Vec<CacheEvent>) {
+        for event in events {
+            self.events.publish(event);
+        }
+    }
+
     /// Records that the cache stopped (unless its initial load was done).
     pub(crate) fn stopped(&self) {
         self.phase.send_if_modified(|phase| {
@@ -194,20 +203,13 @@ pub(crate) enum Phase {
     Stopped,
 }
 
-/// Commands from the handle to the engine.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Stop; answer when stopped.
-    Close(tokio::sync::oneshot::Sender<()>),
-}
-
-/// Starts an engine task. It stops when `commands` closes or `Close` arrives, or the client
+/// Starts an engine task. It stops when `stop` fires or its sender is dropped, or the client
 /// closes.
 pub(crate) fn spawn(
     client: CuratorFramework,
     config: Config,
     shared: Arc<Shared>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    stop: oneshot::Receiver<()>,
 ) -> tokio::task::JoinHandle<()> {
     let states = client.connection_state_stream();
     let engine = Engine {
@@ -231,7 +233,7 @@ pub(crate) fn spawn(
     };
     let span = tracing::debug_span!("cache", name = engine.config.name, root = %engine.config.root);
     tokio::spawn(tracing::Instrument::instrument(
-        engine.run(states, commands),
+        engine.run(states, stop),
         span,
     ))
 }
@@ -310,17 +312,17 @@ impl Engine {
     async fn run(
         self,
         states: curator_framework::listen::ListenerStream<ConnectionState>,
-        commands: mpsc::UnboundedReceiver<Command>,
+        stop: oneshot::Receiver<()>,
     ) {
         let shared = Arc::clone(&self.shared);
-        self.follow(states, commands).await;
+        self.follow(states, stop).await;
         shared.stopped();
     }
 
     async fn follow(
         mut self,
         mut states: curator_framework::listen::ListenerStream<ConnectionState>,
-        mut commands: mpsc::UnboundedReceiver<Command>,
+        mut stop: oneshot::Receiver<()>,
     ) {
         if !self.resync().await {
             return;
@@ -330,15 +332,8 @@ impl Engine {
             let retry_at = self.retry_at;
             tokio::select! {
                 biased;
-                command = commands.recv() => {
-                    if let Some(Command::Close(done)) = command {
-                        self.shutdown();
-                        let _ = done.send(());
-                    } else {
-                        self.shutdown();
-                    }
-                    return;
-                }
+                // Returning drops the engine with its watches and reads in flight.
+                _ = &mut stop => return,
                 Some(state) = states.next() => {
                     if state == ConnectionState::Reconnected && !self.resync().await {
                         return;
@@ -364,18 +359,6 @@ impl Engine {
                 }
             }
         }
-    }
-
-    fn shutdown(&mut self) {
-        self.queue.clear();
-        self.in_flight = FuturesOrdered::new();
-        self.watchers = FuturesUnordered::new();
-        self.retired = None;
-        self.persistent = None;
-    }
-
-    fn tree_mode(&self) -> bool {
-        self.one_shot
     }
 
     /// Starts a new generation and walks the tree from the root. `false` when the client is
@@ -486,8 +469,7 @@ impl Engine {
     fn send(&self, fetch: &Fetch) -> BoxFuture<'static, Outcome> {
         let client = &self.client;
         let path = &*fetch.path;
-        let watch = self.tree_mode();
-        match (fetch.kind, watch) {
+        match (fetch.kind, self.one_shot) {
             (FetchKind::Data, true) => {
                 let f = client.get_data().watched().for_path(path).into_future();
                 async move { Outcome::Data(f.await.map(|(d, s, w)| (d, s, Some(w)))) }.boxed()
@@ -602,7 +584,7 @@ impl Engine {
             Ok(found) => found,
             Err(Error::NoNode) => {
                 self.remove(path);
-                if self.tree_mode() && **path == *self.config.root {
+                if self.one_shot && **path == *self.config.root {
                     self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.walk);
                 }
                 return true;
@@ -618,10 +600,10 @@ impl Engine {
             let mut nodes = self.shared.nodes.write();
             upsert(&mut nodes, path, stat, data, &mut events)
         };
-        self.shared.events.publish_all(events);
+        self.shared.publish_all(events);
         let depth = self.depth(path);
         let descend = depth < self.config.max_depth && self.trace(path);
-        let list = if self.tree_mode() {
+        let list = if self.one_shot {
             fresh || fetch.walk
         } else {
             fetch.walk && (stat.num_children > 0 || had_children)
@@ -660,7 +642,7 @@ impl Engine {
             Ok(found) => found,
             Err(Error::NoNode) => {
                 self.remove(path);
-                if self.tree_mode() && **path == *self.config.root {
+                if self.one_shot && **path == *self.config.root {
                     self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.walk);
                 }
                 return true;
@@ -686,7 +668,7 @@ impl Engine {
         }
         let listed: HashSet<Arc<str>> = names
             .iter()
-            .map(|name| Arc::<str>::from(join(path, name)))
+            .map(|name| Arc::<str>::from(paths::join(path, name)))
             .filter(|child| self.accept(child))
             .collect();
         let (gone, unknown): (Vec<Arc<str>>, Vec<Arc<str>>) = {
@@ -786,7 +768,7 @@ impl Engine {
             let mut nodes = self.shared.nodes.write();
             remove_subtree(&mut nodes, path, &mut events);
         }
-        self.shared.events.publish_all(events);
+        self.shared.publish_all(events);
     }
 
     /// Levels below the root.
@@ -815,45 +797,14 @@ impl Engine {
             .is_none_or(|s| s.accept_child(path))
     }
 
-    /// Whether an event path is one this cache follows (inside the root, within the depth, and
-    /// selected all the way down).
+    /// Whether a persistent watch's event path is inside the root. (Only `CuratorCache` uses
+    /// persistent watches, and it has neither a depth limit nor a selector.)
     fn in_scope(&self, path: &str) -> bool {
         let root = &*self.config.root;
-        if path == root {
-            return true;
-        }
-        let inside = if root == "/" {
-            path.starts_with('/')
-        } else {
-            path.len() > root.len() && path.starts_with(root) && path[root.len()..].starts_with('/')
-        };
-        if !inside || self.depth(path) > self.config.max_depth {
-            return false;
-        }
-        if self.config.selector.is_none() {
-            return true;
-        }
-        // Every ancestor from the root down must be traced, and every node below the root
-        // accepted.
-        let mut end = if root == "/" { 0 } else { root.len() };
-        let mut ancestor = root;
-        loop {
-            if !self.trace(ancestor) {
-                return false;
-            }
-            let next = path[end + 1..].find('/').map(|i| end + 1 + i);
-            let child = &path[..next.unwrap_or(path.len())];
-            if !self.accept(child) {
-                return false;
-            }
-            match next {
-                Some(i) => {
-                    end = i;
-                    ancestor = child;
-                }
-                None => return true,
-            }
-        }
+        root == "/"
+            || path
+                .strip_prefix(root)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     }
 }
 
@@ -868,22 +819,6 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-pub(crate) fn join(parent: &str, name: &str) -> String {
-    if parent == "/" {
-        format!("/{name}")
-    } else {
-        format!("{parent}/{name}")
-    }
-}
-
-pub(crate) fn parent_of(path: &str) -> Option<&str> {
-    match path.rfind('/') {
-        Some(0) if path.len() > 1 => Some("/"),
-        Some(0) | None => None,
-        Some(i) => Some(&path[..i]),
     }
 }
 
@@ -956,7 +891,7 @@ fn upsert(
 
 /// Records `path` among its parent's children, when the parent is cached.
 fn link(nodes: &mut HashMap<Arc<str>, Node>, path: &Arc<str>) {
-    if let Some(parent) = parent_of(path).and_then(|p| nodes.get_mut(p)) {
+    if let Some(parent) = paths::parent(path).and_then(|p| nodes.get_mut(p)) {
         if !parent.children.contains(&**path) {
             parent.children.insert(Arc::clone(path));
         }
@@ -967,7 +902,7 @@ fn remove_subtree(nodes: &mut HashMap<Arc<str>, Node>, path: &str, events: &mut 
     let Some((key, node)) = nodes.remove_entry(path) else {
         return;
     };
-    if let Some(parent) = parent_of(path).and_then(|p| nodes.get_mut(p)) {
+    if let Some(parent) = paths::parent(path).and_then(|p| nodes.get_mut(p)) {
         parent.children.remove(path);
     }
     remove_descendants(nodes, node.children, events);
@@ -996,15 +931,6 @@ fn remove_descendants(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_join_and_split() {
-        assert_eq!(join("/", "a"), "/a");
-        assert_eq!(join("/a", "b"), "/a/b");
-        assert_eq!(parent_of("/a/b"), Some("/a"));
-        assert_eq!(parent_of("/a"), Some("/"));
-        assert_eq!(parent_of("/"), None);
-    }
 
     fn stat(czxid: i64, mzxid: i64) -> Stat {
         Stat {

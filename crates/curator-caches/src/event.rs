@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use curator_framework::Stat;
+use curator_framework::{Stat, paths};
 
 /// One cached node: its path, its stat and (unless the cache was built without data) its data.
 ///
@@ -11,7 +11,7 @@ use curator_framework::Stat;
 ///
 /// ```
 /// use curator_caches::ChildData;
-/// use curator_framework::Stat;
+/// use curator_framework::{Stat, paths};
 /// let node = ChildData::new("/config/a", Stat::default(), Some(b"v1".to_vec()));
 /// assert_eq!(node.path(), "/config/a");
 /// assert_eq!(node.name(), "a");
@@ -45,9 +45,9 @@ impl ChildData {
 
     /// The last component of the path (`"/"` for the root).
     pub fn name(&self) -> &str {
-        match self.path.rfind('/') {
-            Some(i) if self.path.len() > 1 => &self.path[i + 1..],
-            _ => &self.path,
+        match &*self.path {
+            "/" => "/",
+            path => paths::node_name(path),
         }
     }
 
@@ -107,7 +107,7 @@ pub enum CacheEvent {
     /// the nodes found by the initial load.
     Initialized,
     /// Something the cache could not do (a read it could not make, a children list over the
-    /// limit, a value it could not decode). The cache keeps running.
+    /// limit). The cache keeps running.
     Error(CacheError),
 }
 
@@ -148,23 +148,13 @@ pub enum CacheError {
         /// The cache's limit.
         limit: usize,
     },
-    /// A typed view could not decode a node's data.
-    #[error("decoding {path} failed: {message}")]
-    Decode {
-        /// The node.
-        path: String,
-        /// What the codec said.
-        message: String,
-    },
 }
 
 impl CacheError {
     /// The node the error is about.
     pub fn path(&self) -> Option<&str> {
         match self {
-            CacheError::Read { path, .. }
-            | CacheError::TooManyChildren { path, .. }
-            | CacheError::Decode { path, .. } => Some(path),
+            CacheError::Read { path, .. } | CacheError::TooManyChildren { path, .. } => Some(path),
         }
     }
 }

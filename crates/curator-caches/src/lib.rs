@@ -21,4 +21,4 @@ pub use path_children_cache::{
 };
 pub use selector::{FnSelector, TreeCacheSelector};
 pub use tree_cache::{TreeCache, TreeCacheBuilder};
-pub use typed::{Codec, CodecError, JsonCodec, TypedCache, TypedEvent};
+pub use typed::{TypedCache, TypedEvent};

@@ -2,17 +2,15 @@
 
 use std::sync::Arc;
 
-use curator_framework::listen::{Listenable, ListenerHandle};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
-use crate::core::{Core, DEFAULT_MAX_CHILDREN};
+use crate::core::{Core, event_methods};
 use crate::engine::{Config, WatchMode};
-use crate::event::{CacheEvent, ChildData};
-use crate::listener::CuratorCacheListener;
-use crate::typed::{Codec, JsonCodec, TypedCache};
+use crate::event::ChildData;
 
 /// A local copy of one node (Curator's `NodeCache`): its data and stat while it exists, with a
-/// [`CacheEvent`] when it is created, changed or deleted. The node need not exist.
+/// [`CacheEvent`](crate::CacheEvent) when it is created, changed or deleted. The node need not
+/// exist.
 ///
 /// Like Curator, [`start`](Self::start) creates the node's *parents* as container nodes when
 /// they are missing (never the node itself), so the watch has somewhere to live; the server
@@ -41,19 +39,10 @@ impl NodeCache {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path.
     pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
-        paths::validate(path)?;
-        let config = Config {
-            name: "NodeCache",
-            root: Arc::from(path),
-            mode: WatchMode::OneShot,
-            max_depth: 0,
-            selector: None,
-            cache_data: true,
-            max_children: DEFAULT_MAX_CHILDREN,
-            max_in_flight: 4,
-        };
+        let mut config = Config::new("NodeCache", path, WatchMode::OneShot, 0);
+        config.max_in_flight = 4;
         Ok(Self {
-            core: Arc::new(Core::new(client, config)),
+            core: Core::build(client, config)?,
         })
     }
 
@@ -85,47 +74,10 @@ impl NodeCache {
         self.core.start()
     }
 
-    /// Waits until the first read of the node is applied: `true` then, `false` when the cache
-    /// stopped first (closed, or its client closed).
-    ///
-    /// # Cancellation safety
-    /// Safe: it only waits.
-    pub async fn initialized(&self) -> bool {
-        self.core.shared.wait_initialized().await
-    }
-
-    /// Stops following the node and removes the cache's watch. Idempotent.
-    ///
-    /// # Cancellation safety
-    /// Dropping the future leaves the cache stopping in the background.
-    pub async fn close(&self) {
-        self.core.close().await;
-    }
+    event_methods!();
 
     /// The node as last read; `None` while it does not exist (or before the first read).
     pub fn current_data(&self) -> Option<ChildData> {
         self.core.get(&self.core.root)
-    }
-
-    /// Where to add listeners of [`CacheEvent`]s.
-    pub fn listenable(&self) -> Listenable<CacheEvent> {
-        self.core.listenable()
-    }
-
-    /// Adds a [`CuratorCacheListener`]; dropping the handle removes it.
-    pub fn add_listener(&self, listener: CuratorCacheListener) -> ListenerHandle {
-        self.core.add_listener(listener)
-    }
-
-    /// A view that decodes the node's data as `T` with JSON.
-    pub fn typed<T: serde::Serialize + serde::de::DeserializeOwned>(
-        &self,
-    ) -> TypedCache<T, JsonCodec> {
-        TypedCache::new(Arc::clone(&self.core), JsonCodec)
-    }
-
-    /// A view that decodes the node's data as `T` with `codec`.
-    pub fn typed_with<T, C: Codec<T>>(&self, codec: C) -> TypedCache<T, C> {
-        TypedCache::new(Arc::clone(&self.core), codec)
     }
 }

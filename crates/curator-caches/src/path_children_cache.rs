@@ -1,13 +1,12 @@
 //! [`PathChildrenCache`]: the children of one node, with or without their data.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerHandle};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
-use parking_lot::Mutex;
 
-use crate::core::{Core, DEFAULT_MAX_CHILDREN, DEFAULT_MAX_IN_FLIGHT};
+use crate::core::Core;
 use crate::engine::{Config, Shared, WatchMode};
 use crate::event::{CacheError, CacheEvent, ChildData};
 
@@ -67,7 +66,8 @@ pub enum PathChildrenCacheEvent {
 pub struct PathChildrenCache {
     core: Arc<Core>,
     events: ListenerContainer<PathChildrenCacheEvent>,
-    bridge: Arc<Mutex<Option<ListenerHandle>>>,
+    /// The listener translating the engine's events, added by the first `start`.
+    bridge: Arc<OnceLock<ListenerHandle>>,
 }
 
 impl PathChildrenCache {
@@ -75,9 +75,7 @@ impl PathChildrenCache {
     pub fn builder(client: CuratorFramework, path: &str) -> PathChildrenCacheBuilder {
         PathChildrenCacheBuilder {
             client,
-            path: path.to_owned(),
-            cache_data: true,
-            max_children: DEFAULT_MAX_CHILDREN,
+            config: Config::new("PathChildrenCache", path, WatchMode::OneShot, 1),
         }
     }
 
@@ -105,13 +103,16 @@ impl PathChildrenCache {
             Ok(_) | Err(Error::NodeExists) => {}
             Err(error) => return Err(error),
         }
-        let bridge = self.core.listenable().add_listener(translator(
-            Arc::clone(&self.core.root),
-            mode,
-            Arc::clone(&self.core.shared),
-            self.events.clone(),
-        ));
-        *self.bridge.lock() = Some(bridge);
+        // Only once: a second start fails below, and must not replace the translator (whose
+        // state says whether `Initialized` went by).
+        self.bridge.get_or_init(|| {
+            self.core.listenable().add_listener(translator(
+                Arc::clone(&self.core.root),
+                mode,
+                Arc::clone(&self.core.shared),
+                self.events.clone(),
+            ))
+        });
         self.core.start()?;
         if mode == StartMode::BuildInitialCache && !self.core.shared.wait_initialized().await {
             return Err(Error::Closed);
@@ -186,22 +187,20 @@ fn translator(
 #[must_use = "a builder does nothing until build()"]
 pub struct PathChildrenCacheBuilder {
     client: CuratorFramework,
-    path: String,
-    cache_data: bool,
-    max_children: usize,
+    config: Config,
 }
 
 impl PathChildrenCacheBuilder {
     /// Keeps the children's stats only, not their data (Curator's `cacheData = false`).
     pub fn without_data(mut self) -> Self {
-        self.cache_data = false;
+        self.config.cache_data = false;
         self
     }
 
     /// More children than this are not listed (default 100,000); see
     /// [`CacheError::TooManyChildren`].
     pub fn max_children(mut self, limit: usize) -> Self {
-        self.max_children = limit;
+        self.config.max_children = limit;
         self
     }
 
@@ -210,24 +209,13 @@ impl PathChildrenCacheBuilder {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path.
     pub fn build(self) -> Result<PathChildrenCache> {
-        paths::validate(&self.path)?;
         let events = self
             .client
             .listener_container::<PathChildrenCacheEvent>("PathChildrenCache");
-        let config = Config {
-            name: "PathChildrenCache",
-            root: Arc::from(self.path),
-            mode: WatchMode::OneShot,
-            max_depth: 1,
-            selector: None,
-            cache_data: self.cache_data,
-            max_children: self.max_children,
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-        };
         Ok(PathChildrenCache {
-            core: Arc::new(Core::new(self.client, config)),
+            core: Core::build(self.client, self.config)?,
             events,
-            bridge: Arc::new(Mutex::new(None)),
+            bridge: Arc::new(OnceLock::new()),
         })
     }
 }

@@ -1,73 +1,19 @@
-//! Typed views: node data decoded through a [`Codec`] (JSON by default, with serde).
+//! Typed views: node data decoded through a framework [`Codec`] (JSON by default, with serde).
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use curator_framework::codec::{self, Codec};
 use curator_framework::listen::ListenerHandle;
+use curator_framework::{Error, Result};
 use futures::{Stream, StreamExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use crate::core::Core;
 use crate::event::{CacheError, CacheEvent, ChildData};
 
-/// Why a value could not be encoded or decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct CodecError(pub String);
-
-/// Turns values into node data and back.
-///
-/// ```
-/// use curator_caches::{Codec, CodecError};
-/// struct Utf8;
-/// impl Codec<String> for Utf8 {
-///     fn encode(&self, value: &String) -> Result<Vec<u8>, CodecError> { Ok(value.clone().into_bytes()) }
-///     fn decode(&self, bytes: &[u8]) -> Result<String, CodecError> {
-///         String::from_utf8(bytes.to_vec()).map_err(|e| CodecError(e.to_string()))
-///     }
-/// }
-/// assert_eq!(Utf8.decode(b"hi").unwrap(), "hi");
-/// ```
-pub trait Codec<T>: Send + Sync + 'static {
-    /// Encodes `value`.
-    ///
-    /// # Errors
-    /// A [`CodecError`] when the value cannot be represented.
-    fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError>;
-
-    /// Decodes node data.
-    ///
-    /// # Errors
-    /// A [`CodecError`] for data that is not a valid `T`.
-    fn decode(&self, bytes: &[u8]) -> Result<T, CodecError>;
-}
-
-/// JSON through `serde_json` (UTF-8, no whitespace): the default codec.
-///
-/// ```
-/// use curator_caches::{Codec, JsonCodec};
-/// let bytes = JsonCodec.encode(&vec![1, 2]).unwrap();
-/// assert_eq!(bytes, b"[1,2]");
-/// let back: Vec<i32> = JsonCodec.decode(&bytes).unwrap();
-/// assert!(Codec::<Vec<i32>>::decode(&JsonCodec, b"{oops").is_err());
-/// ```
-#[derive(Debug, Clone, Copy, Default)]
-pub struct JsonCodec;
-
-impl<T: Serialize + DeserializeOwned> Codec<T> for JsonCodec {
-    fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
-        serde_json::to_vec(value).map_err(|e| CodecError(e.to_string()))
-    }
-
-    fn decode(&self, bytes: &[u8]) -> Result<T, CodecError> {
-        serde_json::from_slice(bytes).map_err(|e| CodecError(e.to_string()))
-    }
-}
-
 /// A cache event with decoded values. A node whose data does not decode is reported as
-/// `Error(CacheError::Decode { .. })` instead of `Created`/`Changed`; the cache goes on.
+/// `Undecodable` instead of `Created`/`Changed`; the cache goes on.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum TypedEvent<T> {
@@ -90,9 +36,16 @@ pub enum TypedEvent<T> {
         /// The node as it was cached.
         old: ChildData,
     },
+    /// A node entered the cache or changed, but its data does not decode.
+    Undecodable {
+        /// The node (path, stat, raw data).
+        node: ChildData,
+        /// The codec's [`Error::Decode`], with the node's path.
+        error: Error,
+    },
     /// The initial load finished.
     Initialized,
-    /// A decode failure, or an error of the cache itself.
+    /// An error of the cache itself.
     Error(CacheError),
 }
 
@@ -104,6 +57,8 @@ pub enum TypedEvent<T> {
 /// struct Endpoint { host: String, port: u16 }
 /// let cache = curator_caches::CuratorCache::builder(client, "/endpoints").build()?;
 /// let endpoints = cache.typed::<Endpoint>();
+/// // Any framework codec: here the data as text.
+/// let texts = cache.typed_with::<String, _>(curator_framework::codec::Utf8);
 /// let _listening = endpoints.add_listener(|event| println!("{event:?}"));
 /// cache.start()?;
 /// cache.initialized().await;
@@ -112,6 +67,7 @@ pub enum TypedEvent<T> {
 ///     Some(Err(error)) => println!("undecodable: {error}"),
 ///     None => println!("absent"),
 /// }
+/// println!("{:?}", texts.get("/endpoints/a"));
 /// # Ok(()) }
 /// ```
 pub struct TypedCache<T, C> {
@@ -148,14 +104,15 @@ impl<T, C: Codec<T>> TypedCache<T, C> {
         }
     }
 
-    /// The decoded value of the cached node at `path`; `None` when it is not cached.
-    pub fn get(&self, path: &str) -> Option<Result<T, CacheError>> {
+    /// The decoded value of the cached node at `path` ([`Error::Decode`] when it does not
+    /// decode); `None` when it is not cached.
+    pub fn get(&self, path: &str) -> Option<Result<T>> {
         let node = self.core.get(path)?;
         Some(decode(&*self.codec, &node))
     }
 
     /// Every cached node with its decoded value (or why it did not decode), sorted by path.
-    pub fn snapshot(&self) -> Vec<(ChildData, Result<T, CacheError>)> {
+    pub fn snapshot(&self) -> Vec<(ChildData, Result<T>)> {
         self.core
             .shared
             .snapshot()
@@ -170,8 +127,8 @@ impl<T, C: Codec<T>> TypedCache<T, C> {
     /// Encodes `value` with this view's codec (to write it with `set_data`).
     ///
     /// # Errors
-    /// The codec's error.
-    pub fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
+    /// The codec's [`Error::Decode`] when it cannot represent `value`.
+    pub fn encode(&self, value: &T) -> Result<Vec<u8>> {
         self.codec.encode(value)
     }
 }
@@ -198,28 +155,24 @@ impl<T: Send + 'static, C: Codec<T>> TypedCache<T, C> {
     }
 }
 
-fn decode<T, C: Codec<T> + ?Sized>(codec: &C, node: &ChildData) -> Result<T, CacheError> {
+fn decode<T, C: Codec<T> + ?Sized>(codec: &C, node: &ChildData) -> Result<T> {
     let Some(data) = node.data() else {
-        return Err(CacheError::Decode {
-            path: node.path().to_owned(),
-            message: "the cache keeps no data".to_owned(),
-        });
+        return Err(Error::decode(node.path(), "the cache keeps no data"));
     };
-    codec.decode(data).map_err(|e| CacheError::Decode {
-        path: node.path().to_owned(),
-        message: e.0,
-    })
+    codec
+        .decode(data)
+        .map_err(|error| codec::with_path(error, node.path()))
 }
 
 fn typed_event<T, C: Codec<T> + ?Sized>(codec: &C, event: CacheEvent) -> TypedEvent<T> {
     match event {
         CacheEvent::Created { node } => match decode(codec, &node) {
             Ok(value) => TypedEvent::Created { node, value },
-            Err(error) => TypedEvent::Error(error),
+            Err(error) => TypedEvent::Undecodable { node, error },
         },
         CacheEvent::Changed { node, .. } => match decode(codec, &node) {
             Ok(value) => TypedEvent::Changed { node, value },
-            Err(error) => TypedEvent::Error(error),
+            Err(error) => TypedEvent::Undecodable { node, error },
         },
         CacheEvent::Deleted { old } => TypedEvent::Deleted { old },
         CacheEvent::Initialized => TypedEvent::Initialized,

@@ -18,7 +18,9 @@ use curator_caches::{
 };
 use curator_framework::CuratorFramework;
 use curator_framework::listen::ListenerStream;
-use curator_test::{Expiry, FaultProxy, TestingServer, Timing, expire_session, unique_root};
+use curator_test::{
+    Expiry, FaultProxy, TestingServer, Timing, eventually, expire_session, unique_root,
+};
 use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -85,8 +87,8 @@ async fn mutate(client: CuratorFramework, root: String, seed: u64, control: Cont
 
 async fn ops_pass(done: &AtomicUsize, more: usize) {
     let target = done.load(Ordering::SeqCst) + more;
-    support::eventually("the mutators to make progress", async || {
-        done.load(Ordering::SeqCst) >= target
+    eventually("the mutators to make progress", || {
+        std::future::ready(done.load(Ordering::SeqCst) >= target)
     })
     .await;
 }
@@ -121,8 +123,8 @@ async fn checkpoint(
     caches: &[(&str, &dyn Fn() -> Tree)],
 ) {
     running.send_replace(false);
-    support::eventually("the writers to stop", async || {
-        parked.load(Ordering::SeqCst) == 2
+    eventually("the writers to stop", || {
+        std::future::ready(parked.load(Ordering::SeqCst) == 2)
     })
     .await;
     writer.sync().for_path(root).await.unwrap();
@@ -320,21 +322,21 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         expected.len()
     );
 
-    support::eventually("the persistent-watch cache to converge", async || {
-        cache_tree(&persistent.snapshot()) == expected
+    eventually("the persistent-watch cache to converge", || {
+        std::future::ready(cache_tree(&persistent.snapshot()) == expected)
     })
     .await;
-    support::eventually("the one-shot CuratorCache to converge", async || {
-        cache_tree(&one_shot.snapshot()) == expected
+    eventually("the one-shot CuratorCache to converge", || {
+        std::future::ready(cache_tree(&one_shot.snapshot()) == expected)
     })
     .await;
-    support::eventually("the TreeCache to converge", async || {
-        cache_tree(&tree.snapshot()) == expected
+    eventually("the TreeCache to converge", || {
+        std::future::ready(cache_tree(&tree.snapshot()) == expected)
     })
     .await;
     let expected_children = children_only(&expected, &root);
-    support::eventually("the PathChildrenCache to converge", async || {
-        cache_tree(&children.current_data()) == expected_children
+    eventually("the PathChildrenCache to converge", || {
+        std::future::ready(cache_tree(&children.current_data()) == expected_children)
     })
     .await;
     assert_ne!(persistent_client.session_id(), Some(expired[0]));

@@ -1,9 +1,10 @@
 //! Handles, events and listeners can move between tasks and threads.
 
 use curator_caches::{
-    CacheError, CacheEvent, ChildData, CuratorCache, CuratorCacheListener, JsonCodec, NodeCache,
+    CacheError, CacheEvent, ChildData, CuratorCache, CuratorCacheListener, NodeCache,
     PathChildrenCache, PathChildrenCacheEvent, TreeCache, TypedCache, TypedEvent,
 };
+use curator_framework::codec::Json;
 
 fn send_sync<T: Send + Sync + 'static>() {}
 
@@ -13,7 +14,7 @@ fn handles_events_and_listeners_are_send_and_sync() {
     send_sync::<TreeCache>();
     send_sync::<PathChildrenCache>();
     send_sync::<NodeCache>();
-    send_sync::<TypedCache<Vec<u32>, JsonCodec>>();
+    send_sync::<TypedCache<Vec<u32>, Json>>();
     send_sync::<CuratorCacheListener>();
     send_sync::<CacheEvent>();
     send_sync::<CacheError>();
@@ -28,4 +29,5 @@ fn child_data_debug_never_prints_the_payload() {
     let printed = format!("{node:?}");
     assert!(!printed.contains("hunter2"), "{printed}");
     assert!(printed.contains("data_len: Some(7)"), "{printed}");
+    assert_eq!(ChildData::new("/", Default::default(), None).name(), "/");
 }

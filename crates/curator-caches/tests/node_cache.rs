@@ -3,7 +3,7 @@
 mod support;
 
 use curator_caches::{CacheEvent, NodeCache};
-use curator_test::{TestingServer, unique_root};
+use curator_test::{FaultProxy, TestingServer, unique_root};
 use support::Recorder;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,5 +72,49 @@ async fn a_node_cache_follows_its_node_through_create_change_and_delete() {
         .filter(|e| matches!(e, CacheEvent::Initialized))
         .count();
     assert_eq!(initialized, 1);
+    cache.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cache_catches_up_after_a_partition_and_a_new_session() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let writer = support::client(&server.connect_string()).await;
+    let client = support::client(&proxy.connect_string()).await;
+    let path = format!("{}/node", unique_root("nc-faults"));
+    writer
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&path, b"one")
+        .await
+        .unwrap();
+    let cache = NodeCache::new(client.clone(), &path).unwrap();
+    let mut events = Recorder::new(&cache.listenable());
+    cache.start().await.unwrap();
+    events
+        .until("Initialized", |e| matches!(e, CacheEvent::Initialized))
+        .await;
+
+    // A change the watch cannot carry: made while the cache's connection is cut.
+    proxy.pause();
+    writer.set_data().for_path(&path, b"two").await.unwrap();
+    proxy.drop_connections();
+    proxy.resume();
+    match events.next().await {
+        CacheEvent::Changed { old, node } => {
+            assert_eq!(old.data(), Some(&b"one"[..]));
+            assert_eq!(node.data(), Some(&b"two"[..]));
+        }
+        other => panic!("expected the missed change, got {other:?}"),
+    }
+
+    // A new session: the watch is gone with the old one, and the cache sets it again.
+    client.inject_session_expiration().await.unwrap();
+    writer.delete().for_path(&path).await.unwrap();
+    match events.next().await {
+        CacheEvent::Deleted { old } => assert_eq!(old.data(), Some(&b"two"[..])),
+        other => panic!("expected the deletion, got {other:?}"),
+    }
+    assert!(cache.current_data().is_none());
     cache.close().await;
 }

@@ -146,3 +146,26 @@ async fn children_are_added_updated_and_removed_and_grandchildren_ignored() {
     assert!(cache.current_data().is_empty());
     cache.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_start_fails_and_leaves_the_events_flowing() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::client(&server.connect_string()).await;
+    let root = unique_root("pcc-restart");
+    let cache = PathChildrenCache::builder(client.clone(), &root)
+        .build()
+        .unwrap();
+    let mut events = cache.listenable().stream();
+    cache.start(StartMode::BuildInitialCache).await.unwrap();
+    assert!(cache.start(StartMode::BuildInitialCache).await.is_err());
+    client
+        .create()
+        .for_path(&format!("{root}/after"), b"")
+        .await
+        .unwrap();
+    match next(&mut events).await {
+        PathChildrenCacheEvent::ChildAdded(child) => assert_eq!(child.name(), "after"),
+        other => panic!("expected the new child, got {other:?}"),
+    }
+    cache.close().await;
+}

@@ -2,7 +2,9 @@
 
 mod support;
 
-use curator_caches::{CacheError, CuratorCache, TypedEvent};
+use curator_caches::{CuratorCache, TypedEvent};
+use curator_framework::Error;
+use curator_framework::codec::Utf8;
 use curator_test::{TestingServer, Timing, unique_root};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -64,16 +66,29 @@ async fn values_decode_and_bad_data_is_reported_as_an_error_event() {
         .await
         .unwrap();
     match next().await {
-        TypedEvent::Error(CacheError::Decode { path, message }) => {
+        TypedEvent::Undecodable {
+            node,
+            error: Error::Decode { path, reason },
+        } => {
             assert_eq!(path, format!("{root}/good"));
-            assert!(!message.is_empty());
+            assert_eq!(node.data(), Some(&b"not json"[..]));
+            assert!(!reason.is_empty());
         }
         other => panic!("expected a decode error, got {other:?}"),
     }
     assert!(matches!(
         typed.get(&format!("{root}/good")),
-        Some(Err(CacheError::Decode { .. }))
+        Some(Err(Error::Decode { .. }))
     ));
+    // Another framework codec on the same cache reads the same bytes.
+    assert_eq!(
+        cache
+            .typed_with::<String, _>(Utf8)
+            .get(&format!("{root}/good"))
+            .unwrap()
+            .unwrap(),
+        "not json"
+    );
     // The raw cache still has the bytes, and it goes on.
     assert_eq!(
         cache.get(&format!("{root}/good")).unwrap().data(),

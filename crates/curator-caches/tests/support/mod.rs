@@ -10,7 +10,7 @@ use std::time::Duration;
 use curator_caches::{CacheEvent, ChildData};
 use curator_framework::listen::{Listenable, ListenerStream};
 use curator_framework::retry::RetryNTimes;
-use curator_framework::{CuratorFramework, Error};
+use curator_framework::{CuratorFramework, Error, paths};
 use curator_test::Timing;
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -118,13 +118,7 @@ pub async fn server_tree(client: &CuratorFramework, root: &str) -> Tree {
         }
         match client.get_children().for_path(&path).await {
             Ok((children, _)) => {
-                for child in children {
-                    pending.push(if path == "/" {
-                        format!("/{child}")
-                    } else {
-                        format!("{path}/{child}")
-                    });
-                }
+                pending.extend(children.iter().map(|child| paths::join(&path, child)));
             }
             Err(Error::NoNode) => {}
             Err(error) => panic!("listing {path}: {error}"),
@@ -192,15 +186,6 @@ fn entry(node: &ChildData) -> (String, i32, i64, i64) {
         node.stat().czxid,
         node.stat().mzxid,
     )
-}
-
-/// Polls `condition` until it holds, up to the wait deadline.
-pub async fn eventually(what: &str, mut condition: impl AsyncFnMut() -> bool) {
-    let end = Instant::now() + Timing::new().wait();
-    while !condition().await {
-        assert!(Instant::now() < end, "{what} did not happen in time");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// Creates `root/dNN/nNNN` for `dirs` × `leaves` nodes, many requests in flight at once.
