@@ -61,7 +61,13 @@ async fn a_node_cache_follows_its_node_through_create_change_and_delete() {
         other => panic!("expected a delete, got {other:?}"),
     }
     assert!(cache.current_data().is_none());
-    client.create().for_path(&path, b"three").await.unwrap();
+    // The parent is a container: empty now, the server may have removed it.
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&path, b"three")
+        .await
+        .unwrap();
     events
         .until("the new node", |e| matches!(e, CacheEvent::Created { .. }))
         .await;

@@ -38,20 +38,38 @@ pub(crate) async fn run(
         format!("joined election {path} as {id}"),
     );
 
-    let code = lead(&latch, report, path, &id, timeout, run, &mut signals).await;
+    let election = Election {
+        client,
+        latch: &latch,
+        path,
+        id: &id,
+    };
+    let code = lead(&election, report, timeout, run, &mut signals).await;
     let _ = latch.close(CloseMode::Silent).await;
     code
 }
 
+/// What `lead` works on.
+struct Election<'a> {
+    client: &'a CuratorFramework,
+    latch: &'a LeaderLatch,
+    path: &'a str,
+    id: &'a str,
+}
+
 async fn lead(
-    latch: &LeaderLatch,
+    election: &Election<'_>,
     report: Reporter,
-    path: &str,
-    id: &str,
     mut timeout: Option<Duration>,
     run: &RunArgs,
     signals: &mut Signals,
 ) -> CliResult {
+    let Election {
+        client,
+        latch,
+        path,
+        id,
+    } = *election;
     // Subscribed before the first look at `has_leadership`, so no later loss goes unheard.
     let mut events = latch.listenable().stream();
     loop {
@@ -81,9 +99,11 @@ async fn lead(
             }
         }
         timeout = None;
+        // The session tells a reader whether this is a new term on a new session.
+        let session = format!("{:#x}", client.session_id().unwrap_or(0));
         report.status(
             "leading",
-            json!({ "path": path, "id": id }),
+            json!({ "path": path, "id": id, "session": session }),
             format!("{id} leads {path}"),
         );
         let mut child = Child::spawn(&run.command)?;
