@@ -1,7 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+mod group_member;
+mod partitioner;
 mod persistent_node;
 mod ttl_node;
 
+pub use group_member::{GroupMember, MemberEvent};
+pub use partitioner::{
+    PartitionFn, PartitionState, SetPartitioner, SetPartitionerBuilder, round_robin,
+};
 pub use persistent_node::PersistentNode;
 pub use ttl_node::{PersistentTtlNode, TOUCH_NODE};

@@ -1,0 +1,256 @@
+//! `GroupMember`: membership of a group, as an ephemeral node per member, and the group's
+//! current members from a cache.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_caches::{CacheEvent, CuratorCache};
+use curator_framework::listen::{Listenable, ListenerContainer, ListenerHandle};
+use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
+use parking_lot::Mutex;
+
+use crate::PersistentNode;
+
+/// A change in a group's membership, as seen by one member's cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemberEvent {
+    /// A member joined (or was found by the initial load).
+    Joined {
+        /// The member's id (its node's name).
+        id: String,
+        /// Its payload.
+        data: Vec<u8>,
+    },
+    /// A member changed its payload.
+    Changed {
+        /// The member's id.
+        id: String,
+        /// Its new payload.
+        data: Vec<u8>,
+    },
+    /// A member left: it closed, or its session ended.
+    Left {
+        /// The member's id.
+        id: String,
+    },
+    /// The initial load of the membership is done (once, after its `Joined` events).
+    Initialized,
+}
+
+struct Inner {
+    path: String,
+    id: String,
+    node: PersistentNode,
+    cache: CuratorCache,
+    events: ListenerContainer<MemberEvent>,
+    forwarding: Mutex<Option<ListenerHandle>>,
+}
+
+/// Membership of a group (Curator's `GroupMember`): this process is the ephemeral node
+/// `<path>/<id>` holding a payload, kept in place across connection loss and session expiry by a
+/// [`PersistentNode`], and the group is followed by a [`CuratorCache`] of `<path>`.
+///
+/// - [`current_members`](Self::current_members) always contains this member with its latest
+///   payload (as Curator's does), even before its node is created or while it is re-created.
+/// - Membership changes arrive as [`MemberEvent`]s through [`listenable`](Self::listenable).
+/// - Two processes that join with the same id share one node: the later one replaces the
+///   earlier one's node (ids must be unique within a group).
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_nodes::{GroupMember, MemberEvent};
+/// let member = GroupMember::new(client, "/groups/workers", "worker-1", b"10.0.0.5")?;
+/// let _watching = member.listenable().add_listener(|event| match event {
+///     MemberEvent::Joined { id, .. } => println!("{id} joined"),
+///     MemberEvent::Left { id } => println!("{id} left"),
+///     _ => {}
+/// });
+/// member.start().await?;
+/// member.initialized().await;
+/// for (id, payload) in member.current_members() {
+///     println!("{id}: {payload:?}");
+/// }
+/// member.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct GroupMember {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for GroupMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupMember")
+            .field("path", &self.inner.path)
+            .field("id", &self.inner.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupMember {
+    /// Membership of the group at `path` with id `id` and `payload`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path or an id that is not one node name;
+    /// [`Error::InvalidArgument`] for a payload over 1 MiB.
+    pub fn new(
+        client: CuratorFramework,
+        path: &str,
+        id: &str,
+        payload: impl AsRef<[u8]>,
+    ) -> Result<Self> {
+        paths::validate(path)?;
+        let node_path = paths::join(path, id);
+        if id.is_empty() || paths::node_name(&node_path) != id {
+            return Err(Error::InvalidPath {
+                path: node_path,
+                reason: format!("member id {id:?} is not one node name"),
+            });
+        }
+        paths::validate(&node_path)?;
+        let node = PersistentNode::new(
+            client.clone(),
+            CreateMode::Ephemeral,
+            false,
+            &node_path,
+            payload,
+        )?;
+        let cache = CuratorCache::builder(client, path).build()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                id: id.to_owned(),
+                node,
+                cache,
+                events: ListenerContainer::new("GroupMember"),
+                forwarding: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Joins the group (the node is created in the background) and starts following it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when already started; [`Error::Closed`] after `close`.
+    pub async fn start(&self) -> Result<()> {
+        {
+            let mut forwarding = self.inner.forwarding.lock();
+            if forwarding.is_some() {
+                return Err(Error::InvalidArgument(
+                    "the group member is already started".into(),
+                ));
+            }
+            let group = self.inner.path.clone();
+            let events = self.inner.events.clone();
+            *forwarding = Some(
+                self.inner
+                    .cache
+                    .listenable()
+                    .add_listener(move |event| forward(&group, &events, event)),
+            );
+        }
+        self.inner.node.start().await?;
+        self.inner.cache.start()
+    }
+
+    /// Waits until the membership's initial load is done: `true` then, `false` when the member
+    /// was closed first.
+    pub async fn initialized(&self) -> bool {
+        self.inner.cache.initialized().await
+    }
+
+    /// Waits until this member's node was created the first time; `false` when `timeout`
+    /// passed first.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when closed meanwhile.
+    pub async fn wait_for_join(&self, timeout: Duration) -> Result<bool> {
+        self.inner.node.wait_for_initial_create(timeout).await
+    }
+
+    /// This member's id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The group's path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Sets this member's payload (Curator's `setThisData`).
+    ///
+    /// # Errors
+    /// As [`PersistentNode::set_data`].
+    pub async fn set_this_data(&self, payload: impl AsRef<[u8]>) -> Result<()> {
+        self.inner.node.set_data(payload).await
+    }
+
+    /// The members by id with their payloads, this one included (with its latest payload).
+    pub fn current_members(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut members: BTreeMap<String, Vec<u8>> = self
+            .inner
+            .cache
+            .children(&self.inner.path)
+            .into_iter()
+            .map(|child| {
+                let data = child.data().map(<[u8]>::to_vec).unwrap_or_default();
+                (child.name().to_owned(), data)
+            })
+            .collect();
+        members.insert(self.inner.id.clone(), self.inner.node.data());
+        members
+    }
+
+    /// The id of the member whose node is at `path` (Curator's `idFromPath`).
+    pub fn id_from_path(path: &str) -> &str {
+        paths::node_name(path)
+    }
+
+    /// Where to add listeners of [`MemberEvent`]s (closures, objects, senders or a stream).
+    pub fn listenable(&self) -> Listenable<MemberEvent> {
+        self.inner.events.listenable()
+    }
+
+    /// Leaves the group (deletes this member's node) and stops following it. Idempotent.
+    ///
+    /// # Errors
+    /// Connection errors deleting the node (the delete goes on in the background).
+    pub async fn close(&self) -> Result<()> {
+        self.inner.forwarding.lock().take();
+        self.inner.cache.close().await;
+        self.inner.node.close().await
+    }
+}
+
+/// Publishes the membership events a cache event of the group's subtree means.
+fn forward(group: &str, events: &ListenerContainer<MemberEvent>, event: CacheEvent) {
+    let member = |path: &str| {
+        (paths::parent(path) == Some(group)).then(|| paths::node_name(path).to_owned())
+    };
+    let data =
+        |node: &curator_caches::ChildData| node.data().map(<[u8]>::to_vec).unwrap_or_default();
+    let event = match event {
+        CacheEvent::Created { node } => member(node.path()).map(|id| MemberEvent::Joined {
+            id,
+            data: data(&node),
+        }),
+        CacheEvent::Changed { node, .. } => member(node.path()).map(|id| MemberEvent::Changed {
+            id,
+            data: data(&node),
+        }),
+        CacheEvent::Deleted { old } => member(old.path()).map(|id| MemberEvent::Left { id }),
+        CacheEvent::Initialized => Some(MemberEvent::Initialized),
+        CacheEvent::Error(error) => {
+            tracing::warn!(group, %error, "group membership cache error");
+            None
+        }
+        _ => None,
+    };
+    if let Some(event) = event {
+        events.publish(event);
+    }
+}

@@ -1,0 +1,536 @@
+//! `SetPartitioner`: the members of a group divide a set of work items among themselves.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
+use curator_framework::{ConnectionState, CuratorFramework, Error, Result, paths};
+use curator_locks::{InterProcessMutex, LockGuard};
+use futures::StreamExt;
+use futures::future::join_all;
+use futures::stream::FuturesUnordered;
+use parking_lot::Mutex;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::{GroupMember, MemberEvent};
+
+/// Where a [`SetPartitioner`] member stands. Every transition is published, in order, through
+/// [`SetPartitioner::listenable`]; [`SetPartitioner::state`] is the latest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PartitionState {
+    /// Waiting for the membership to settle, then taking this member's share. Own nothing: do
+    /// no work on any item.
+    Allocating,
+    /// This member holds these items (sorted): work on them, and on no other.
+    Acquired {
+        /// The items this member owns until the next state.
+        items: Vec<String>,
+    },
+    /// The membership changed: finish or stop the work on the items, then call
+    /// [`SetPartitioner::release_set`]. Members waiting for these items wait until then.
+    Release,
+    /// The items could not be kept (the connection was suspended or the session lost, or an
+    /// allocation failed): stop working on them now. The partitioner lets them go and starts
+    /// allocating again by itself once it can.
+    Failure {
+        /// What happened.
+        reason: String,
+    },
+    /// Closed: the member left and holds nothing.
+    Closed,
+}
+
+/// Which items a member takes: `(member id, every member's id sorted, every item sorted)` →
+/// this member's items. Every member must use the same function.
+pub type PartitionFn = dyn Fn(&str, &[String], &[String]) -> Vec<String> + Send + Sync;
+
+/// The default partition: items in sorted order dealt round-robin to members in sorted order,
+/// so shares differ by at most one item.
+///
+/// ```
+/// use curator_nodes::round_robin;
+/// let members = vec!["a".to_string(), "b".to_string()];
+/// let items: Vec<String> = ["1", "2", "3"].iter().map(|s| s.to_string()).collect();
+/// assert_eq!(round_robin("a", &members, &items), vec!["1", "3"]);
+/// assert_eq!(round_robin("b", &members, &items), vec!["2"]);
+/// ```
+pub fn round_robin(member: &str, members: &[String], items: &[String]) -> Vec<String> {
+    let Some(index) = members.iter().position(|m| m == member) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .skip(index)
+        .step_by(members.len())
+        .cloned()
+        .collect()
+}
+
+/// Options of a [`SetPartitioner`]; see [`SetPartitioner::builder`].
+pub struct SetPartitionerBuilder {
+    client: CuratorFramework,
+    path: String,
+    items: Vec<String>,
+    id: Option<String>,
+    settle: Duration,
+    partition: Arc<PartitionFn>,
+}
+
+impl fmt::Debug for SetPartitionerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetPartitionerBuilder")
+            .field("path", &self.path)
+            .field("items", &self.items.len())
+            .field("id", &self.id)
+            .field("settle", &self.settle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SetPartitionerBuilder {
+    /// This member's id in the group (default: a random UUID). Ids must be unique.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// How long the membership must stay unchanged before a member takes its share
+    /// (default 1 s). Longer means fewer re-allocations while many members come and go.
+    pub fn settle(mut self, settle: Duration) -> Self {
+        self.settle = settle;
+        self
+    }
+
+    /// A partition function other than [`round_robin`] (the same on every member).
+    pub fn partition_with(
+        mut self,
+        partition: impl Fn(&str, &[String], &[String]) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.partition = Arc::new(partition);
+        self
+    }
+
+    /// The partitioner (not started).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path, member id or item (each item and the id must be
+    /// one node name); [`Error::InvalidArgument`] for an empty or repeated item.
+    pub fn build(self) -> Result<SetPartitioner> {
+        paths::validate(&self.path)?;
+        let mut items = self.items;
+        items.sort();
+        if items.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a set partitioner needs at least one item".into(),
+            ));
+        }
+        if let Some(pair) = items.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(Error::InvalidArgument(format!(
+                "item {:?} is listed twice",
+                pair[0]
+            )));
+        }
+        let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let group = GroupMember::new(
+            self.client.clone(),
+            &paths::join(&self.path, MEMBERS),
+            &id,
+            b"",
+        )?;
+        let locks_path = paths::join(&self.path, LOCKS);
+        let mut locks = Vec::with_capacity(items.len());
+        for item in &items {
+            let lock_path = paths::join(&locks_path, item);
+            if item.is_empty() || paths::node_name(&lock_path) != item {
+                return Err(Error::InvalidPath {
+                    path: lock_path,
+                    reason: format!("item {item:?} is not one node name"),
+                });
+            }
+            locks.push(InterProcessMutex::with_node_data(
+                self.client.clone(),
+                &lock_path,
+                id.as_bytes(),
+            )?);
+        }
+        Ok(SetPartitioner {
+            inner: Arc::new(Inner {
+                client: self.client,
+                path: self.path,
+                id,
+                items,
+                locks,
+                settle: self.settle,
+                partition: self.partition,
+                group,
+                state: watch::Sender::new(PartitionState::Allocating),
+                transitions: ListenerContainer::new("SetPartitioner"),
+                release: Notify::new(),
+                cancel: CancellationToken::new(),
+                task: Mutex::new(None),
+            }),
+        })
+    }
+}
+
+/// The group's members: `<path>/members/<id>`.
+const MEMBERS: &str = "members";
+/// The items' locks: `<path>/locks/<item>` (Curator `InterProcessMutex` layout).
+const LOCKS: &str = "locks";
+
+struct Inner {
+    client: CuratorFramework,
+    path: String,
+    id: String,
+    items: Vec<String>,
+    /// One per item, in the order of `items`.
+    locks: Vec<InterProcessMutex>,
+    settle: Duration,
+    partition: Arc<PartitionFn>,
+    group: GroupMember,
+    state: watch::Sender<PartitionState>,
+    transitions: ListenerContainer<PartitionState>,
+    release: Notify,
+    cancel: CancellationToken,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Inner {
+    fn set(&self, state: PartitionState) {
+        tracing::debug!(path = %self.path, id = %self.id, ?state, "partition state");
+        self.state.send_replace(state.clone());
+        self.transitions.publish(state);
+    }
+}
+
+/// Members of a group divide a fixed set of work items among themselves (the re-assignment
+/// pattern of the ZooKeeper recipes; Kazoo's `SetPartitioner`). Once the group is stable, every
+/// item is owned by exactly one member.
+///
+/// Each member joins the group `<path>/members` (a [`GroupMember`]). When the membership has
+/// not changed for the settle time, every member computes its share with the same partition
+/// function over the sorted member ids and takes a lock on each of its items
+/// (`<path>/locks/<item>`, an [`InterProcessMutex`], so no two members ever hold an item at once,
+/// even while they disagree about the membership). States, all published in order:
+///
+/// - [`Allocating`](PartitionState::Allocating) → [`Acquired`](PartitionState::Acquired) when
+///   every lock of the share is held;
+/// - `Acquired` → [`Release`](PartitionState::Release) when a member joins or leaves; the
+///   application stops its work and calls [`release_set`](SetPartitioner::release_set), which
+///   unlocks everything and starts `Allocating` again;
+/// - any → [`Failure`](PartitionState::Failure) when the connection is suspended or the session
+///   lost (under the client's [`ConnectionStateErrorPolicy`](curator_framework::state::ConnectionStateErrorPolicy)):
+///   stop working at once; the partitioner unlocks what it held once connected and allocates
+///   again by itself;
+/// - [`close`](SetPartitioner::close) → [`Closed`](PartitionState::Closed).
+///
+/// A member that never calls `release_set` keeps its items, and the members whose new share
+/// includes them wait in `Allocating`.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use futures::StreamExt;
+/// use curator_nodes::{PartitionState, SetPartitioner};
+/// let items = (0..16).map(|shard| format!("shard-{shard}"));
+/// let partitioner = SetPartitioner::builder(client, "/jobs/log-collectors", items)
+///     .id("collector-1")
+///     .build()?;
+/// let mut states = partitioner.listenable().stream();
+/// partitioner.start().await?;
+/// while let Some(state) = states.next().await {
+///     match state {
+///         PartitionState::Acquired { items } => println!("collecting {items:?}"),
+///         PartitionState::Release => {
+///             // stop collecting, then:
+///             partitioner.release_set().await?;
+///         }
+///         PartitionState::Failure { reason } => println!("stop collecting now: {reason}"),
+///         PartitionState::Closed => break,
+///         _ => {}
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SetPartitioner {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for SetPartitioner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetPartitioner")
+            .field("path", &self.inner.path)
+            .field("id", &self.inner.id)
+            .field("state", &*self.inner.state.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SetPartitioner {
+    /// Options for a member of the partition group at `path` over `items`.
+    pub fn builder<I: Into<String>>(
+        client: CuratorFramework,
+        path: &str,
+        items: impl IntoIterator<Item = I>,
+    ) -> SetPartitionerBuilder {
+        SetPartitionerBuilder {
+            client,
+            path: path.to_owned(),
+            items: items.into_iter().map(Into::into).collect(),
+            id: None,
+            settle: Duration::from_secs(1),
+            partition: Arc::new(round_robin),
+        }
+    }
+
+    /// Joins the group and starts allocating (in the background).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when already started; [`Error::Closed`] after `close`.
+    pub async fn start(&self) -> Result<()> {
+        let members = {
+            let mut task = self.inner.task.lock();
+            if self.inner.cancel.is_cancelled() {
+                return Err(Error::Closed);
+            }
+            if task.is_some() {
+                return Err(Error::InvalidArgument(
+                    "the set partitioner is already started".into(),
+                ));
+            }
+            // Subscribed before the group starts, so no membership change goes unheard.
+            let members = self.inner.group.listenable().stream();
+            let connection = self.inner.client.connection_state_stream();
+            *task = Some(tokio::spawn(run(
+                Arc::clone(&self.inner),
+                members,
+                connection,
+            )));
+            self.inner.set(PartitionState::Allocating);
+            self.inner.group.clone()
+        };
+        members.start().await
+    }
+
+    /// This member's id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Every item, sorted.
+    pub fn items(&self) -> &[String] {
+        &self.inner.items
+    }
+
+    /// The current state.
+    pub fn state(&self) -> PartitionState {
+        self.inner.state.borrow().clone()
+    }
+
+    /// The items held now (empty unless [`Acquired`](PartitionState::Acquired)).
+    pub fn acquired(&self) -> Vec<String> {
+        match &*self.inner.state.borrow() {
+            PartitionState::Acquired { items } => items.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Where to add listeners of state transitions (every one, in order).
+    pub fn listenable(&self) -> Listenable<PartitionState> {
+        self.inner.transitions.listenable()
+    }
+
+    /// A receiver of the latest state (intermediate states may be skipped; use
+    /// [`listenable`](Self::listenable) to see each).
+    pub fn subscribe(&self) -> watch::Receiver<PartitionState> {
+        self.inner.state.subscribe()
+    }
+
+    /// In [`Release`](PartitionState::Release): lets the items go and waits until they are
+    /// unlocked; the partitioner then allocates again.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] in any other state (a `Failure` releases by itself).
+    pub async fn release_set(&self) -> Result<()> {
+        let mut state = self.inner.state.subscribe();
+        if *state.borrow_and_update() != PartitionState::Release {
+            return Err(Error::InvalidArgument(format!(
+                "release_set is for the Release state; the partitioner is {:?}",
+                *state.borrow()
+            )));
+        }
+        self.inner.release.notify_one();
+        let _ = state.wait_for(|s| *s != PartitionState::Release).await;
+        Ok(())
+    }
+
+    /// Unlocks every item, leaves the group and stops. Idempotent.
+    ///
+    /// # Errors
+    /// Connection errors leaving the group (the delete goes on in the background).
+    pub async fn close(&self) -> Result<()> {
+        self.inner.cancel.cancel();
+        let task = self.inner.task.lock().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+        let left = self.inner.group.close().await;
+        if *self.inner.state.borrow() != PartitionState::Closed {
+            self.inner.set(PartitionState::Closed);
+        }
+        left
+    }
+}
+
+/// Why a held share ends.
+enum Interruption {
+    Membership,
+    Connection(ConnectionState),
+    Closed,
+}
+
+async fn run(
+    inner: Arc<Inner>,
+    mut members: ListenerStream<MemberEvent>,
+    mut connection: ListenerStream<ConnectionState>,
+) {
+    let policy = inner.client.connection_state_error_policy();
+    loop {
+        if !matches!(*inner.state.borrow(), PartitionState::Allocating) {
+            inner.set(PartitionState::Allocating);
+        }
+        // Settle: the membership is loaded and unchanged for the settle time.
+        tokio::select! {
+            () = inner.cancel.cancelled() => return,
+            _ = inner.group.initialized() => {}
+        }
+        loop {
+            tokio::select! {
+                () = inner.cancel.cancelled() => return,
+                () = membership_change(&mut members) => continue,
+                () = tokio::time::sleep(inner.settle) => break,
+            }
+        }
+        let ids: Vec<String> = inner.group.current_members().into_keys().collect();
+        let share: Vec<usize> = {
+            let mine = (inner.partition)(&inner.id, &ids, &inner.items);
+            let mut share: Vec<usize> = mine
+                .iter()
+                .filter_map(|item| inner.items.binary_search(item).ok())
+                .collect();
+            share.sort_unstable();
+            share.dedup();
+            share
+        };
+        let acquire = join_all(share.iter().map(|&i| inner.locks[i].acquire()));
+        let guards = tokio::select! {
+            () = inner.cancel.cancelled() => return,
+            () = membership_change(&mut members) => continue,
+            state = trouble(&mut connection, policy) => {
+                fail(&inner, format!("connection {state:?} while allocating")).await;
+                continue;
+            }
+            results = acquire => results,
+        };
+        let (held, failed): (Vec<_>, Vec<_>) = guards.into_iter().partition(Result::is_ok);
+        let held: Vec<LockGuard> = held.into_iter().filter_map(Result::ok).collect();
+        if let Some(Err(error)) = failed.into_iter().next() {
+            release_all(held).await;
+            fail(&inner, format!("allocation failed: {error}")).await;
+            continue;
+        }
+        let items: Vec<String> = share.iter().map(|&i| inner.items[i].clone()).collect();
+        inner.set(PartitionState::Acquired { items });
+        // Any lock lost (its node gone) ends the share.
+        let mut lost: FuturesUnordered<_> = held.iter().map(LockGuard::lost).collect();
+        let why = tokio::select! {
+            () = inner.cancel.cancelled() => Interruption::Closed,
+            () = membership_change(&mut members) => Interruption::Membership,
+            state = trouble(&mut connection, policy) => Interruption::Connection(state),
+            Some(()) = lost.next(), if !held.is_empty() => {
+                Interruption::Connection(ConnectionState::Lost)
+            }
+        };
+        drop(lost);
+        match why {
+            Interruption::Closed => {
+                release_all(held).await;
+                return;
+            }
+            Interruption::Connection(state) => {
+                inner.set(PartitionState::Failure {
+                    reason: format!("connection {state:?}: the items may be taken by others"),
+                });
+                release_all(held).await;
+                wait_connected(&inner).await;
+            }
+            Interruption::Membership => {
+                inner.set(PartitionState::Release);
+                let failure = tokio::select! {
+                    () = inner.cancel.cancelled() => None,
+                    () = inner.release.notified() => None,
+                    state = trouble(&mut connection, policy) => Some(state),
+                };
+                if let Some(state) = failure {
+                    inner.set(PartitionState::Failure {
+                        reason: format!("connection {state:?} while releasing"),
+                    });
+                }
+                release_all(held).await;
+                if inner.cancel.is_cancelled() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Reports a failure and waits a settle time (or until closed) before allocating again.
+async fn fail(inner: &Inner, reason: String) {
+    inner.set(PartitionState::Failure { reason });
+    wait_connected(inner).await;
+}
+
+/// Waits until the client is connected (or the partitioner closed), at least a settle time.
+async fn wait_connected(inner: &Inner) {
+    tokio::select! {
+        () = inner.cancel.cancelled() => {}
+        () = async {
+            tokio::time::sleep(inner.settle).await;
+            // Until connected, or the client closed.
+            while let Err(Error::Timeout(_)) =
+                inner.client.block_until_connected(Duration::from_secs(60)).await
+            {}
+        } => {}
+    }
+}
+
+async fn release_all(held: Vec<LockGuard>) {
+    join_all(held.into_iter().map(LockGuard::release)).await;
+}
+
+/// Resolves at the next join or leave (never, once the group stopped).
+async fn membership_change(members: &mut ListenerStream<MemberEvent>) {
+    while let Some(event) = members.next().await {
+        if matches!(event, MemberEvent::Joined { .. } | MemberEvent::Left { .. }) {
+            return;
+        }
+    }
+    std::future::pending().await
+}
+
+/// Resolves at the next connection state that is an error under `policy`.
+async fn trouble(
+    connection: &mut ListenerStream<ConnectionState>,
+    policy: curator_framework::state::ConnectionStateErrorPolicy,
+) -> ConnectionState {
+    while let Some(state) = connection.next().await {
+        if policy.is_error_state(state) {
+            return state;
+        }
+    }
+    std::future::pending().await
+}
