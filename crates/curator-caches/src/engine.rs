@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::ListenerContainer;
+use curator_framework::ops::multi_read::ReadResult;
 use curator_framework::types::{EventType, KeeperState, WatchedEvent};
 use curator_framework::watcher::{PersistentWatcher, Watcher};
 use curator_framework::{ConnectionState, CuratorFramework, Error, Stat, paths};
@@ -219,6 +220,8 @@ pub(crate) fn spawn(
         generation: 0,
         queue: VecDeque::new(),
         in_flight: FuturesOrdered::new(),
+        reads_in_flight: 0,
+        mean_data_len: 0,
         walk_pending: 0,
         walking: false,
         initialized: false,
@@ -237,6 +240,13 @@ pub(crate) fn spawn(
         span,
     ))
 }
+
+/// The most reads in one multi-read.
+const MAX_BATCH_READS: usize = 64;
+/// The data one multi-read is expected to bring back, at most (by the mean data length so far).
+const BATCH_BYTES: usize = 512 * 1024;
+/// The data length assumed per read before any was seen, and at least.
+const MIN_EXPECTED_DATA_LEN: usize = 256;
 
 const INITIAL_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -284,8 +294,12 @@ struct Engine {
     generation: u64,
     /// Reads decided but not sent yet (sent in this order, at most `max_in_flight` at a time).
     queue: VecDeque<Fetch>,
-    /// Reads sent, answered in order.
-    in_flight: FuturesOrdered<BoxFuture<'static, Reply>>,
+    /// Requests sent (one read, or a batch of reads), answered in order.
+    in_flight: FuturesOrdered<BoxFuture<'static, Vec<Reply>>>,
+    /// Reads in `in_flight`.
+    reads_in_flight: usize,
+    /// The mean data length of the nodes read so far (it sizes multi-read batches).
+    mean_data_len: usize,
     /// Reads of the current walk not applied yet.
     walk_pending: usize,
     walking: bool,
@@ -339,9 +353,12 @@ impl Engine {
                         return;
                     }
                 }
-                Some(reply) = self.in_flight.next(), if !self.in_flight.is_empty() => {
-                    if !self.apply(reply) {
-                        return;
+                Some(replies) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    self.reads_in_flight -= replies.len();
+                    for reply in replies {
+                        if !self.apply(reply) {
+                            return;
+                        }
                     }
                 }
                 Some(fired) = self.watchers.next(), if !self.watchers.is_empty() => {
@@ -368,6 +385,7 @@ impl Engine {
         tracing::debug!(generation = self.generation, "walking the tree");
         self.queue.clear();
         self.in_flight = FuturesOrdered::new();
+        self.reads_in_flight = 0;
         self.walk_pending = 0;
         self.walking = true;
         self.walk_failed = false;
@@ -443,26 +461,111 @@ impl Engine {
         self.queue.push_back(Fetch { path, kind, walk });
     }
 
-    /// Sends queued reads, in order, up to the in-flight bound.
+    /// Sends queued reads, in order, up to the in-flight bound. With a persistent watch (no
+    /// per-node watches to set), consecutive data and children reads go out as multi-reads of
+    /// up to [`MAX_BATCH_READS`] reads and about [`BATCH_BYTES`] of expected data each.
     fn pump(&mut self) {
-        while self.in_flight.len() < self.config.max_in_flight {
-            let Some(fetch) = self.queue.pop_front() else {
-                break;
+        while self.reads_in_flight < self.config.max_in_flight && !self.queue.is_empty() {
+            let room = self.config.max_in_flight - self.reads_in_flight;
+            let batch = if self.one_shot {
+                1
+            } else {
+                let per_read = self.mean_data_len.max(MIN_EXPECTED_DATA_LEN);
+                (BATCH_BYTES / per_read).clamp(1, MAX_BATCH_READS).min(room)
             };
-            let future = self.send(&fetch);
+            let take = self
+                .queue
+                .iter()
+                .take(batch)
+                .take_while(|fetch| fetch.kind != FetchKind::Exists)
+                .count()
+                .max(1);
+            let fetches: Vec<Fetch> = self.queue.drain(..take).collect();
+            self.reads_in_flight += fetches.len();
             let generation = self.generation;
-            self.in_flight.push_back(
+            let future = if fetches.len() == 1 {
+                let future = self.send(&fetches[0]);
                 async move {
                     let outcome = future.await;
+                    let fetch = fetches.into_iter().next().expect("one fetch");
+                    vec![Reply {
+                        generation,
+                        fetch,
+                        outcome,
+                    }]
+                }
+                .boxed()
+            } else {
+                self.send_batch(fetches, generation)
+            };
+            self.in_flight.push_back(future);
+        }
+    }
+
+    /// Sends `fetches` (data and children reads, no watches) as one multi-read.
+    fn send_batch(&self, fetches: Vec<Fetch>, generation: u64) -> BoxFuture<'static, Vec<Reply>> {
+        let mut reads = self.client.multi_read();
+        for fetch in &fetches {
+            reads = match fetch.kind {
+                FetchKind::Data => reads.get_data(&fetch.path),
+                FetchKind::Children { .. } => reads.get_children(&fetch.path),
+                FetchKind::Exists => unreachable!("exists reads are sent alone"),
+            };
+        }
+        let future = reads.commit();
+        async move {
+            let results = match future.await {
+                Ok(results) if results.len() == fetches.len() => {
+                    results.into_iter().map(Ok).collect()
+                }
+                Ok(results) => {
+                    let error = Error::Other {
+                        code: 0,
+                        message: format!(
+                            "a multi-read of {} reads answered {}",
+                            fetches.len(),
+                            results.len()
+                        ),
+                    };
+                    vec![Err(error); fetches.len()]
+                }
+                Err(error) => vec![Err(error); fetches.len()],
+            };
+            fetches
+                .into_iter()
+                .zip(results)
+                .map(|(fetch, result)| {
+                    let outcome = match (fetch.kind, result) {
+                        (_, Ok(ReadResult::Error(error))) | (_, Err(error)) => match fetch.kind {
+                            FetchKind::Children { .. } => Outcome::Children(Err(error)),
+                            _ => Outcome::Data(Err(error)),
+                        },
+                        (FetchKind::Data, Ok(ReadResult::Data { data, stat })) => {
+                            Outcome::Data(Ok((data, stat, None)))
+                        }
+                        (FetchKind::Children { .. }, Ok(ReadResult::Children { children })) => {
+                            Outcome::Children(Ok((children, None)))
+                        }
+                        (_, Ok(other)) => {
+                            let error = Error::Other {
+                                code: 0,
+                                message: format!("a multi-read answered {other:?}"),
+                            };
+                            match fetch.kind {
+                                FetchKind::Children { .. } => Outcome::Children(Err(error)),
+                                _ => Outcome::Data(Err(error)),
+                            }
+                        }
+                    };
                     Reply {
                         generation,
                         fetch,
                         outcome,
                     }
-                }
-                .boxed(),
-            );
+                })
+                .collect()
         }
+        .boxed()
     }
 
     /// Creates the read's future, which sends the request now.
@@ -594,6 +697,8 @@ impl Engine {
         if let Some(watcher) = watcher {
             self.watch(WatchKind::Data, Arc::clone(path), watcher);
         }
+        // A running mean, weighted towards recent reads.
+        self.mean_data_len = (self.mean_data_len * 7 + data.len()) / 8;
         let data = self.config.cache_data.then(|| Arc::<[u8]>::from(data));
         let mut events = Vec::new();
         let (fresh, had_children) = {

@@ -714,6 +714,12 @@ impl CuratorFramework {
         crate::ops::sync::SyncBuilder::new(self)
     }
 
+    /// Starts a batch of reads sent as one request (ZooKeeper 3.6+):
+    /// `client.multi_read().get_data(a).get_children(b).commit().await`.
+    pub fn multi_read(&self) -> crate::ops::multi_read::MultiReadBuilder<'_> {
+        crate::ops::multi_read::MultiReadBuilder::new(self)
+    }
+
     /// Starts an all-or-nothing transaction: `client.transaction().create(..).commit().await`.
     pub fn transaction(&self) -> crate::ops::transaction::TransactionBuilder<'_> {
         crate::ops::transaction::TransactionBuilder::new(self)

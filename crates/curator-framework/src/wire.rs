@@ -327,6 +327,38 @@ impl WireSession {
         Ok((data, convert_stat(&stat), WireWatcher(watcher)))
     }
 
+    /// Sends `reads` as one multi-read request.
+    pub(crate) async fn multi_read(
+        &self,
+        reads: &[WireRead],
+    ) -> Result<Vec<crate::ops::multi_read::ReadResult>> {
+        use crate::ops::multi_read::ReadResult;
+        let mut reader = self.client.new_multi_reader();
+        for read in reads {
+            match read {
+                WireRead::Data(path) => reader.add_get_data(path),
+                WireRead::Children(path) => reader.add_get_children(path),
+            }
+            .map_err(convert_error)?;
+        }
+        let results = reader.commit().await.map_err(convert_error)?;
+        Ok(results
+            .into_iter()
+            .map(|result| match result {
+                zk::MultiReadResult::Data { data, stat } => ReadResult::Data {
+                    data,
+                    stat: convert_stat(&stat),
+                },
+                zk::MultiReadResult::Children { children } => ReadResult::Children { children },
+                zk::MultiReadResult::Error { err } => ReadResult::Error(convert_error(err)),
+                other => ReadResult::Error(Error::Other {
+                    code: 0,
+                    message: format!("the wire client invented a read result: {other:?}"),
+                }),
+            })
+            .collect())
+    }
+
     /// Commits `ops` atomically.
     pub(crate) async fn multi(&self, ops: &[WireOp]) -> Result<Vec<WireOpResult>> {
         let mut writer = self.client.new_multi_writer();
@@ -382,6 +414,13 @@ impl WireSession {
             })
             .collect())
     }
+}
+
+/// One read of a multi-read, on a namespaced path.
+#[derive(Debug)]
+pub(crate) enum WireRead {
+    Data(Arc<str>),
+    Children(Arc<str>),
 }
 
 /// A one-shot watch.

@@ -5,6 +5,7 @@ mod support;
 use std::time::Duration;
 
 use curator_framework::acl::{Acl, Perms};
+use curator_framework::ops::multi_read::ReadResult;
 use curator_framework::ops::transaction::{TransactionOp, TransactionResult};
 use curator_framework::{CreateMode, Error, paths};
 use curator_test::{TestingServer, unique_root};
@@ -457,6 +458,71 @@ async fn transactions_apply_all_or_nothing() {
 
     assert!(matches!(
         client.transaction().commit().await,
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[tokio::test]
+async fn multi_read_answers_each_read_in_order_in_one_request() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::connected(&server.connect_string()).await;
+    let root = unique_root("multi-read");
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&format!("{root}/a"), b"one")
+        .await
+        .unwrap();
+    client
+        .create()
+        .for_path(&format!("{root}/b"), b"two")
+        .await
+        .unwrap();
+    let results = client
+        .multi_read()
+        .get_children(&root)
+        .get_data(&format!("{root}/a"))
+        .get_data(&format!("{root}/missing"))
+        .get_data(&format!("{root}/b"))
+        .commit()
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 4);
+    match &results[0] {
+        ReadResult::Children { children } => {
+            let mut children = children.clone();
+            children.sort();
+            assert_eq!(children, ["a", "b"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    match &results[1] {
+        ReadResult::Data { data, stat } => assert_eq!((&data[..], stat.version), (&b"one"[..], 0)),
+        other => panic!("{other:?}"),
+    }
+    // A failed read does not fail the others.
+    assert_eq!(results[2], ReadResult::Error(Error::NoNode));
+    assert!(matches!(&results[3], ReadResult::Data { data, .. } if data == b"two"));
+
+    // Namespaced handles read their own namespace.
+    let namespaced = client
+        .using_namespace(root.trim_start_matches('/'))
+        .unwrap();
+    let results = namespaced
+        .multi_read()
+        .get_data("/a")
+        .commit()
+        .await
+        .unwrap();
+    assert!(matches!(&results[0], ReadResult::Data { data, .. } if data == b"one"));
+
+    // Bad input is refused before anything is sent.
+    assert!(matches!(
+        client.multi_read().get_data("no-slash").commit().await,
+        Err(Error::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        client.multi_read().commit().await,
         Err(Error::InvalidArgument(_))
     ));
 }

@@ -1,0 +1,134 @@
+//! `multi_read()`: several reads in one request (ZooKeeper 3.6+), each with its own result.
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+use crate::client::CuratorFramework;
+use crate::error::{Error, Result};
+use crate::ops::{self, OpFuture};
+use crate::types::Stat;
+use crate::wire::WireRead;
+
+/// One read's result in a [`multi_read`](CuratorFramework::multi_read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadResult {
+    /// A [`get_data`](MultiReadBuilder::get_data): the node's data and stat.
+    Data {
+        /// The node's data.
+        data: Vec<u8>,
+        /// The node's stat.
+        stat: Stat,
+    },
+    /// A [`get_children`](MultiReadBuilder::get_children): the children's names (no stat:
+    /// ZooKeeper's multi-read has none for this read).
+    Children {
+        /// The children's names, in the server's order.
+        children: Vec<String>,
+    },
+    /// This read failed (for example [`Error::NoNode`]); the others stand.
+    Error(Error),
+}
+
+/// Several reads sent as one request and answered as one (ZooKeeper's `multiRead`, 3.6+): one
+/// round trip and one request for the server to queue, however many reads. Unlike a
+/// [`transaction`](CuratorFramework::transaction), a read that fails does not fail the others.
+/// No read sets a watch. Servers older than 3.6 answer [`Error::Unimplemented`].
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_framework::ops::multi_read::ReadResult;
+/// let results = client
+///     .multi_read()
+///     .get_data("/config/a")
+///     .get_children("/config")
+///     .commit()
+///     .await?;
+/// for result in results {
+///     match result {
+///         ReadResult::Data { data, stat } => println!("{} bytes, version {}", data.len(), stat.version),
+///         ReadResult::Children { children } => println!("children: {children:?}"),
+///         ReadResult::Error(error) => println!("failed: {error}"),
+///         _ => {}
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a multi-read does nothing until commit() is awaited"]
+pub struct MultiReadBuilder<'c> {
+    client: &'c CuratorFramework,
+    reads: Vec<WireRead>,
+    invalid: Option<Error>,
+}
+
+impl<'c> MultiReadBuilder<'c> {
+    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+        Self {
+            client,
+            reads: Vec::new(),
+            invalid: None,
+        }
+    }
+
+    fn add(mut self, path: &str, read: fn(Arc<str>) -> WireRead) -> Self {
+        match self.client.target(path) {
+            Ok(path) => self.reads.push(read(path)),
+            Err(error) => {
+                self.invalid.get_or_insert(error);
+            }
+        }
+        self
+    }
+
+    /// Adds a read of a node's data and stat.
+    pub fn get_data(self, path: &str) -> Self {
+        self.add(path, WireRead::Data)
+    }
+
+    /// Adds a read of a node's children.
+    pub fn get_children(self, path: &str) -> Self {
+        self.add(path, WireRead::Children)
+    }
+
+    /// How many reads were added.
+    pub fn len(&self) -> usize {
+        self.reads.len()
+    }
+
+    /// Whether no read was added.
+    pub fn is_empty(&self) -> bool {
+        self.reads.is_empty()
+    }
+
+    /// Sends the reads; the results come in the order the reads were added.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path and [`Error::InvalidArgument`] for no reads
+    /// (nothing is sent); [`Error::Unimplemented`] from a server older than 3.6; connection
+    /// errors (the whole request is retried under the retry policy).
+    pub fn commit(self) -> OpFuture<Vec<ReadResult>> {
+        if let Some(error) = self.invalid {
+            return OpFuture::ready(Err(error));
+        }
+        if self.reads.is_empty() {
+            return OpFuture::ready(Err(Error::InvalidArgument(
+                "a multi-read needs at least one read".into(),
+            )));
+        }
+        let reads = Arc::new(self.reads);
+        ops::start(self.client, "multi_read", "", move |session, _| {
+            let reads = Arc::clone(&reads);
+            async move { session.multi_read(&reads).await }
+        })
+    }
+}
+
+impl IntoFuture for MultiReadBuilder<'_> {
+    type Output = Result<Vec<ReadResult>>;
+    type IntoFuture = OpFuture<Vec<ReadResult>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        self.commit()
+    }
+}
