@@ -120,6 +120,10 @@ impl JsonInstanceSerializer {
     /// [`Error::Decode`] (with an empty path) when `bytes` is not an instance or the payload is
     /// not a `P`.
     pub fn deserialize<P: DeserializeOwned>(&self, bytes: &[u8]) -> Result<ServiceInstance<P>> {
+        // serde would also take a JSON array for the struct; Jackson takes only objects.
+        if bytes.trim_ascii_start().first() != Some(&b'{') {
+            return Err(Error::decode("", "not a service instance: not a JSON object"));
+        }
         let wire: WireIn = serde_json::from_slice(bytes).map_err(decode_error)?;
         let payload = match wire.payload {
             None | Some(serde_json::Value::Null) => None,
