@@ -173,8 +173,7 @@ impl<P: Payload> ServiceDiscovery<P> {
         let registration = Registration::new(
             self.inner.client.clone(),
             self.inner.serializer.clone(),
-            self.inner
-                .path_for_instance(instance.name(), instance.id()),
+            self.inner.path_for_instance(instance.name(), instance.id()),
             instance.clone(),
             self.inner.watch_instances,
         )?;
@@ -235,11 +234,7 @@ impl<P: Payload> ServiceDiscovery<P> {
                     .delete()
                     .guaranteed()
                     .quietly()
-                    .for_path(
-                        &self
-                            .inner
-                            .path_for_instance(instance.name(), instance.id()),
-                    )
+                    .for_path(&self.inner.path_for_instance(instance.name(), instance.id()))
                     .await
             }
         }

@@ -312,10 +312,16 @@ mod tests {
         let t0 = Instant::now();
         let at = |secs| t0 + Duration::from_secs(secs);
         down.note_error(&a, at(0));
-        assert!(down.up_filter(at(1))(&key), "one error is under the threshold");
+        assert!(
+            down.up_filter(at(1))(&key),
+            "one error is under the threshold"
+        );
         down.note_error(&a, at(2));
         assert!(!down.up_filter(at(2))(&key), "two errors make it down");
-        assert!(!down.up_filter(at(9))(&key), "down for the rest of the timeout");
+        assert!(
+            !down.up_filter(at(9))(&key),
+            "down for the rest of the timeout"
+        );
         assert!(down.up_filter(at(10))(&key), "up once the timeout passed");
         // The count started again: one more error is under the threshold.
         down.note_error(&a, at(11));

@@ -105,7 +105,10 @@ impl JsonInstanceSerializer {
             address: instance.address.as_deref(),
             port: instance.port,
             ssl_port: instance.ssl_port,
-            payload: instance.payload.as_ref().map(|payload| PayloadOut { payload, class }),
+            payload: instance
+                .payload
+                .as_ref()
+                .map(|payload| PayloadOut { payload, class }),
             registration_time_utc: instance.registration_time_utc,
             service_type: instance.service_type,
             uri_spec: instance.uri_spec.as_ref(),
@@ -122,7 +125,10 @@ impl JsonInstanceSerializer {
     pub fn deserialize<P: DeserializeOwned>(&self, bytes: &[u8]) -> Result<ServiceInstance<P>> {
         // serde would also take a JSON array for the struct; Jackson takes only objects.
         if bytes.trim_ascii_start().first() != Some(&b'{') {
-            return Err(Error::decode("", "not a service instance: not a JSON object"));
+            return Err(Error::decode(
+                "",
+                "not a service instance: not a JSON object",
+            ));
         }
         let wire: WireIn = serde_json::from_slice(bytes).map_err(decode_error)?;
         let payload = match wire.payload {
@@ -175,12 +181,15 @@ fn is_type_wrapper(items: &[serde_json::Value]) -> bool {
         return false;
     };
     class.contains('.')
-        && class
-            .split('.')
-            .all(|segment| {
-                segment.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-                    && segment.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$')
-            })
+        && class.split('.').all(|segment| {
+            segment
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && segment
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        })
 }
 
 #[derive(Serialize)]
@@ -268,7 +277,10 @@ mod tests {
             without_type_hint(json!(["java.util.Arrays$ArrayList", ["x", "y"]])),
             json!(["x", "y"])
         );
-        assert_eq!(without_type_hint(json!(["not a class", 7])), json!(["not a class", 7]));
+        assert_eq!(
+            without_type_hint(json!(["not a class", 7])),
+            json!(["not a class", 7])
+        );
         assert_eq!(without_type_hint(json!([1, 2])), json!([1, 2]));
         assert_eq!(without_type_hint(json!("x")), json!("x"));
     }

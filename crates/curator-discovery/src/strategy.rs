@@ -88,7 +88,9 @@ impl<P: Clone> ProviderStrategy<P> for RandomStrategy {
         if instances.is_empty() {
             return None;
         }
-        instances.get(rand::random_range(0..instances.len())).cloned()
+        instances
+            .get(rand::random_range(0..instances.len()))
+            .cloned()
     }
 }
 
@@ -104,7 +106,10 @@ impl<P: Clone> ProviderStrategy<P> for RandomStrategy {
 /// let sticky = StickyStrategy::new(RoundRobinStrategy::new());
 /// assert_eq!(sticky.get_instance(&instances).unwrap().id(), "i0");
 /// assert_eq!(sticky.get_instance(&instances).unwrap().id(), "i0");
-/// assert_eq!(sticky.get_instance(&instances[1..]).unwrap().id(), "i1");
+/// // "i0" goes: the wrapped round robin picks the next.
+/// let next = sticky.get_instance(&instances[1..]).unwrap();
+/// assert_eq!(next.id(), "i2");
+/// assert_eq!(sticky.get_instance(&instances[1..]).unwrap().id(), "i2");
 /// assert_eq!(sticky.instance_number(), 2);
 /// ```
 #[derive(Debug)]
@@ -135,10 +140,7 @@ impl<P: Clone, S: ProviderStrategy<P>> ProviderStrategy<P> for StickyStrategy<S>
     fn get_instance(&self, instances: &[ServiceInstance<P>]) -> Option<ServiceInstance<P>> {
         let mut current = self.current.lock();
         if let Some((name, id)) = &*current {
-            if let Some(instance) = instances
-                .iter()
-                .find(|i| i.name() == name && i.id() == id)
-            {
+            if let Some(instance) = instances.iter().find(|i| i.name() == name && i.id() == id) {
                 return Some(instance.clone());
             }
         }

@@ -52,14 +52,19 @@ async fn registers_queries_updates_and_unregisters() {
     let base = unique_root("discovery");
     let c = client(&server.connect_string()).await;
     let discovery = ServiceDiscovery::builder(c.clone(), &base).build().unwrap();
-    assert_eq!(discovery.query_for_names().await.unwrap(), Vec::<String>::new());
+    assert_eq!(
+        discovery.query_for_names().await.unwrap(),
+        Vec::<String>::new()
+    );
     discovery.start().await.unwrap();
     assert!(matches!(
         discovery.start().await,
         Err(Error::InvalidArgument(_))
     ));
 
-    let api: Vec<_> = (0..3).map(|i| instance("api", &format!("a{i}"), 8080 + i)).collect();
+    let api: Vec<_> = (0..3)
+        .map(|i| instance("api", &format!("a{i}"), 8080 + i))
+        .collect();
     for i in &api {
         discovery.register_service(i).await.unwrap();
     }
@@ -73,7 +78,10 @@ async fn registers_queries_updates_and_unregisters() {
         discovery.query_for_instance("db", "d0").await.unwrap(),
         Some(db.clone())
     );
-    assert_eq!(discovery.query_for_instance("db", "zz").await.unwrap(), None);
+    assert_eq!(
+        discovery.query_for_instance("db", "zz").await.unwrap(),
+        None
+    );
 
     // Curator's layout: the instance's JSON at <base>/<name>/<id>, ephemeral.
     let path = format!("{base}/api/a0");
@@ -82,7 +90,12 @@ async fn registers_queries_updates_and_unregisters() {
     assert_eq!(Some(stat.ephemeral_owner), c.session_id());
 
     // Update: visible at once; registering a known id again updates too.
-    let updated = api[0].to_builder().port(9000).enabled(false).build().unwrap();
+    let updated = api[0]
+        .to_builder()
+        .port(9000)
+        .enabled(false)
+        .build()
+        .unwrap();
     discovery.update_service(&updated).await.unwrap();
     assert_eq!(
         discovery.query_for_instance("api", "a0").await.unwrap(),
@@ -94,15 +107,23 @@ async fn registers_queries_updates_and_unregisters() {
         discovery.query_for_instance("api", "a0").await.unwrap(),
         Some(again.clone())
     );
-    assert_eq!(children(&c, &format!("{base}/api")).await, ["a0", "a1", "a2"]);
+    assert_eq!(
+        children(&c, &format!("{base}/api")).await,
+        ["a0", "a1", "a2"]
+    );
     assert!(matches!(
-        discovery.update_service(&instance("api", "unknown", 1)).await,
+        discovery
+            .update_service(&instance("api", "unknown", 1))
+            .await,
         Err(Error::InvalidArgument(_))
     ));
 
     // Unregister: gone, and not coming back.
     discovery.unregister_service(&api[1]).await.unwrap();
-    assert_eq!(discovery.query_for_instance("api", "a1").await.unwrap(), None);
+    assert_eq!(
+        discovery.query_for_instance("api", "a1").await.unwrap(),
+        None
+    );
     assert_eq!(children(&c, &format!("{base}/api")).await, ["a0", "a2"]);
 
     // Bad input is a typed error.
@@ -132,12 +153,18 @@ async fn registers_queries_updates_and_unregisters() {
         discovery.query_for_instance("api", "junk").await,
         Err(Error::Decode { .. })
     ));
-    c.delete().for_path(&format!("{base}/api/junk")).await.unwrap();
+    c.delete()
+        .for_path(&format!("{base}/api/junk"))
+        .await
+        .unwrap();
 
     // Close unregisters everything this discovery registered.
     discovery.close().await.unwrap();
     discovery.close().await.unwrap();
-    assert_eq!(children(&c, &format!("{base}/api")).await, Vec::<String>::new());
+    assert_eq!(
+        children(&c, &format!("{base}/api")).await,
+        Vec::<String>::new()
+    );
     assert!(matches!(
         discovery.register_service(&api[0]).await,
         Err(Error::Closed)
@@ -169,13 +196,23 @@ async fn service_types_choose_the_node_mode_and_close_keeps_permanent_ones() {
     }
     let owner = |path: String| {
         let c = c.clone();
-        async move { c.get_data().for_path(&path).await.unwrap().1.ephemeral_owner }
+        async move {
+            c.get_data()
+                .for_path(&path)
+                .await
+                .unwrap()
+                .1
+                .ephemeral_owner
+        }
     };
     assert_eq!(owner(format!("{base}/svc/permanent")).await, 0);
     assert_eq!(owner(format!("{base}/svc/static")).await, 0);
     let seq_path = discovery.registered_path("seq-").await.unwrap();
     let seq_name = seq_path.rsplit('/').next().unwrap();
-    assert!(seq_name.starts_with("seq-") && seq_name.len() == "seq-".len() + 10, "{seq_name}");
+    assert!(
+        seq_name.starts_with("seq-") && seq_name.len() == "seq-".len() + 10,
+        "{seq_name}"
+    );
     assert_eq!(Some(owner(seq_path.clone()).await), c.session_id());
     // The JSON keeps the plain id.
     let read = discovery.query_for_instances("svc").await.unwrap();
@@ -189,7 +226,10 @@ async fn service_types_choose_the_node_mode_and_close_keeps_permanent_ones() {
         .build()
         .unwrap();
     other.unregister_service(&permanent).await.unwrap();
-    assert_eq!(children(&c, &format!("{base}/svc")).await, Vec::<String>::new());
+    assert_eq!(
+        children(&c, &format!("{base}/svc")).await,
+        Vec::<String>::new()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,7 +244,10 @@ async fn the_builder_instance_is_registered_at_start_and_watched_when_asked() {
         .watch_instances(true)
         .build()
         .unwrap();
-    assert_eq!(discovery.query_for_instance("api", "me").await.unwrap(), None);
+    assert_eq!(
+        discovery.query_for_instance("api", "me").await.unwrap(),
+        None
+    );
     discovery.start().await.unwrap();
     assert_eq!(
         discovery.query_for_instance("api", "me").await.unwrap(),
@@ -238,31 +281,44 @@ async fn a_cache_follows_instances_and_sees_them_go_with_their_client() {
     let server = TestingServer::start().await.unwrap();
     let base = unique_root("discovery-cache");
     let watcher = client(&server.connect_string()).await;
-    let discovery = ServiceDiscovery::builder(watcher.clone(), &base).build().unwrap();
+    let discovery = ServiceDiscovery::builder(watcher.clone(), &base)
+        .build()
+        .unwrap();
     // One instance before the cache starts, registered from another client.
     let owner = client(&server.connect_string()).await;
-    let registrar = ServiceDiscovery::builder(owner.clone(), &base).build().unwrap();
+    let registrar = ServiceDiscovery::builder(owner.clone(), &base)
+        .build()
+        .unwrap();
     let first = instance("api", "first", 1);
     registrar.register_service(&first).await.unwrap();
 
     let cache = discovery.service_cache_builder("api").build().unwrap();
     let mut events = cache.listenable().stream();
     cache.start().await.unwrap();
-    assert_eq!(cache.instances(), [first.clone()]);
+    assert_eq!(cache.instances(), std::slice::from_ref(&first));
     assert_eq!(next(&mut events).await, ServiceCacheEvent::Initialized);
 
     let second = instance("api", "second", 2);
     discovery.register_service(&second).await.unwrap();
-    assert_eq!(next(&mut events).await, ServiceCacheEvent::Added(second.clone()));
+    assert_eq!(
+        next(&mut events).await,
+        ServiceCacheEvent::Added(second.clone())
+    );
     let changed = second.to_builder().port(3).build().unwrap();
     discovery.update_service(&changed).await.unwrap();
-    assert_eq!(next(&mut events).await, ServiceCacheEvent::Updated(changed.clone()));
+    assert_eq!(
+        next(&mut events).await,
+        ServiceCacheEvent::Updated(changed.clone())
+    );
     assert_eq!(cache.instances(), [first.clone(), changed.clone()]);
 
     // The registering client closes: its instance goes.
     owner.close().await;
-    assert_eq!(next(&mut events).await, ServiceCacheEvent::Removed(first.clone()));
-    assert_eq!(cache.instances(), [changed.clone()]);
+    assert_eq!(
+        next(&mut events).await,
+        ServiceCacheEvent::Removed(first.clone())
+    );
+    assert_eq!(cache.instances(), std::slice::from_ref(&changed));
 
     // A node that is not an instance is reported, and left out.
     watcher
@@ -275,7 +331,7 @@ async fn a_cache_follows_instances_and_sees_them_go_with_their_client() {
         next(&mut events).await,
         ServiceCacheEvent::Undecodable { path, error: Error::Decode { .. } } if path.ends_with("/junk")
     ));
-    assert_eq!(cache.instances(), [changed.clone()]);
+    assert_eq!(cache.instances(), std::slice::from_ref(&changed));
 
     // Closing the discovery closes its caches and unregisters.
     discovery.close().await.unwrap();

@@ -61,18 +61,26 @@ async fn an_instance_leaves_the_cache_when_its_session_expires_and_comes_back_on
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let owner = client(&proxy.connect_string()).await;
     let observer = client(&server.connect_string()).await;
-    let registrar = ServiceDiscovery::builder(owner.clone(), &base).build().unwrap();
-    let v1 = ServiceInstance::builder("api").id("a").port(1).build().unwrap();
+    let registrar = ServiceDiscovery::builder(owner.clone(), &base)
+        .build()
+        .unwrap();
+    let v1 = ServiceInstance::builder("api")
+        .id("a")
+        .port(1)
+        .build()
+        .unwrap();
     registrar.register_service(&v1).await.unwrap();
     let v2 = v1.to_builder().port(2).build().unwrap();
     registrar.update_service(&v2).await.unwrap();
 
-    let discovery = ServiceDiscovery::builder(observer.clone(), &base).build().unwrap();
+    let discovery = ServiceDiscovery::builder(observer.clone(), &base)
+        .build()
+        .unwrap();
     let cache = discovery.service_cache_builder("api").build().unwrap();
     let mut events = cache.listenable().stream();
     cache.start().await.unwrap();
     assert_eq!(next(&mut events).await, ServiceCacheEvent::Initialized);
-    assert_eq!(cache.instances(), [v2.clone()]);
+    assert_eq!(cache.instances(), std::slice::from_ref(&v2));
 
     let old_session = owner.session_id().unwrap();
     let credentials = proxy
@@ -85,21 +93,30 @@ async fn an_instance_leaves_the_cache_when_its_session_expires_and_comes_back_on
         .await
         .unwrap();
     assert_eq!(expiry, Expiry::Expired);
-    assert_eq!(next(&mut events).await, ServiceCacheEvent::Removed(v2.clone()));
+    assert_eq!(
+        next(&mut events).await,
+        ServiceCacheEvent::Removed(v2.clone())
+    );
     assert_eq!(cache.instances(), []);
 
     // The owner gets through again, learns its session is gone, makes a new one and
     // registers the instance again: once, with the latest data.
     proxy.resume();
-    assert_eq!(next(&mut events).await, ServiceCacheEvent::Added(v2.clone()));
+    assert_eq!(
+        next(&mut events).await,
+        ServiceCacheEvent::Added(v2.clone())
+    );
     eventually("registered once in the new session", || {
         registered_once(&observer, &owner, &parent, &path, &v2, old_session)
     })
     .await;
-    assert_eq!(cache.instances(), [v2.clone()]);
+    assert_eq!(cache.instances(), std::slice::from_ref(&v2));
 
     registrar.close().await.unwrap();
-    assert_eq!(next(&mut events).await, ServiceCacheEvent::Removed(v2.clone()));
+    assert_eq!(
+        next(&mut events).await,
+        ServiceCacheEvent::Removed(v2.clone())
+    );
     discovery.close().await.unwrap();
 }
 
@@ -110,8 +127,14 @@ async fn a_registration_comes_back_once_with_its_latest_data_after_its_session_e
     let (parent, path) = (format!("{base}/api"), format!("{base}/api/a"));
     let owner = client(&server.connect_string()).await;
     let observer = client(&server.connect_string()).await;
-    let discovery = ServiceDiscovery::builder(owner.clone(), &base).build().unwrap();
-    let v1 = ServiceInstance::builder("api").id("a").port(1).build().unwrap();
+    let discovery = ServiceDiscovery::builder(owner.clone(), &base)
+        .build()
+        .unwrap();
+    let v1 = ServiceInstance::builder("api")
+        .id("a")
+        .port(1)
+        .build()
+        .unwrap();
     discovery.register_service(&v1).await.unwrap();
     let v2 = v1.to_builder().port(2).build().unwrap();
     discovery.update_service(&v2).await.unwrap();
@@ -160,7 +183,11 @@ async fn a_node_left_by_an_earlier_session_is_replaced() {
     let (parent, path) = (format!("{base}/api"), format!("{base}/api/a"));
     // A previous incarnation's node, its session still alive.
     let previous = client(&server.connect_string()).await;
-    let stale = ServiceInstance::builder("api").id("a").port(1).build().unwrap();
+    let stale = ServiceInstance::builder("api")
+        .id("a")
+        .port(1)
+        .build()
+        .unwrap();
     previous
         .create()
         .creating_parents_if_needed()
@@ -169,11 +196,23 @@ async fn a_node_left_by_an_earlier_session_is_replaced() {
         .await
         .unwrap();
     let owner = client(&server.connect_string()).await;
-    let discovery = ServiceDiscovery::builder(owner.clone(), &base).build().unwrap();
+    let discovery = ServiceDiscovery::builder(owner.clone(), &base)
+        .build()
+        .unwrap();
     let fresh = stale.to_builder().port(2).build().unwrap();
     discovery.register_service(&fresh).await.unwrap();
     // Replaced at once (register returns with the node in place).
-    assert!(registered_once(&owner, &owner, &parent, &path, &fresh, previous.session_id().unwrap()).await);
+    assert!(
+        registered_once(
+            &owner,
+            &owner,
+            &parent,
+            &path,
+            &fresh,
+            previous.session_id().unwrap()
+        )
+        .await
+    );
     // The previous session ending changes nothing.
     previous.close().await;
     assert!(registered_once(&owner, &owner, &parent, &path, &fresh, 0).await);
@@ -186,8 +225,14 @@ async fn registrations_survive_a_server_restart_then_an_expiry() {
     let base = unique_root("expiry-restart");
     let (parent, path) = (format!("{base}/api"), format!("{base}/api/a"));
     let owner = client(&server.connect_string()).await;
-    let discovery = ServiceDiscovery::builder(owner.clone(), &base).build().unwrap();
-    let v1 = ServiceInstance::builder("api").id("a").port(1).build().unwrap();
+    let discovery = ServiceDiscovery::builder(owner.clone(), &base)
+        .build()
+        .unwrap();
+    let v1 = ServiceInstance::builder("api")
+        .id("a")
+        .port(1)
+        .build()
+        .unwrap();
     discovery.register_service(&v1).await.unwrap();
 
     server.restart().await.unwrap();

@@ -45,13 +45,19 @@ async fn java_and_rust_find_each_others_instances() {
     assert_eq!(
         ask(
             &mut java,
-            &format!("register api j-map 10.0.0.7 8080 8443 map zone=eu,rack=r1 {spec} 1700000000123")
+            &format!(
+                "register api j-map 10.0.0.7 8080 8443 map zone=eu,rack=r1 {spec} 1700000000123"
+            )
         )
         .await,
         "ok"
     );
     assert_eq!(
-        ask(&mut java, "register api j-text 10.0.0.8 81 - string hello - 5").await,
+        ask(
+            &mut java,
+            "register api j-text 10.0.0.8 81 - string hello - 5"
+        )
+        .await,
         "ok"
     );
     let found = discovery.query_for_instances("api").await.unwrap();

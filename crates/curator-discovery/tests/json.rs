@@ -25,7 +25,10 @@ fn sample() -> ServiceInstance<String> {
 
 #[test]
 fn writes_exactly_what_curator_writes() {
-    assert_eq!(String::from_utf8(sample().to_json().unwrap()).unwrap(), CURATOR);
+    assert_eq!(
+        String::from_utf8(sample().to_json().unwrap()).unwrap(),
+        CURATOR
+    );
     // Non-compatible mode (and disabled instances by default) end with `enabled`.
     let always = JsonInstanceSerializer::new().enabled_field(EnabledField::Always);
     let with_enabled = format!("{},\"enabled\":true}}", &CURATOR[..CURATOR.len() - 1]);
@@ -59,7 +62,10 @@ fn writes_exactly_what_curator_writes() {
 
 #[test]
 fn reads_curators_forms() {
-    assert_eq!(ServiceInstance::<String>::from_json(CURATOR.as_bytes()).unwrap(), sample());
+    assert_eq!(
+        ServiceInstance::<String>::from_json(CURATOR.as_bytes()).unwrap(),
+        sample()
+    );
 
     // `{}`: Curator's defaults.
     let empty: ServiceInstance = ServiceInstance::from_json(b"{}").unwrap();
@@ -83,10 +89,15 @@ fn reads_curators_forms() {
     let read: ServiceInstance = ServiceInstance::from_json(map).unwrap();
     assert_eq!(read.payload(), Some(&json!({"1": "a"})));
     let long = br#"{"name":"a","id":"b","payload":["java.lang.Long",7]}"#;
-    assert_eq!(ServiceInstance::<i64>::from_json(long).unwrap().payload(), Some(&7));
+    assert_eq!(
+        ServiceInstance::<i64>::from_json(long).unwrap().payload(),
+        Some(&7)
+    );
     let list = br#"{"name":"a","id":"b","payload":["java.util.Arrays$ArrayList",["x","y"]]}"#;
     assert_eq!(
-        ServiceInstance::<Vec<String>>::from_json(list).unwrap().payload(),
+        ServiceInstance::<Vec<String>>::from_json(list)
+            .unwrap()
+            .payload(),
         Some(&vec!["x".to_owned(), "y".to_owned()])
     );
     // A POJO payload read as a Rust struct (unknown fields, `@class` included, are ignored).
@@ -103,9 +114,17 @@ fn reads_curators_forms() {
 
 #[test]
 fn bad_input_is_a_typed_error() {
-    for bytes in [&b"not json"[..], b"[]", br#"{"serviceType":"SOMETIMES"}"#, br#"{"port":"x"}"#] {
+    for bytes in [
+        &b"not json"[..],
+        b"[]",
+        br#"{"serviceType":"SOMETIMES"}"#,
+        br#"{"port":"x"}"#,
+    ] {
         assert!(
-            matches!(ServiceInstance::<()>::from_json(bytes), Err(Error::Decode { .. })),
+            matches!(
+                ServiceInstance::<()>::from_json(bytes),
+                Err(Error::Decode { .. })
+            ),
             "{}",
             String::from_utf8_lossy(bytes)
         );
@@ -114,7 +133,13 @@ fn bad_input_is_a_typed_error() {
         ServiceInstance::<u32>::from_json(br#"{"payload":"text"}"#),
         Err(Error::Decode { .. })
     ));
-    for (name, id) in [("", "i"), ("a/b", "i"), ("s", ".."), ("s", ""), ("s", "a\u{0}b")] {
+    for (name, id) in [
+        ("", "i"),
+        ("a/b", "i"),
+        ("s", ".."),
+        ("s", ""),
+        ("s", "a\u{0}b"),
+    ] {
         assert!(
             matches!(
                 ServiceInstance::<()>::builder(name).id(id).build(),
@@ -123,7 +148,10 @@ fn bad_input_is_a_typed_error() {
             "{name:?}/{id:?}"
         );
     }
-    assert!(matches!(UriSpec::parse("{a"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        UriSpec::parse("{a"),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]

@@ -18,7 +18,9 @@ async fn registered(
     n: u16,
 ) -> (ServiceDiscovery, Vec<ServiceInstance>) {
     let c = client(&server.connect_string()).await;
-    let discovery = ServiceDiscovery::builder(c, &unique_root(name)).build().unwrap();
+    let discovery = ServiceDiscovery::builder(c, &unique_root(name))
+        .build()
+        .unwrap();
     let mut instances = Vec::new();
     for i in 0..n {
         let instance = ServiceInstance::builder("api")
@@ -152,7 +154,11 @@ async fn down_instances_are_skipped_until_the_timeout_passes() {
     strict.start().await.unwrap();
     sees(&strict, 2).await;
     strict.note_error(bad);
-    assert_eq!(strict.get_all_instances().len(), 2, "one error is not enough");
+    assert_eq!(
+        strict.get_all_instances().len(),
+        2,
+        "one error is not enough"
+    );
     strict.note_error(bad);
     assert_eq!(strict.get_all_instances(), [instances[1].clone()]);
     assert!(
@@ -180,6 +186,10 @@ async fn disabled_and_filtered_instances_are_not_handed_out() {
         .unwrap();
     sees(&provider, 1).await;
     assert_eq!(provider.get_all_instances(), [instances[1].clone()]);
-    assert_eq!(provider.cache().instances().len(), 3, "the cache keeps them all");
+    assert_eq!(
+        provider.cache().instances().len(),
+        3,
+        "the cache keeps them all"
+    );
     discovery.close().await.unwrap();
 }
