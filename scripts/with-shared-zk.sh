@@ -7,7 +7,7 @@ set -euo pipefail
 cargo build --quiet -p curator-test --bin curator-test-server
 dir=$(mktemp -d)
 # The server stops when its standard input closes: when this script exits, however it exits.
-exec 9> >(exec target/debug/curator-test-server --until-stdin-closes --connect-file "$dir/connect" >/dev/null)
+exec 9> >(exec "${CARGO_TARGET_DIR:-target}/debug/curator-test-server" --until-stdin-closes --connect-file "$dir/connect" >/dev/null)
 server_pid=$!
 cleanup() {
     exec 9>&-
