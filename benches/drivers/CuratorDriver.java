@@ -75,6 +75,15 @@ public final class CuratorDriver {
         client.close();
     }
 
+    private static long usedHeapAfterGc() throws InterruptedException {
+        Runtime runtime = Runtime.getRuntime();
+        for (int i = 0; i < 4; i++) {
+            System.gc();
+            Thread.sleep(100);
+        }
+        return runtime.totalMemory() - runtime.freeMemory();
+    }
+
     private static void run(CuratorFramework client, String scenario, String path, long[] latencies)
             throws Exception {
         switch (scenario) {
@@ -96,6 +105,24 @@ public final class CuratorDriver {
                     throw new IllegalStateException("loaded only " + loaded + " nodes");
                 }
                 Arrays.fill(latencies, took);
+                break;
+            }
+            case "cache_memory": {
+                // Heap held by a loaded CuratorCache, per node (after full collections), as
+                // the first latency slot; run in a fresh JVM.
+                long before = usedHeapAfterGc();
+                CuratorCache cache = CuratorCache.build(client, path);
+                CountDownLatch ready = new CountDownLatch(1);
+                cache.listenable().addListener(
+                        CuratorCacheListener.builder().forInitialized(ready::countDown).build());
+                cache.start();
+                if (!ready.await(300, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("initial load timed out");
+                }
+                long after = usedHeapAfterGc();
+                long loaded = cache.size();
+                cache.close();
+                Arrays.fill(latencies, (after - before) / Math.max(loaded, 1));
                 break;
             }
             case "cache_update_latency": {

@@ -5,10 +5,12 @@ Prints "ready", then answers each stdin line "run <scenario> <ops> <path>" with
 "ok <elapsed-ns> <latency-ns,...>" (or "err <message>"); "quit" ends it.
 """
 
+import gc
 import queue
 import sys
 import threading
 import time
+import tracemalloc
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
@@ -35,6 +37,23 @@ def run(client, scenario, path, latencies):
         cache.close()
         for i in range(ops):
             latencies[i] = took
+    elif scenario == "cache_memory":
+        # Python memory held by a loaded TreeCache, per node (tracemalloc), in every slot;
+        # run in a fresh process.
+        gc.collect()
+        tracemalloc.start()
+        cache = TreeCache(client, path)
+        ready = threading.Event()
+        cache.listen(lambda event: event.event_type == TreeEvent.INITIALIZED and ready.set())
+        cache.start()
+        if not ready.wait(300):
+            raise RuntimeError("initial load timed out")
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        cache.close()
+        for i in range(ops):
+            latencies[i] = held // ops
     elif scenario == "cache_update_latency":
         # From a set of path/n to the cache's listener seeing the new value.
         node = path + "/n"

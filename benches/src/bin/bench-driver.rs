@@ -19,6 +19,10 @@ use curator_queues::SimpleDistributedQueue;
 use futures::future::join_all;
 use zookeeper_client as zk;
 
+/// Counts live heap bytes, for `cache_memory`.
+#[global_allocator]
+static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
+
 const PAYLOAD: &[u8] = b"x";
 const IN_FLIGHT: usize = 1000;
 const CONTENDERS: usize = 8;
@@ -141,6 +145,7 @@ impl Driver {
             "queue_1x1" => self.queue(path, latencies, 1).await?,
             "queue_4x4" => self.queue(path, latencies, 4).await?,
             "cache_initial_load" => self.cache_initial_load(path, latencies).await?,
+            "cache_memory" => self.cache_memory(path, latencies).await?,
             "cache_update_latency" => self.cache_update_latency(path, latencies).await?,
             other => return Err(format!("unknown scenario {other}")),
         }
@@ -396,6 +401,29 @@ impl Driver {
             return Err(format!("loaded only {loaded} nodes"));
         }
         latencies.fill(took);
+        Ok(())
+    }
+
+    /// The heap a loaded `CuratorCache` of the tree at `path` holds, per node (live bytes
+    /// allocated by the load and still held once it is done), in every slot.
+    async fn cache_memory(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
+        let Driver::Framework(client, _) = self else {
+            return Err("unsupported".into());
+        };
+        let before = ALLOCATOR.allocated();
+        let cache = CuratorCache::builder(client.clone(), path)
+            .build()
+            .map_err(|e| e.to_string())?;
+        cache.start().map_err(|e| e.to_string())?;
+        cache.initialized().await;
+        // Let the event dispatcher drain the load's events (no listener keeps them).
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        let after = ALLOCATOR.allocated();
+        let loaded = cache.len().max(1) as u64;
+        cache.close().await;
+        latencies.fill(after.saturating_sub(before) as u64 / loaded);
         Ok(())
     }
 

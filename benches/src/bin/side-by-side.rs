@@ -537,6 +537,36 @@ fn run() -> Result<(), String> {
         }
         results.push(summaries);
     }
+    // Memory per cached node: each driver kind in fresh processes (so nothing earlier in the
+    // process is reused), median of three.
+    let measure_memory = only
+        .as_ref()
+        .is_none_or(|only| only.iter().any(|o| o == "cache_memory"));
+    let mut memory: Vec<(&'static str, Option<u64>)> = Vec::new();
+    if measure_memory {
+        let kinds: [(&'static str, &dyn Fn() -> Result<Command, String>); 3] = [
+            ("curator-rs", &|| Ok(rust_driver("framework"))),
+            ("Curator (Java)", &|| java_driver(&workspace, &connect)),
+            ("Kazoo (Python)", &|| {
+                let mut kazoo = Command::new("/usr/bin/python3");
+                kazoo
+                    .arg(workspace.join("benches/drivers/kazoo_driver.py"))
+                    .arg(&connect);
+                Ok(kazoo)
+            }),
+        ];
+        for (name, command) in kinds {
+            let mut per_node = Vec::new();
+            for _ in 0..3 {
+                let mut driver = Driver::start(name, command()?)?;
+                if let Some(sample) = driver.run("cache_memory", TREE_NODES, &tree)? {
+                    per_node.extend(sample.latencies_ns.first().copied());
+                }
+            }
+            per_node.sort_unstable();
+            memory.push((name, per_node.get(per_node.len() / 2).copied()));
+        }
+    }
     let took = started.elapsed();
     drop(drivers);
     let _ = runtime.block_on(async {
@@ -594,6 +624,25 @@ fn run() -> Result<(), String> {
             ratio_text(ours / rate("Curator (Java)")),
             ratio_text(ours / rate("Kazoo (Python)")),
             ratio_text(ours / rate("zookeeper-client (bare)"))
+        ));
+    }
+    if !memory.is_empty() {
+        let bytes = |name: &str| {
+            memory
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, b)| *b)
+                .map_or(f64::NAN, |b| b as f64)
+        };
+        report.push_str(&format!(
+            "\nMemory held per cached node, a {TREE_NODES}-node tree with 32-byte values (median of three fresh processes): \
+             curator-rs {:.0} B (live heap bytes), Curator {:.0} B (Java heap after full GCs), \
+             Kazoo {:.0} B (tracemalloc); curator-rs / Curator = {:.2}, curator-rs / Kazoo = {:.2}.\n",
+            bytes("curator-rs"),
+            bytes("Curator (Java)"),
+            bytes("Kazoo (Python)"),
+            bytes("curator-rs") / bytes("Curator (Java)"),
+            bytes("curator-rs") / bytes("Kazoo (Python)"),
         ));
     }
     println!("{report}");

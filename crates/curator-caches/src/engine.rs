@@ -104,7 +104,50 @@ pub(crate) struct Node {
     pub(crate) stat: Stat,
     pub(crate) data: Option<Arc<[u8]>>,
     /// Full paths of the cached children (sharing the map's keys).
-    pub(crate) children: HashSet<Arc<str>>,
+    pub(crate) children: Children,
+}
+
+/// A node's cached children: nothing allocated (and one word in the node) for a leaf, which
+/// most nodes of a big tree are.
+#[derive(Debug, Default)]
+pub(crate) struct Children(Option<Box<HashSet<Arc<str>>>>);
+
+impl Children {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|set| set.is_empty())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |set| set.len())
+    }
+
+    pub(crate) fn contains(&self, path: &str) -> bool {
+        self.0.as_ref().is_some_and(|set| set.contains(path))
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.0.iter().flat_map(|set| set.iter())
+    }
+
+    pub(crate) fn insert(&mut self, path: Arc<str>) {
+        self.0.get_or_insert_default().insert(path);
+    }
+
+    pub(crate) fn remove(&mut self, path: &str) {
+        if let Some(set) = &mut self.0 {
+            set.remove(path);
+            if set.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<Arc<str>> {
+        self.0
+            .map(|set| set.into_iter().collect())
+            .unwrap_or_default()
+    }
 }
 
 /// What the engine shares with the cache handles.
@@ -787,7 +830,7 @@ impl Engine {
                 .collect();
             let unknown = listed
                 .iter()
-                .filter(|c| refresh || !node.children.contains(*c))
+                .filter(|c| refresh || !node.children.contains(c))
                 .cloned()
                 .collect();
             (gone, unknown)
@@ -943,7 +986,7 @@ fn upsert(
             Node {
                 stat,
                 data: data.clone(),
-                children: HashSet::new(),
+                children: Children::default(),
             },
         );
         events.push(CacheEvent::Created {
@@ -997,7 +1040,7 @@ fn upsert(
 /// Records `path` among its parent's children, when the parent is cached.
 fn link(nodes: &mut HashMap<Arc<str>, Node>, path: &Arc<str>) {
     if let Some(parent) = paths::parent(path).and_then(|p| nodes.get_mut(p)) {
-        if !parent.children.contains(&**path) {
+        if !parent.children.contains(path) {
             parent.children.insert(Arc::clone(path));
         }
     }
@@ -1018,10 +1061,10 @@ fn remove_subtree(nodes: &mut HashMap<Arc<str>, Node>, path: &str, events: &mut 
 
 fn remove_descendants(
     nodes: &mut HashMap<Arc<str>, Node>,
-    children: HashSet<Arc<str>>,
+    children: Children,
     events: &mut Vec<CacheEvent>,
 ) {
-    let mut children: Vec<Arc<str>> = children.into_iter().collect();
+    let mut children = children.into_vec();
     children.sort();
     for child in children {
         if let Some((key, node)) = nodes.remove_entry(&*child) {
