@@ -110,6 +110,8 @@ pub(crate) struct Node {
 /// A node's cached children: nothing allocated (and one word in the node) for a leaf, which
 /// most nodes of a big tree are.
 #[derive(Debug, Default)]
+// The box is the point: an empty `HashSet` is 48 bytes in every leaf, a `None` box is 8.
+#[allow(clippy::box_collection)]
 pub(crate) struct Children(Option<Box<HashSet<Arc<str>>>>);
 
 impl Children {
