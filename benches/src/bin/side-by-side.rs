@@ -137,6 +137,9 @@ async fn build_tree(client: &CuratorFramework, tree: &str) -> Result<(), curator
     Ok(())
 }
 
+/// Makes the command that starts a driver.
+type CommandFn<'a> = dyn Fn() -> Result<Command, String> + 'a;
+
 struct Scenario {
     name: &'static str,
     what: &'static str,
@@ -544,7 +547,7 @@ fn run() -> Result<(), String> {
         .is_none_or(|only| only.iter().any(|o| o == "cache_memory"));
     let mut memory: Vec<(&'static str, Option<u64>)> = Vec::new();
     if measure_memory {
-        let kinds: [(&'static str, &dyn Fn() -> Result<Command, String>); 3] = [
+        let kinds: [(&'static str, &CommandFn); 3] = [
             ("curator-rs", &|| Ok(rust_driver("framework"))),
             ("Curator (Java)", &|| java_driver(&workspace, &connect)),
             ("Kazoo (Python)", &|| {
