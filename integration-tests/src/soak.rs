@@ -597,60 +597,59 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     };
     let final_value = counter.get().await?.post_value;
 
-    let mut record = ctx.record.lock();
-    record.counter.final_value = Some(final_value);
-    violations.extend(checkers::check_mutex(&record.mutex, &mutex_log));
-    violations.extend(checkers::check_leader(&record.leader, &leader_log));
-    violations.extend(checkers::check_counter(&record.counter));
-    let (simple, simple_findings) = checkers::check_queue(
-        "simple queue",
-        &record.simple_puts,
-        &record.simple_takes,
-        Delivery::ExactlyOnce,
-    );
-    violations.extend(simple);
-    let (safe, safe_findings) = checkers::check_queue(
-        "lock-safe queue",
-        &record.safe_puts,
-        &record.safe_takes,
-        Delivery::AtLeastOnce,
-    );
-    violations.extend(safe);
+    let (operations, notes) = {
+        let mut record = ctx.record.lock();
+        record.counter.final_value = Some(final_value);
+        violations.extend(checkers::check_mutex(&record.mutex, &mutex_log));
+        violations.extend(checkers::check_leader(&record.leader, &leader_log));
+        violations.extend(checkers::check_counter(&record.counter));
+        let (simple, simple_findings) = checkers::check_queue(
+            "simple queue",
+            &record.simple_puts,
+            &record.simple_takes,
+            Delivery::ExactlyOnce,
+        );
+        violations.extend(simple);
+        let (safe, safe_findings) = checkers::check_queue(
+            "lock-safe queue",
+            &record.safe_puts,
+            &record.safe_takes,
+            Delivery::AtLeastOnce,
+        );
+        violations.extend(safe);
 
-    let mut operations = BTreeMap::new();
-    operations.insert("mutex acquisitions", record.mutex.len() as u64);
-    operations.insert("mutex hand-overs", hand_overs(&record.mutex));
-    operations.insert("mutex actions confirmed", confirmed_actions(&record.mutex));
-    operations.insert("mutex log entries (server)", mutex_log.len() as u64);
-    operations.insert("leader terms", record.leader.len() as u64);
-    operations.insert(
-        "leader actions confirmed",
-        confirmed_actions(&record.leader),
-    );
-    operations.insert("leader log entries (server)", leader_log.len() as u64);
-    operations.insert("counter increments applied", record.counter.succeeded);
-    operations.insert("counter increments not applied", record.counter.not_applied);
-    operations.insert("counter final value", final_value as u64);
-    operations.insert("simple queue puts", record.simple_puts.len() as u64);
-    operations.insert("simple queue takes", record.simple_takes.len() as u64);
-    operations.insert("lock-safe queue puts", record.safe_puts.len() as u64);
-    operations.insert("lock-safe queue deliveries", record.safe_takes.len() as u64);
-    operations.insert("cache quiet-point checks", quiet_points);
-    for (what, n) in &record.counts {
-        operations.insert(what, *n);
-    }
-    let notes = vec![
-        queue_note("simple queue", simple_findings),
-        queue_note("lock-safe queue", safe_findings),
-    ];
-    drop(record);
+        let mut operations = BTreeMap::new();
+        operations.insert("mutex acquisitions", record.mutex.len() as u64);
+        operations.insert("mutex hand-overs", hand_overs(&record.mutex));
+        operations.insert("mutex actions confirmed", confirmed_actions(&record.mutex));
+        operations.insert("mutex log entries (server)", mutex_log.len() as u64);
+        operations.insert("leader terms", record.leader.len() as u64);
+        operations.insert(
+            "leader actions confirmed",
+            confirmed_actions(&record.leader),
+        );
+        operations.insert("leader log entries (server)", leader_log.len() as u64);
+        operations.insert("counter increments applied", record.counter.succeeded);
+        operations.insert("counter increments not applied", record.counter.not_applied);
+        operations.insert("counter final value", final_value as u64);
+        operations.insert("simple queue puts", record.simple_puts.len() as u64);
+        operations.insert("simple queue takes", record.simple_takes.len() as u64);
+        operations.insert("lock-safe queue puts", record.safe_puts.len() as u64);
+        operations.insert("lock-safe queue deliveries", record.safe_takes.len() as u64);
+        operations.insert("cache quiet-point checks", quiet_points);
+        for (what, n) in &record.counts {
+            operations.insert(what, *n);
+        }
+        let notes = vec![
+            queue_note("simple queue", simple_findings),
+            queue_note("lock-safe queue", safe_findings),
+        ];
+        (operations, notes)
+    };
 
     caches.curator.close().await;
     caches.tree.close().await;
-    for client in &clients {
-        client.close().await;
-    }
-    admin.close().await;
+    futures::future::join_all(clients.iter().chain([&admin]).map(CuratorFramework::close)).await;
     drop(cluster);
 
     Ok(Report {

@@ -211,7 +211,7 @@ pub async fn mutex_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed
         return;
     };
     while !ctx.stop.is_cancelled() {
-        let guard = match mutex.acquire_timeout(Duration::from_secs(2)).await {
+        let guard = match mutex.acquire_timeout(Duration::from_secs(1)).await {
             Ok(Some(guard)) => guard,
             Ok(None) => continue,
             Err(_) => {

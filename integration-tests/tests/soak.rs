@@ -1,5 +1,5 @@
 //! The reliability suite, short and seeded, as part of `just test`: every workload under faults
-//! for about 20 s, then every checker. `SOAK_SEED=<n>` replays another schedule; `just soak`
+//! for 15 s, then every checker. `SOAK_SEED=<n>` replays another schedule; `just soak`
 //! runs the long version.
 
 use std::time::Duration;
@@ -11,9 +11,9 @@ const SEED: u64 = 20_240_612;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_soak_under_faults_breaks_no_invariant() {
-    let mut config = SoakConfig::new(Duration::from_secs(20), Some(SEED));
+    let mut config = SoakConfig::new(Duration::from_secs(15), Some(SEED));
     config.clients = 3;
-    config.quiet_every = Duration::from_secs(10);
+    config.quiet_every = Duration::from_secs(7);
     let report = run(config).await.expect("the soak run completes");
     println!("{report}");
     let _ = write_report(&report);
