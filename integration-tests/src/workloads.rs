@@ -347,6 +347,33 @@ pub async fn counter_worker(ctx: Ctx, client: CuratorFramework, seed: u64) {
     let _ = counter.flush_markers().await;
 }
 
+/// Waits while a queue's backlog (items put and not yet delivered, as recorded) is large, so
+/// producers do not outrun the consumers (the lock-safe queue takes several round trips per item)
+/// and the queues can be emptied at the end.
+async fn backlog_room(ctx: &Ctx, safe: bool) {
+    const MAX_BACKLOG: usize = 100;
+    loop {
+        let backlog = {
+            let record = ctx.record.lock();
+            if safe {
+                record
+                    .safe_puts
+                    .len()
+                    .saturating_sub(record.safe_takes.len())
+            } else {
+                record
+                    .simple_puts
+                    .len()
+                    .saturating_sub(record.simple_takes.len())
+            }
+        };
+        if backlog < MAX_BACKLOG || ctx.stop_producers.is_cancelled() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Offers unique items to the simple queue until the producers stop.
 pub async fn simple_producer(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -355,6 +382,7 @@ pub async fn simple_producer(ctx: Ctx, client: CuratorFramework, index: usize, s
     };
     let mut n = 0u64;
     while !ctx.stop_producers.is_cancelled() {
+        backlog_room(&ctx, false).await;
         let item = format!("s{index}-{n}");
         n += 1;
         let before = transitions(&client);
@@ -424,6 +452,7 @@ pub async fn safe_queue_worker(ctx: Ctx, client: CuratorFramework, index: usize,
     let consumer = safe_consumer(&ctx, client.clone(), format!("c{index}"));
     let mut n = 0u64;
     while !ctx.stop_producers.is_cancelled() {
+        backlog_room(&ctx, true).await;
         let item = format!("d{index}-{n}");
         n += 1;
         let before = transitions(&client);
