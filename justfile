@@ -20,6 +20,12 @@ test: setup
     fi
     cargo test --workspace --doc --quiet
 
+# The reliability suite: every recipe at once on a 3-member ensemble under a seeded random fault
+# schedule, with invariant checkers; fails on any violation. `just soak --minutes 10`; replay a
+# schedule with `--seed <n>` (or SOAK_SEED=<n>). The report also goes to target/soak-report.txt.
+soak *ARGS: setup
+    cargo run --quiet -p integration-tests --bin soak -- {{ARGS}}
+
 # The framework's show against a real ZooKeeper: election, lock, counter, barrier, watcher, hand-over.
 demo: setup
     cargo run --quiet -p curator-cli -- demo

@@ -653,6 +653,8 @@ where
 {
     // Items whose data cannot be decoded: reported once, left in place, skipped.
     let mut poisoned: Vec<String> = Vec::new();
+    // This consumer's mark in the lock nodes it makes, to know its own lock from another's.
+    let token = uuid::Uuid::new_v4().to_string();
     loop {
         if cancel.is_cancelled() {
             return;
@@ -689,7 +691,7 @@ where
                     break;
                 }
             }
-            match core.process(&name, &consume).await {
+            match core.process(&name, &consume, &token).await {
                 Ok(Processed::Done) => {}
                 Ok(Processed::Locked(watcher)) => wakers.push(watcher),
                 Err(Error::Decode { reason, .. }) => {
@@ -733,7 +735,7 @@ where
     T: Send + 'static,
     C: Codec<T>,
 {
-    async fn process(&self, name: &str, consume: &ConsumeFn<T>) -> Result<Processed> {
+    async fn process(&self, name: &str, consume: &ConsumeFn<T>, token: &str) -> Result<Processed> {
         let item_path = paths::join(&self.path, name);
         match &self.lock_path {
             None => {
@@ -778,7 +780,7 @@ where
                 Ok(Processed::Done)
             }
             Some(lock_path) => {
-                self.process_locked(name, &item_path, lock_path, consume)
+                self.process_locked(name, &item_path, lock_path, consume, token)
                     .await
             }
         }
@@ -790,33 +792,44 @@ where
         item_path: &str,
         lock_path: &str,
         consume: &ConsumeFn<T>,
+        token: &str,
     ) -> Result<Processed> {
         let lock = paths::join(lock_path, name);
-        let session = self.client.session_id();
-        loop {
+        // The session that owns the lock node.
+        let owner = loop {
             match self
                 .client
                 .create()
                 .creating_parent_containers_if_needed()
                 .with_mode(CreateMode::Ephemeral)
-                .for_path(&lock, [])
+                .for_path(&lock, token.as_bytes())
+                .with_stat()
                 .await
             {
-                Ok(_) => break,
+                Ok((_, stat)) => break stat.ephemeral_owner,
                 Err(Error::NodeExists) => {
-                    let (stat, watcher) =
-                        self.client.check_exists().watched().for_path(&lock).await?;
-                    if stat.is_some() {
-                        return Ok(Processed::Locked(watcher));
+                    match self.client.get_data().watched().for_path(&lock).await {
+                        // Our own lock, on our live session: a create retried after its reply
+                        // was lost, or a delete of ours that failed. Waiting for it to go would
+                        // wait for our own session to end.
+                        Ok((data, stat, _))
+                            if data == token.as_bytes()
+                                && Some(stat.ephemeral_owner) == self.client.session_id() =>
+                        {
+                            break stat.ephemeral_owner;
+                        }
+                        Ok((_, _, watcher)) => return Ok(Processed::Locked(watcher)),
+                        Err(Error::NoNode) => {}
+                        Err(error) => return Err(error),
                     }
                 }
                 Err(error) => return Err(error),
             }
-        }
+        };
         let result = self.consume_locked(name, item_path, consume).await;
         // The lock is an ephemeral node of the session that made it: if the session changed
         // meanwhile, the lock went with it and the node there now is another consumer's.
-        if self.client.session_id() == session {
+        if self.client.session_id() == Some(owner) {
             if let Err(error) = self.client.delete().quietly().for_path(&lock).await {
                 tracing::debug!(%error, lock, "queue lock not deleted; it goes with the session");
             }

@@ -1,0 +1,508 @@
+//! The workloads each client runs, recording what they did and what they were told.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_counters::DistributedAtomicLong;
+use curator_election::{CloseMode, LeaderLatch};
+use curator_framework::ops::transaction::TransactionOp;
+use curator_framework::retry::RetryNTimes;
+use curator_framework::{CreateMode, CuratorFramework, Error, paths};
+use curator_locks::InterProcessMutex;
+use curator_queues::{DistributedQueue, QueueConsumer, SimpleDistributedQueue};
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::history::{Action, Clock, CounterHistory, Episode, LogEntry, Put, Take};
+
+/// The znodes of one run, under its root.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The run's root.
+    pub root: String,
+    /// The mutex.
+    pub lock: String,
+    /// The mutex holders' log.
+    pub mutex_log: String,
+    /// The leader latch.
+    pub latch: String,
+    /// The leaders' log.
+    pub leader_log: String,
+    /// The current term.
+    pub term: String,
+    /// The counter.
+    pub counter: String,
+    /// The simple queue.
+    pub simple_queue: String,
+    /// The lock-safe queue.
+    pub safe_queue: String,
+    /// The lock-safe queue's locks.
+    pub safe_queue_locks: String,
+    /// The subtree the caches follow.
+    pub cache: String,
+}
+
+impl Paths {
+    /// The paths under `root`.
+    pub fn new(root: &str) -> Self {
+        let at = |name: &str| paths::join(root, name);
+        Self {
+            root: root.to_owned(),
+            lock: at("mutex"),
+            mutex_log: at("mutex-log"),
+            latch: at("latch"),
+            leader_log: at("leader-log"),
+            term: at("term"),
+            counter: at("counter"),
+            simple_queue: at("simple-queue"),
+            safe_queue: at("safe-queue"),
+            safe_queue_locks: at("safe-queue-locks"),
+            cache: at("cache"),
+        }
+    }
+}
+
+/// Everything the workloads record.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// Mutex holds.
+    pub mutex: Vec<Episode>,
+    /// Leaderships.
+    pub leader: Vec<Episode>,
+    /// Counter increments.
+    pub counter: CounterHistory,
+    /// Puts into the simple queue.
+    pub simple_puts: Vec<Put>,
+    /// Takes from the simple queue.
+    pub simple_takes: Vec<Take>,
+    /// Puts into the lock-safe queue.
+    pub safe_puts: Vec<Put>,
+    /// Deliveries of the lock-safe queue.
+    pub safe_takes: Vec<Take>,
+    /// Other counts by name (errors, writes).
+    pub counts: BTreeMap<&'static str, u64>,
+}
+
+impl Recorded {
+    fn count(&mut self, what: &'static str) {
+        *self.counts.entry(what).or_default() += 1;
+    }
+}
+
+/// Stops the cache writers at quiet points.
+#[derive(Debug)]
+pub struct Gate {
+    closed: watch::Sender<bool>,
+    parked: watch::Sender<usize>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self {
+            closed: watch::Sender::new(false),
+            parked: watch::Sender::new(0),
+        }
+    }
+}
+
+impl Gate {
+    /// Waits while the gate is closed (counted as parked meanwhile).
+    async fn pass(&self) {
+        if !*self.closed.borrow() {
+            return;
+        }
+        self.parked.send_modify(|p| *p += 1);
+        let mut closed = self.closed.subscribe();
+        let _ = closed.wait_for(|c| !*c).await;
+        self.parked.send_modify(|p| *p -= 1);
+    }
+
+    /// A writer that stopped for good counts as parked from now on.
+    fn leave(&self) {
+        self.parked.send_modify(|p| *p += 1);
+    }
+
+    /// Asks writers to stop.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    /// Lets writers go on.
+    pub fn open(&self) {
+        self.closed.send_replace(false);
+    }
+
+    /// Waits until `writers` writers are parked (or gone); `false` after `timeout`.
+    pub async fn all_parked(&self, writers: usize, timeout: Duration) -> bool {
+        let mut parked = self.parked.subscribe();
+        tokio::time::timeout(timeout, parked.wait_for(|p| *p >= writers))
+            .await
+            .is_ok()
+    }
+}
+
+/// What every workload task shares.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The run's clock.
+    pub clock: Clock,
+    /// Ends every workload.
+    pub stop: CancellationToken,
+    /// Ends the producers (queue puts) first, so consumers can empty the queues.
+    pub stop_producers: CancellationToken,
+    /// The record.
+    pub record: Arc<Mutex<Recorded>>,
+    /// Quiet points for the cache writers.
+    pub gate: Arc<Gate>,
+    /// The znodes.
+    pub paths: Arc<Paths>,
+}
+
+impl Ctx {
+    fn count(&self, what: &'static str) {
+        self.record.lock().count(what);
+    }
+}
+
+/// A short random pause, so faults land at every step of the workloads.
+async fn jitter(rng: &mut StdRng, max_ms: u64) {
+    let ms = rng.random_range(0..=max_ms);
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+/// Connection-state transitions so far: a change across an operation means it ran across a
+/// connection loss (where the recipes document duplicates).
+fn transitions(client: &CuratorFramework) -> u64 {
+    client.metrics().state_transitions
+}
+
+/// A log entry: a sequential child of `log`, created only if `own_node` (the actor's lock or
+/// latch node) exists. `first` steps go before it in the same transaction.
+async fn act(
+    client: &CuratorFramework,
+    own_node: &str,
+    first: Vec<TransactionOp>,
+    log: &str,
+    prefix: &str,
+) -> bool {
+    let mut transaction = client.transaction().check(own_node, -1);
+    for op in first {
+        transaction = transaction.op(op);
+    }
+    transaction
+        .op(TransactionOp::create(&paths::join(log, prefix), [])
+            .with_mode(CreateMode::PersistentSequential))
+        .commit()
+        .await
+        .is_ok()
+}
+
+/// Takes the mutex again and again; each hold acts twice (checked against the holder's node),
+/// unless the guard reports the lock may be lost.
+pub async fn mutex_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let Ok(mutex) = InterProcessMutex::new(client.clone(), &ctx.paths.lock) else {
+        return;
+    };
+    while !ctx.stop.is_cancelled() {
+        let guard = match mutex.acquire_timeout(Duration::from_secs(1)).await {
+            Ok(Some(guard)) => guard,
+            Ok(None) => continue,
+            Err(_) => {
+                ctx.count("mutex acquire errors");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let mut episode = Episode {
+            client: index,
+            token: guard.fencing_token(),
+            started_at: ctx.clock.now(),
+            actions: Vec::new(),
+            lost_at: None,
+        };
+        let node = guard.node_path().to_owned();
+        let prefix = LogEntry::prefix(0, episode.token, index);
+        for _ in 0..2 {
+            jitter(&mut rng, 5).await;
+            if guard.is_lost() {
+                episode.lost_at = Some(ctx.clock.now());
+                break;
+            }
+            let sent_at = ctx.clock.now();
+            let ok = act(&client, &node, Vec::new(), &ctx.paths.mutex_log, &prefix).await;
+            episode.actions.push(Action { sent_at, ok });
+            if !ok {
+                break;
+            }
+        }
+        let _ = guard.release().await;
+        ctx.record.lock().mutex.push(episode);
+    }
+}
+
+/// The sequence number at the end of a sequential node's name.
+fn sequence_of(node: &str) -> Option<i64> {
+    node.get(node.len().saturating_sub(10)..)?.parse().ok()
+}
+
+/// Joins the election; as leader, starts a term (read the term, write term + 1) and acts a few
+/// times while the latch says it leads, then resigns (closes the latch) and joins again.
+pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let id = format!("c{index}");
+    let new_latch = || LeaderLatch::new(client.clone(), &ctx.paths.latch, id.clone());
+    let Ok(mut latch) = new_latch() else { return };
+    if latch.start().await.is_err() {
+        return;
+    }
+    while !ctx.stop.is_cancelled() {
+        match latch.await_leadership_timeout(Duration::from_secs(1)).await {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(_) => break,
+        }
+        let started_at = ctx.clock.now();
+        let Some(node) = latch.node_path() else {
+            continue;
+        };
+        let Some(token) = sequence_of(&node) else {
+            continue;
+        };
+        let mut episode = Episode {
+            client: index,
+            token,
+            started_at,
+            actions: Vec::new(),
+            lost_at: None,
+        };
+        let term = match client.get_data().for_path(&ctx.paths.term).await {
+            Ok((data, _)) => String::from_utf8_lossy(&data).parse::<u64>().unwrap_or(0) + 1,
+            Err(_) => {
+                ctx.count("leader term read errors");
+                continue;
+            }
+        };
+        let prefix = LogEntry::prefix(term, token, index);
+        for step in 0..3 {
+            if !latch.has_leadership() {
+                episode.lost_at = Some(ctx.clock.now());
+                break;
+            }
+            let first = if step == 0 {
+                vec![TransactionOp::set_data(&ctx.paths.term, term.to_string())]
+            } else {
+                Vec::new()
+            };
+            let sent_at = ctx.clock.now();
+            let ok = act(&client, &node, first, &ctx.paths.leader_log, &prefix).await;
+            episode.actions.push(Action { sent_at, ok });
+            if !ok {
+                break;
+            }
+            jitter(&mut rng, 10).await;
+        }
+        ctx.record.lock().leader.push(episode);
+        // Resign, and stand again.
+        let _ = latch.close(CloseMode::Silent).await;
+        let Ok(next) = new_latch() else { return };
+        latch = next;
+        if latch.start().await.is_err() {
+            return;
+        }
+    }
+    let _ = latch.close(CloseMode::Silent).await;
+}
+
+/// Increments the shared counter, recording what each increment reported.
+pub async fn counter_worker(ctx: Ctx, client: CuratorFramework, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let Ok(counter) = DistributedAtomicLong::new(
+        client,
+        &ctx.paths.counter,
+        RetryNTimes::new(100, Duration::from_millis(5)),
+    ) else {
+        return;
+    };
+    while !ctx.stop.is_cancelled() {
+        let result = counter.increment().await;
+        {
+            let mut record = ctx.record.lock();
+            let history = &mut record.counter;
+            match result {
+                Ok(value) if value.succeeded => history.succeeded += 1,
+                Ok(_) => history.not_applied += 1,
+                Err(Error::Closed) => history.unknown += 1,
+                Err(_) => history.not_applied += 1,
+            }
+        }
+        jitter(&mut rng, 20).await;
+    }
+    let _ = counter.flush_markers().await;
+}
+
+/// Waits while a queue's backlog (items put and not yet delivered, as recorded) is large, so
+/// producers do not outrun the consumers (the lock-safe queue takes several round trips per item)
+/// and the queues can be emptied at the end.
+async fn backlog_room(ctx: &Ctx, safe: bool) {
+    const MAX_BACKLOG: usize = 100;
+    loop {
+        let backlog = {
+            let record = ctx.record.lock();
+            if safe {
+                record
+                    .safe_puts
+                    .len()
+                    .saturating_sub(record.safe_takes.len())
+            } else {
+                record
+                    .simple_puts
+                    .len()
+                    .saturating_sub(record.simple_takes.len())
+            }
+        };
+        if backlog < MAX_BACKLOG || ctx.stop_producers.is_cancelled() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Offers unique items to the simple queue until the producers stop.
+pub async fn simple_producer(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let Ok(queue) = SimpleDistributedQueue::new(client.clone(), &ctx.paths.simple_queue) else {
+        return;
+    };
+    let mut n = 0u64;
+    while !ctx.stop_producers.is_cancelled() {
+        backlog_room(&ctx, false).await;
+        let item = format!("s{index}-{n}");
+        n += 1;
+        let before = transitions(&client);
+        let ok = queue.offer(item.as_bytes()).await.is_ok();
+        let across_fault = transitions(&client) != before;
+        ctx.record.lock().simple_puts.push(Put {
+            item,
+            ok,
+            across_fault,
+        });
+        jitter(&mut rng, 30).await;
+    }
+}
+
+/// Takes from the simple queue until told to stop.
+pub async fn simple_consumer(ctx: Ctx, client: CuratorFramework, index: usize) {
+    let Ok(queue) = SimpleDistributedQueue::new(client.clone(), &ctx.paths.simple_queue) else {
+        return;
+    };
+    while !ctx.stop.is_cancelled() {
+        let before = transitions(&client);
+        match queue.poll_timeout(Duration::from_millis(500)).await {
+            Ok(Some(item)) => {
+                let across_fault = transitions(&client) != before;
+                ctx.record.lock().simple_takes.push(Take {
+                    item: String::from_utf8_lossy(&item).into_owned(),
+                    by: format!("c{index}"),
+                    across_fault,
+                });
+            }
+            Ok(None) => {}
+            Err(_) => {
+                ctx.count("simple queue take errors");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// A lock-safe queue's consumer that records every delivery as taken by `by`.
+pub fn safe_consumer(ctx: &Ctx, client: CuratorFramework, by: String) -> Option<QueueConsumer> {
+    let queue = DistributedQueue::<String>::builder(client, &ctx.paths.safe_queue)
+        .lock_path(&ctx.paths.safe_queue_locks)
+        .build()
+        .ok()?;
+    let record = Arc::clone(&ctx.record);
+    Some(queue.start_consumer(move |item: String| {
+        record.lock().safe_takes.push(Take {
+            item,
+            by: by.clone(),
+            across_fault: false,
+        });
+        async { Ok::<(), std::convert::Infallible>(()) }
+    }))
+}
+
+/// Puts unique items into the lock-safe queue until the producers stop, and consumes it (with
+/// its own consumer) until everything stops.
+pub async fn safe_queue_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let Ok(queue) = DistributedQueue::<String>::builder(client.clone(), &ctx.paths.safe_queue)
+        .lock_path(&ctx.paths.safe_queue_locks)
+        .build()
+    else {
+        return;
+    };
+    let consumer = safe_consumer(&ctx, client.clone(), format!("c{index}"));
+    let mut n = 0u64;
+    while !ctx.stop_producers.is_cancelled() {
+        backlog_room(&ctx, true).await;
+        let item = format!("d{index}-{n}");
+        n += 1;
+        let before = transitions(&client);
+        let ok = queue.put(&item).await.is_ok();
+        let across_fault = transitions(&client) != before;
+        ctx.record.lock().safe_puts.push(Put {
+            item,
+            ok,
+            across_fault,
+        });
+        jitter(&mut rng, 30).await;
+    }
+    ctx.stop.cancelled().await;
+    if let Some(consumer) = consumer {
+        consumer.close().await;
+    }
+}
+
+/// Random creates, sets and deletes in the cached subtree, pausing at quiet points.
+pub async fn cache_writer(ctx: Ctx, client: CuratorFramework, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let names = ["a", "b", "c"];
+    while !ctx.stop.is_cancelled() {
+        ctx.gate.pass().await;
+        let depth = rng.random_range(1..=2);
+        let mut path = ctx.paths.cache.clone();
+        for _ in 0..depth {
+            path.push('/');
+            path.push_str(names[rng.random_range(0..names.len())]);
+        }
+        let data = format!("v{}", rng.random_range(0..1000)).into_bytes();
+        // Errors (no node, node exists, connection loss) are part of the game.
+        let _ = match rng.random_range(0..10) {
+            0..=3 => client
+                .create()
+                .creating_parents_if_needed()
+                .for_path(&path, data)
+                .await
+                .map(drop),
+            4..=7 => client.set_data().for_path(&path, data).await.map(drop),
+            _ => {
+                client
+                    .delete()
+                    .deleting_children_if_needed()
+                    .for_path(&path)
+                    .await
+            }
+        };
+        ctx.count("cache writes");
+        jitter(&mut rng, 40).await;
+    }
+    ctx.gate.leave();
+}
