@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use curator_framework::{CuratorFramework, Error};
 use curator_nodes::{PartitionState, SetPartitioner, round_robin};
-use curator_test::{TestingServer, unique_root};
+use curator_test::{FaultProxy, TestingServer, unique_root};
 use curator_testkit::{client, eventually};
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -182,6 +182,52 @@ async fn three_members_share_100_items_and_share_again_after_expiry_and_death() 
         server_owners(&observer, &path).await.is_none()
     })
     .await;
+}
+
+/// Whether `member` went through a `Failure` after its `from`-th transition.
+fn failed_since(member: &Member, from: usize) -> bool {
+    member.seen.lock()[from..]
+        .iter()
+        .any(|s| matches!(s, PartitionState::Failure { .. }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_stop_on_a_cut_connection_and_a_server_restart_and_divide_again() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("partitioner-faults");
+    let observer = client(&server.connect_string()).await;
+    let a = member(&server.connect_string(), &path, "a").await;
+    let b = member(&proxy.connect_string(), &path, "b").await;
+    let expected = expected_owners(&["a", "b"]);
+    eventually("a and b divide the items", || async {
+        partitioned(&[&a, &b]) && server_owners(&observer, &path).await.as_ref() == Some(&expected)
+    })
+    .await;
+
+    // b's connection is cut (its session lives on): b stops (Failure), lets its items go and
+    // takes its share again; the division is the same.
+    let before = b.seen.lock().len();
+    proxy.drop_connections();
+    eventually("b failed and took its share again", || async {
+        failed_since(&b, before)
+            && partitioned(&[&a, &b])
+            && server_owners(&observer, &path).await.as_ref() == Some(&expected)
+    })
+    .await;
+
+    // The server restarts: both stop, then divide again.
+    let (from_a, from_b) = (a.seen.lock().len(), b.seen.lock().len());
+    server.restart().await.unwrap();
+    eventually("both failed and divided again", || async {
+        failed_since(&a, from_a)
+            && failed_since(&b, from_b)
+            && partitioned(&[&a, &b])
+            && server_owners(&observer, &path).await.as_ref() == Some(&expected)
+    })
+    .await;
+    a.partitioner.close().await.unwrap();
+    b.partitioner.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
