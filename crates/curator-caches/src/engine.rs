@@ -688,8 +688,9 @@ impl Engine {
         }
         if !self.initialized {
             self.initialized = true;
-            self.shared.events.publish(CacheEvent::Initialized);
+            // The phase first: a listener that hears `Initialized` sees `is_initialized()`.
             self.shared.phase.send_replace(Phase::Initialized);
+            self.shared.events.publish(CacheEvent::Initialized);
         }
     }
 
