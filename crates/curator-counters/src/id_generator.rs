@@ -26,7 +26,9 @@ pub struct SequentialId {
 /// next request (pipelined) or by [`close`](Self::close). Ids are not contiguous: the sequence
 /// counts every create *and* delete under the parent, so keep other nodes out of it. The
 /// sequence is ZooKeeper's signed 32-bit counter of the parent: after 2^31 changes under one
-/// parent it wraps to negative numbers, at which point use a new parent.
+/// parent it wraps to negative numbers, at which point use a new parent. The parent is created
+/// persistent (never a container, which the server removes when empty, restarting the count)
+/// and must not be deleted while its ids matter.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -97,9 +99,11 @@ impl SequentialIdGenerator {
         let creates = join_all(
             (0..count)
                 .map(|_| {
+                    // Persistent parents, not containers: an empty container is removed by
+                    // the server, and its replacement's counter would start over at 0.
                     self.client
                         .create()
-                        .creating_parent_containers_if_needed()
+                        .creating_parents_if_needed()
                         .with_protection()
                         .with_mode(CreateMode::EphemeralSequential)
                         .for_path(&path, [])

@@ -44,21 +44,14 @@ async fn ids_are_unique_increasing_and_leave_no_node() {
     all.dedup();
     assert_eq!(all.len(), count, "unique across generators");
     let c = client(&server.connect_string()).await;
+    let (children, stat) = c.get_children().for_path(&parent).await.unwrap();
     assert!(
-        // The parent is a container: the server may already have reaped it.
-        c.get_children()
-            .for_path(&parent)
-            .await
-            .map_or_else(
-                |e| {
-                    assert_eq!(e, Error::NoNode);
-                    Vec::new()
-                },
-                |(c, _)| c
-            )
-            .is_empty(),
-        "every id node was deleted"
+        children.is_empty(),
+        "every id node was deleted: {children:?}"
     );
+    // A plain persistent parent: a container (owner i64::MIN) would be removed once empty, and
+    // a new one would count from 0 again.
+    assert_eq!(stat.ephemeral_owner, 0);
     assert!(matches!(
         SequentialIdGenerator::new(c.clone(), &parent, "a/b"),
         Err(Error::InvalidArgument(_))
