@@ -185,3 +185,46 @@ async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
     );
     assert_no_overlap(&terms);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_ends_the_term_and_leadership_resumes_without_overlap() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let path = unique_root("selector-restart");
+    let terms: Terms = Arc::default();
+    let a = waiting_selector(
+        support::client(&server.connect_string()).await,
+        &path,
+        "a",
+        &terms,
+    );
+    a.auto_requeue();
+    a.start().await.unwrap();
+    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
+    let b = waiting_selector(
+        support::client(&server.connect_string()).await,
+        &path,
+        "b",
+        &terms,
+    );
+    b.auto_requeue();
+    b.start().await.unwrap();
+    queued(&b, 2).await;
+
+    // The connection drops (same sessions): the leader's task is stopped at Suspended, and
+    // after the reconnect one of the two leads again.
+    server.restart().await.unwrap();
+    curator_test::eventually("a's term ended", || async {
+        terms.lock().iter().any(|t| t.0 == "a")
+    })
+    .await;
+    curator_test::eventually("someone leads again", || async {
+        a.has_leadership() || b.has_leadership()
+    })
+    .await;
+    assert!(!(a.has_leadership() && b.has_leadership()));
+    a.close().await;
+    b.close().await;
+    let terms = terms.lock().clone();
+    assert!(terms.len() >= 2, "{terms:?}");
+    assert_no_overlap(&terms);
+}

@@ -69,6 +69,58 @@ async fn a_multi_lock_takes_all_or_nothing() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_lock_whose_session_ends_frees_every_lock_and_its_late_release_harms_no_one() {
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("multi-lock-expiry");
+    let paths = [format!("{root}/a"), format!("{root}/b")];
+    let first_client = support::client(&server.connect_string()).await;
+    let second_client = support::client(&server.connect_string()).await;
+    let multi = |client: &curator_framework::CuratorFramework| {
+        InterProcessMultiLock::new(
+            paths
+                .iter()
+                .map(|p| InterProcessMutex::new(client.clone(), p).unwrap())
+                .collect(),
+        )
+    };
+    let (first, second) = (multi(&first_client), multi(&second_client));
+    let held = first.acquire().await.unwrap();
+    assert!(
+        second
+            .acquire_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The holder's session ends: both of its lock nodes go, and the other takes both.
+    first_client.inject_session_expiration().await.unwrap();
+    let theirs = second
+        .acquire_timeout(Timing::new().wait())
+        .await
+        .unwrap()
+        .expect("both locks free once the holder's session ended");
+    // The old holder's release comes late: it deletes nothing of the new holder's.
+    held.release().await.unwrap();
+    let probe = InterProcessMutex::new(first_client.clone(), &paths[0]).unwrap();
+    assert!(
+        probe
+            .acquire_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none(),
+        "the new holder still holds a"
+    );
+    theirs.release().await.unwrap();
+    assert!(
+        first
+            .acquire_timeout(Timing::new().wait())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
 #[tokio::test]
 async fn a_revocation_request_reaches_the_holder() {
     let server = TestingServer::start().await.unwrap();
