@@ -6,10 +6,7 @@ use std::sync::Arc;
 
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::{
-    ConnectionState, CreateMode, CuratorFramework, Error, Result, Stat, paths,
-};
-use futures::StreamExt;
+use curator_framework::{CreateMode, CuratorFramework, Error, Result, Stat, paths};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -403,7 +400,7 @@ async fn follow<T, C>(
             tokio::select! {
                 () = cancel.cancelled() => return,
                 _ = current.changed() => {}
-                () = reconnected(&mut states) => {}
+                () = states.next_connected() => {}
             }
         }
         // `Ok(None)`: read again at once.
@@ -441,23 +438,10 @@ async fn follow<T, C>(
                     tracing::debug!(%error, path = %inner.path, "shared value read failed; waiting for the connection");
                     tokio::select! {
                         () = cancel.cancelled() => return,
-                        () = reconnected(&mut states) => {}
+                        () = states.next_connected() => {}
                     }
                 }
             },
         }
     }
-}
-
-/// Resolves at the next Connected/Reconnected transition.
-async fn reconnected(states: &mut ListenerStream<ConnectionState>) {
-    while let Some(state) = states.next().await {
-        if matches!(
-            state,
-            ConnectionState::Connected | ConnectionState::Reconnected
-        ) {
-            return;
-        }
-    }
-    std::future::pending::<()>().await;
 }

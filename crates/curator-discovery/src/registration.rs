@@ -6,10 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::listen::ListenerStream;
 use curator_framework::watcher::Watcher;
-use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result};
-use futures::StreamExt;
+use curator_framework::{CreateMode, CuratorFramework, Error, Result};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -289,7 +287,7 @@ impl<P: Payload> Registration<P> {
                     tokio::select! {
                         () = self.cancel.cancelled() => return,
                         _ = watcher.changed() => {}
-                        () = reconnected(&mut states) => {}
+                        () = states.next_connected() => {}
                         () = self.poke.notified() => {}
                     }
                 }
@@ -299,7 +297,7 @@ impl<P: Payload> Registration<P> {
                     tokio::select! {
                         () = self.cancel.cancelled() => return,
                         () = tokio::time::sleep(backoff) => {}
-                        () = reconnected(&mut states) => {}
+                        () = states.next_connected() => {}
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }
@@ -326,16 +324,4 @@ fn check_len(data: &[u8]) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-async fn reconnected(states: &mut ListenerStream<ConnectionState>) {
-    while let Some(state) = states.next().await {
-        if matches!(
-            state,
-            ConnectionState::Connected | ConnectionState::Reconnected
-        ) {
-            return;
-        }
-    }
-    std::future::pending::<()>().await;
 }

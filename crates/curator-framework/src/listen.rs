@@ -359,6 +359,35 @@ impl<E> futures::Stream for ListenerStream<E> {
     }
 }
 
+impl ListenerStream<crate::ConnectionState> {
+    /// Waits for the next `Connected` or `Reconnected` transition (forever, once the client
+    /// is closed and the stream has ended). Recipes use it to act again after a reconnect or a
+    /// new session.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) {
+    /// let mut states = client.connection_state_stream();
+    /// states.next_connected().await;
+    /// println!("connected again; re-check what the session held");
+    /// # }
+    /// ```
+    ///
+    /// # Cancellation safety
+    /// Safe: transitions not yet looked at stay in the stream.
+    pub async fn next_connected(&mut self) {
+        use futures::StreamExt;
+        while let Some(state) = self.next().await {
+            if matches!(
+                state,
+                crate::ConnectionState::Connected | crate::ConnectionState::Reconnected
+            ) {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

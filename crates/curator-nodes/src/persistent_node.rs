@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use curator_framework::listen::ListenerStream;
 use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result, paths};
-use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
@@ -362,7 +361,7 @@ async fn keep(inner: Arc<Inner>) {
                 tokio::select! {
                     () = cancel.cancelled() => return,
                     _ = watcher.changed() => {}
-                    () = reconnected(&mut states) => {}
+                    () = states.next_connected() => {}
                     () = inner.poke.notified() => {}
                 }
             }
@@ -378,16 +377,4 @@ async fn keep(inner: Arc<Inner>) {
             }
         }
     }
-}
-
-async fn reconnected(states: &mut ListenerStream<ConnectionState>) {
-    while let Some(state) = states.next().await {
-        if matches!(
-            state,
-            ConnectionState::Connected | ConnectionState::Reconnected
-        ) {
-            return;
-        }
-    }
-    std::future::pending::<()>().await;
 }
