@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use curator_election::LeaderSelector;
 use curator_framework::CuratorFramework;
-use curator_test::{TestingServer, unique_root};
+use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -156,8 +156,53 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
     assert_no_overlap(&terms);
 }
 
+/// A leader cut off from the server: its task is cancelled at `Suspended`, before the server can
+/// expire its session, so it has stopped before the next leader starts. (With an expiry injected
+/// at once, which of the two processes acts first is not defined: the server deletes the node as
+/// the old leader hears of the end; so that case only checks the hand-over.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
+async fn a_cut_off_leaders_task_is_cancelled_before_the_next_leader_starts() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("selector-partition");
+    let terms: Terms = Arc::default();
+    let session_timeout = Timing::new().scale(Duration::from_secs(4));
+    let a = waiting_selector(
+        support::client_with(&proxy.connect_string(), session_timeout).await,
+        &path,
+        "a",
+        &terms,
+    );
+    a.start().await.unwrap();
+    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
+    let b = waiting_selector(
+        support::client(&server.connect_string()).await,
+        &path,
+        "b",
+        &terms,
+    );
+    b.start().await.unwrap();
+    queued(&b, 2).await;
+
+    proxy.pause();
+    curator_test::eventually("b leads once a's session expired", || async {
+        b.has_leadership()
+    })
+    .await;
+    assert!(!a.has_leadership());
+    b.close().await;
+    proxy.resume();
+    a.close().await;
+    let terms = terms.lock().clone();
+    assert_eq!(
+        terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
+    assert_no_overlap(&terms);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_leader_hands_over() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("selector-expiry");
     let terms: Terms = Arc::default();
@@ -175,7 +220,10 @@ async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
     queued(&b, 2).await;
 
     a_client.inject_session_expiration().await.unwrap();
-    curator_test::eventually("b leads", || async { b.has_leadership() }).await;
+    curator_test::eventually("b leads and a's term ended", || async {
+        b.has_leadership() && terms.lock().iter().any(|t| t.0 == "a")
+    })
+    .await;
     assert!(!a.has_leadership());
     b.close().await;
     let terms = terms.lock().clone();
@@ -183,7 +231,6 @@ async fn an_expired_leaders_task_is_cancelled_before_the_next_leader_starts() {
         terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
         vec!["a", "b"]
     );
-    assert_no_overlap(&terms);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
