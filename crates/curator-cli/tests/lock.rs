@@ -61,12 +61,21 @@ async fn passes_the_exit_code_through_and_releases() {
     ));
     assert_eq!(output.status.code(), Some(7), "{}", text(&output.stderr));
     let listing = run(curator(&server.connect_string(), &["ls", &path]));
-    assert_eq!(listing.status.code(), Some(0));
-    assert_eq!(
-        text(&listing.stdout).trim(),
-        "",
-        "the lock node is left behind"
-    );
+    // The lock's directory is a container: once empty, the server may already have removed it.
+    if listing.status.code() == Some(1) {
+        assert!(
+            text(&listing.stderr).contains("no such node"),
+            "{}",
+            text(&listing.stderr)
+        );
+    } else {
+        assert_eq!(listing.status.code(), Some(0));
+        assert_eq!(
+            text(&listing.stdout).trim(),
+            "",
+            "the lock node is left behind"
+        );
+    }
 
     let missing = run(curator(
         &server.connect_string(),
