@@ -75,6 +75,19 @@ public final class CuratorDriver {
         client.close();
     }
 
+    /** A started CuratorCache of the tree at path, once its initial load is done. */
+    private static CuratorCache loadedCache(CuratorFramework client, String path) throws InterruptedException {
+        CuratorCache cache = CuratorCache.build(client, path);
+        CountDownLatch ready = new CountDownLatch(1);
+        cache.listenable().addListener(
+                CuratorCacheListener.builder().forInitialized(ready::countDown).build());
+        cache.start();
+        if (!ready.await(300, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("initial load timed out");
+        }
+        return cache;
+    }
+
     private static long usedHeapAfterGc() throws InterruptedException {
         Runtime runtime = Runtime.getRuntime();
         for (int i = 0; i < 4; i++) {
@@ -90,14 +103,7 @@ public final class CuratorDriver {
             case "cache_initial_load": {
                 // A CuratorCache loads the tree at path; every latency is the whole load.
                 long t = System.nanoTime();
-                CuratorCache cache = CuratorCache.build(client, path);
-                CountDownLatch ready = new CountDownLatch(1);
-                cache.listenable().addListener(
-                        CuratorCacheListener.builder().forInitialized(ready::countDown).build());
-                cache.start();
-                if (!ready.await(300, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("initial load timed out");
-                }
+                CuratorCache cache = loadedCache(client, path);
                 long took = System.nanoTime() - t;
                 long loaded = cache.size();
                 cache.close();
@@ -111,14 +117,7 @@ public final class CuratorDriver {
                 // Heap held by a loaded CuratorCache, per node (after full collections), as
                 // the first latency slot; run in a fresh JVM.
                 long before = usedHeapAfterGc();
-                CuratorCache cache = CuratorCache.build(client, path);
-                CountDownLatch ready = new CountDownLatch(1);
-                cache.listenable().addListener(
-                        CuratorCacheListener.builder().forInitialized(ready::countDown).build());
-                cache.start();
-                if (!ready.await(300, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("initial load timed out");
-                }
+                CuratorCache cache = loadedCache(client, path);
                 long after = usedHeapAfterGc();
                 long loaded = cache.size();
                 cache.close();

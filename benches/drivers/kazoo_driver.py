@@ -22,17 +22,23 @@ CONTENDERS = 8
 contenders = []
 
 
+def loaded_tree_cache(client, path):
+    """A started TreeCache of the tree at path, once its initial load is done."""
+    cache = TreeCache(client, path)
+    ready = threading.Event()
+    cache.listen(lambda event: event.event_type == TreeEvent.INITIALIZED and ready.set())
+    cache.start()
+    if not ready.wait(300):
+        raise RuntimeError("initial load timed out")
+    return cache
+
+
 def run(client, scenario, path, latencies):
     ops = len(latencies)
     if scenario == "cache_initial_load":
         # A TreeCache loads the tree at path; every latency is the whole load.
         t = time.perf_counter_ns()
-        cache = TreeCache(client, path)
-        ready = threading.Event()
-        cache.listen(lambda event: event.event_type == TreeEvent.INITIALIZED and ready.set())
-        cache.start()
-        if not ready.wait(300):
-            raise RuntimeError("initial load timed out")
+        cache = loaded_tree_cache(client, path)
         took = time.perf_counter_ns() - t
         cache.close()
         for i in range(ops):
@@ -42,12 +48,7 @@ def run(client, scenario, path, latencies):
         # run in a fresh process.
         gc.collect()
         tracemalloc.start()
-        cache = TreeCache(client, path)
-        ready = threading.Event()
-        cache.listen(lambda event: event.event_type == TreeEvent.INITIALIZED and ready.set())
-        cache.start()
-        if not ready.wait(300):
-            raise RuntimeError("initial load timed out")
+        cache = loaded_tree_cache(client, path)
         gc.collect()
         held, _ = tracemalloc.get_traced_memory()
         tracemalloc.stop()

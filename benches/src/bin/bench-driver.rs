@@ -389,11 +389,7 @@ impl Driver {
             return Err("unsupported".into());
         };
         let t = Instant::now();
-        let cache = CuratorCache::builder(client.clone(), path)
-            .build()
-            .map_err(|e| e.to_string())?;
-        cache.start().map_err(|e| e.to_string())?;
-        cache.initialized().await;
+        let cache = loaded_cache(client, path).await?;
         let took = elapsed_ns(t);
         let loaded = cache.len();
         cache.close().await;
@@ -411,11 +407,7 @@ impl Driver {
             return Err("unsupported".into());
         };
         let before = ALLOCATOR.allocated();
-        let cache = CuratorCache::builder(client.clone(), path)
-            .build()
-            .map_err(|e| e.to_string())?;
-        cache.start().map_err(|e| e.to_string())?;
-        cache.initialized().await;
+        let cache = loaded_cache(client, path).await?;
         // Let the event dispatcher drain the load's events (no listener keeps them).
         for _ in 0..100 {
             tokio::task::yield_now().await;
@@ -476,6 +468,16 @@ impl Driver {
         cache.close().await;
         Ok(())
     }
+}
+
+/// A started `CuratorCache` of the tree at `path`, once its initial load is done.
+async fn loaded_cache(client: &CuratorFramework, path: &str) -> Result<CuratorCache, String> {
+    let cache = CuratorCache::builder(client.clone(), path)
+        .build()
+        .map_err(|e| e.to_string())?;
+    cache.start().map_err(|e| e.to_string())?;
+    cache.initialized().await;
+    Ok(cache)
 }
 
 async fn wait_for_participants(latch: &LeaderLatch, n: usize) -> Result<(), String> {

@@ -438,10 +438,10 @@ impl Engine {
         match self.config.mode {
             WatchMode::OneShot => self.one_shot = true,
             WatchMode::Auto | WatchMode::Persistent if !self.one_shot => {
-                // Added again on every walk, even within one session: the wire client
-                // (zookeeper-client 0.11) does not restore persistent watches when it reconnects.
-                // The old watcher is dropped after the new one exists, so the client sends no
-                // removal for it.
+                // Added on every walk. A new session needs it; within one session the
+                // framework's `PersistentWatcher` already re-adds itself after a reconnect, and
+                // adding it again is one cheap request that keeps this path simple. The old
+                // watcher is dropped after the new one exists, so no removal is sent for it.
                 let added = self
                     .client
                     .add_watch()

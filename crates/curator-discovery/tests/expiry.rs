@@ -34,6 +34,26 @@ async fn look(c: &CuratorFramework, parent: &str, path: &str) -> (usize, Option<
 
 /// Exactly one node under `parent`: `path`, holding `instance`, owned by `owner`'s live session
 /// (and not by `old_session`).
+/// A discovery on `owner` under `base` that registered `api/a` on port 1 and then updated it to
+/// port 2; the updated instance.
+async fn registered_and_updated(
+    owner: &CuratorFramework,
+    base: &str,
+) -> (ServiceDiscovery, ServiceInstance) {
+    let discovery = ServiceDiscovery::builder(owner.clone(), base)
+        .build()
+        .unwrap();
+    let v1 = ServiceInstance::builder("api")
+        .id("a")
+        .port(1)
+        .build()
+        .unwrap();
+    discovery.register_service(&v1).await.unwrap();
+    let v2 = v1.to_builder().port(2).build().unwrap();
+    discovery.update_service(&v2).await.unwrap();
+    (discovery, v2)
+}
+
 async fn registered_once(
     observer: &CuratorFramework,
     owner: &CuratorFramework,
@@ -61,17 +81,7 @@ async fn an_instance_leaves_the_cache_when_its_session_expires_and_comes_back_on
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let owner = client(&proxy.connect_string()).await;
     let observer = client(&server.connect_string()).await;
-    let registrar = ServiceDiscovery::builder(owner.clone(), &base)
-        .build()
-        .unwrap();
-    let v1 = ServiceInstance::builder("api")
-        .id("a")
-        .port(1)
-        .build()
-        .unwrap();
-    registrar.register_service(&v1).await.unwrap();
-    let v2 = v1.to_builder().port(2).build().unwrap();
-    registrar.update_service(&v2).await.unwrap();
+    let (registrar, v2) = registered_and_updated(&owner, &base).await;
 
     let discovery = ServiceDiscovery::builder(observer.clone(), &base)
         .build()
@@ -127,17 +137,7 @@ async fn a_registration_comes_back_once_with_its_latest_data_after_its_session_e
     let (parent, path) = (format!("{base}/api"), format!("{base}/api/a"));
     let owner = client(&server.connect_string()).await;
     let observer = client(&server.connect_string()).await;
-    let discovery = ServiceDiscovery::builder(owner.clone(), &base)
-        .build()
-        .unwrap();
-    let v1 = ServiceInstance::builder("api")
-        .id("a")
-        .port(1)
-        .build()
-        .unwrap();
-    discovery.register_service(&v1).await.unwrap();
-    let v2 = v1.to_builder().port(2).build().unwrap();
-    discovery.update_service(&v2).await.unwrap();
+    let (discovery, v2) = registered_and_updated(&owner, &base).await;
 
     for round in 0..3 {
         let old_session = owner.session_id().unwrap();

@@ -105,25 +105,22 @@ async fn rust_and_java_leader_selectors_take_turns() {
         "participants java-1:true,rust-1:false",
     )
     .await;
-    let end = Instant::now() + Timing::new().wait();
-    loop {
-        let seen: Vec<(String, bool)> = rust
-            .participants()
+    let seen = || async {
+        rust.participants()
             .await
             .unwrap()
             .into_iter()
             .map(|p| (p.id, p.is_leader))
-            .collect();
-        if seen.len() == 2 {
-            assert_eq!(
-                seen,
-                vec![("java-1".to_owned(), true), ("rust-1".to_owned(), false)]
-            );
-            break;
-        }
-        assert!(Instant::now() < end);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+            .collect::<Vec<(String, bool)>>()
+    };
+    curator_test::eventually("Rust sees both participants", || async {
+        seen().await.len() == 2
+    })
+    .await;
+    assert_eq!(
+        seen().await,
+        vec![("java-1".to_owned(), true), ("rust-1".to_owned(), false)]
+    );
     assert!(!rust.has_leadership());
 
     assert_eq!(ask(&mut java, "release").await, "released");

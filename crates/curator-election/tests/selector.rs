@@ -119,27 +119,48 @@ async fn queued(selector: &LeaderSelector, n: usize) {
     .await;
 }
 
+/// `a` (on `a_client`) leads and `b` (on `b_client`) waits behind it; both requeue
+/// automatically when `requeue`.
+async fn a_leads_b_waits(
+    a_client: CuratorFramework,
+    b_client: CuratorFramework,
+    path: &str,
+    terms: &Terms,
+    requeue: bool,
+) -> (LeaderSelector, LeaderSelector) {
+    let a = waiting_selector(a_client, path, "a", terms);
+    if requeue {
+        a.auto_requeue();
+    }
+    a.start().await.unwrap();
+    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
+    let b = waiting_selector(b_client, path, "b", terms);
+    if requeue {
+        b.auto_requeue();
+    }
+    b.start().await.unwrap();
+    queued(&b, 2).await;
+    (a, b)
+}
+
+/// Who led, in order.
+fn leaders(terms: &Terms) -> Vec<String> {
+    terms.lock().iter().map(|t| t.0.clone()).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interruption_cancels_the_task_and_passes_leadership_on() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("selector-interrupt");
     let terms: Terms = Arc::default();
-    let a = waiting_selector(
+    let (a, b) = a_leads_b_waits(
+        support::client(&server.connect_string()).await,
         support::client(&server.connect_string()).await,
         &path,
-        "a",
         &terms,
-    );
-    a.start().await.unwrap();
-    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
-    let b = waiting_selector(
-        support::client(&server.connect_string()).await,
-        &path,
-        "b",
-        &terms,
-    );
-    b.start().await.unwrap();
-    queued(&b, 2).await;
+        false,
+    )
+    .await;
     assert_eq!(b.leader().await.unwrap().unwrap().id, "a");
     assert_eq!(b.participants().await.unwrap()[1].id, "b");
 
@@ -148,11 +169,8 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
     assert!(!a.has_leadership());
     b.close().await;
     a.close().await;
+    assert_eq!(leaders(&terms), ["a", "b"]);
     let terms = terms.lock().clone();
-    assert_eq!(
-        terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
-        vec!["a", "b"]
-    );
     assert_no_overlap(&terms);
 }
 
@@ -167,22 +185,14 @@ async fn a_cut_off_leaders_task_is_cancelled_before_the_next_leader_starts() {
     let path = unique_root("selector-partition");
     let terms: Terms = Arc::default();
     let session_timeout = Timing::new().scale(Duration::from_secs(4));
-    let a = waiting_selector(
+    let (a, b) = a_leads_b_waits(
         support::client_with(&proxy.connect_string(), session_timeout).await,
-        &path,
-        "a",
-        &terms,
-    );
-    a.start().await.unwrap();
-    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
-    let b = waiting_selector(
         support::client(&server.connect_string()).await,
         &path,
-        "b",
         &terms,
-    );
-    b.start().await.unwrap();
-    queued(&b, 2).await;
+        false,
+    )
+    .await;
 
     proxy.pause();
     curator_test::eventually("b leads once a's session expired", || async {
@@ -193,11 +203,8 @@ async fn a_cut_off_leaders_task_is_cancelled_before_the_next_leader_starts() {
     b.close().await;
     proxy.resume();
     a.close().await;
+    assert_eq!(leaders(&terms), ["a", "b"]);
     let terms = terms.lock().clone();
-    assert_eq!(
-        terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
-        vec!["a", "b"]
-    );
     assert_no_overlap(&terms);
 }
 
@@ -207,17 +214,14 @@ async fn an_expired_leader_hands_over() {
     let path = unique_root("selector-expiry");
     let terms: Terms = Arc::default();
     let a_client = support::client(&server.connect_string()).await;
-    let a = waiting_selector(a_client.clone(), &path, "a", &terms);
-    a.start().await.unwrap();
-    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
-    let b = waiting_selector(
+    let (a, b) = a_leads_b_waits(
+        a_client.clone(),
         support::client(&server.connect_string()).await,
         &path,
-        "b",
         &terms,
-    );
-    b.start().await.unwrap();
-    queued(&b, 2).await;
+        false,
+    )
+    .await;
 
     a_client.inject_session_expiration().await.unwrap();
     curator_test::eventually("b leads and a's term ended", || async {
@@ -226,11 +230,7 @@ async fn an_expired_leader_hands_over() {
     .await;
     assert!(!a.has_leadership());
     b.close().await;
-    let terms = terms.lock().clone();
-    assert_eq!(
-        terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
-        vec!["a", "b"]
-    );
+    assert_eq!(leaders(&terms), ["a", "b"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,24 +238,14 @@ async fn a_server_restart_ends_the_term_and_leadership_resumes_without_overlap()
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let path = unique_root("selector-restart");
     let terms: Terms = Arc::default();
-    let a = waiting_selector(
+    let (a, b) = a_leads_b_waits(
+        support::client(&server.connect_string()).await,
         support::client(&server.connect_string()).await,
         &path,
-        "a",
         &terms,
-    );
-    a.auto_requeue();
-    a.start().await.unwrap();
-    curator_test::eventually("a leads", || async { a.has_leadership() }).await;
-    let b = waiting_selector(
-        support::client(&server.connect_string()).await,
-        &path,
-        "b",
-        &terms,
-    );
-    b.auto_requeue();
-    b.start().await.unwrap();
-    queued(&b, 2).await;
+        true,
+    )
+    .await;
 
     // The connection drops (same sessions): the leader's task is stopped at Suspended, and
     // after the reconnect one of the two leads again.
