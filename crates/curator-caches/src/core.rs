@@ -43,7 +43,7 @@ impl Core {
         let events = client.listener_container::<CacheEvent>(config.name);
         Ok(Arc::new(Self {
             root: Arc::clone(&config.root),
-            shared: Shared::new(events),
+            shared: Shared::new(events, Arc::clone(&config.root)),
             client,
             lifecycle: Mutex::new(Lifecycle::Latent(config)),
         }))

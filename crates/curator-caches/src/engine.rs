@@ -1,4 +1,4 @@
-//! The one engine behind every cache: a map of nodes kept level-triggered.
+//! The one engine behind every cache: a store of nodes ([`Store`]) kept level-triggered.
 //!
 //! Every change the engine learns of (a watch event, a reconnect) becomes a *read* of the node's
 //! current state, queued in order. Reads are sent in queue order and their replies are applied in
@@ -18,7 +18,7 @@
 //! of earlier generations are ignored, and the tree is walked again from the root, diffing as it
 //! goes (children missing from a listing are deleted; every listed child is read again).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +37,7 @@ use tokio::time::Instant;
 use crate::core::{DEFAULT_MAX_CHILDREN, DEFAULT_MAX_IN_FLIGHT};
 use crate::event::{CacheError, CacheEvent, ChildData};
 use crate::selector::TreeCacheSelector;
+use crate::store::Store;
 
 /// How a cache hears about changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -98,64 +99,10 @@ impl std::fmt::Debug for Config {
     }
 }
 
-/// A cached node.
-#[derive(Debug)]
-pub(crate) struct Node {
-    pub(crate) stat: Stat,
-    pub(crate) data: Option<Arc<[u8]>>,
-    /// Full paths of the cached children (sharing the map's keys).
-    pub(crate) children: Children,
-}
-
-/// A node's cached children: nothing allocated (and one word in the node) for a leaf, which
-/// most nodes of a big tree are.
-#[derive(Debug, Default)]
-// The box is the point: an empty `HashSet` is 48 bytes in every leaf, a `None` box is 8.
-#[allow(clippy::box_collection)]
-pub(crate) struct Children(Option<Box<HashSet<Arc<str>>>>);
-
-impl Children {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.as_ref().is_none_or(|set| set.is_empty())
-    }
-
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |set| set.len())
-    }
-
-    pub(crate) fn contains(&self, path: &str) -> bool {
-        self.0.as_ref().is_some_and(|set| set.contains(path))
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.0.iter().flat_map(|set| set.iter())
-    }
-
-    pub(crate) fn insert(&mut self, path: Arc<str>) {
-        self.0.get_or_insert_default().insert(path);
-    }
-
-    pub(crate) fn remove(&mut self, path: &str) {
-        if let Some(set) = &mut self.0 {
-            set.remove(path);
-            if set.is_empty() {
-                self.0 = None;
-            }
-        }
-    }
-
-    pub(crate) fn into_vec(self) -> Vec<Arc<str>> {
-        self.0
-            .map(|set| set.into_iter().collect())
-            .unwrap_or_default()
-    }
-}
-
 /// What the engine shares with the cache handles.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) nodes: RwLock<HashMap<Arc<str>, Node>>,
+    pub(crate) nodes: RwLock<Store>,
     /// Where the engine publishes its events.
     pub(crate) events: ListenerContainer<CacheEvent>,
     /// Where the initial load stands.
@@ -165,9 +112,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(events: ListenerContainer<CacheEvent>) -> Arc<Self> {
+    pub(crate) fn new(events: ListenerContainer<CacheEvent>, root: Arc<str>) -> Arc<Self> {
         Arc::new(Self {
-            nodes: RwLock::new(HashMap::new()),
+            nodes: RwLock::new(Store::new(root)),
             events,
             phase: watch::channel(Phase::Loading).0,
             active: Mutex::new(None),
@@ -175,31 +122,15 @@ impl Shared {
     }
 
     pub(crate) fn get(&self, path: &str) -> Option<ChildData> {
-        let nodes = self.nodes.read();
-        let (key, node) = nodes.get_key_value(path)?;
-        Some(child_data(key, node))
+        self.nodes.read().get(path)
     }
 
     pub(crate) fn children(&self, path: &str) -> Vec<ChildData> {
-        let nodes = self.nodes.read();
-        let Some(node) = nodes.get(path) else {
-            return Vec::new();
-        };
-        let mut out: Vec<ChildData> = node
-            .children
-            .iter()
-            .filter_map(|c| nodes.get_key_value(&**c))
-            .map(|(k, n)| child_data(k, n))
-            .collect();
-        out.sort_by(|a, b| a.path().cmp(b.path()));
-        out
+        self.nodes.read().children(path)
     }
 
     pub(crate) fn snapshot(&self) -> Vec<ChildData> {
-        let nodes = self.nodes.read();
-        let mut out: Vec<ChildData> = nodes.iter().map(|(k, n)| child_data(k, n)).collect();
-        out.sort_by(|a, b| a.path().cmp(b.path()));
-        out
+        self.nodes.read().snapshot()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -234,10 +165,6 @@ impl Shared {
             loading
         });
     }
-}
-
-fn child_data(key: &Arc<str>, node: &Node) -> ChildData {
-    ChildData::shared(Arc::clone(key), node.stat, node.data.clone())
 }
 
 /// Where a cache's initial load stands.
@@ -545,6 +472,10 @@ impl Engine {
             };
             self.in_flight.push_back(future);
         }
+        // A walk can queue a read per node; do not keep that room once it is used up.
+        if self.queue.is_empty() && self.queue.capacity() > MAX_BATCH_READS {
+            self.queue = VecDeque::new();
+        }
     }
 
     /// Sends `fetches` (data and children reads, no watches) as one multi-read.
@@ -749,7 +680,7 @@ impl Engine {
         let mut events = Vec::new();
         let (fresh, had_children) = {
             let mut nodes = self.shared.nodes.write();
-            upsert(&mut nodes, path, stat, data, &mut events)
+            nodes.upsert(path, stat, data, &mut events)
         };
         self.shared.publish_all(events);
         let depth = self.depth(path);
@@ -808,12 +739,12 @@ impl Engine {
             });
             return true;
         }
-        if !self.shared.nodes.read().contains_key(&**path) {
+        let Some(cached) = self.shared.nodes.read().child_paths(path) else {
             // Gone from the cache since (a later read found it deleted), yet it exists now:
             // read it again, which lists its children again.
             self.enqueue(Arc::clone(path), FetchKind::Data, fetch.walk);
             return true;
-        }
+        };
         if let Some(watcher) = watcher {
             self.watch(WatchKind::Children, Arc::clone(path), watcher);
         }
@@ -822,26 +753,16 @@ impl Engine {
             .map(|name| Arc::<str>::from(paths::join(path, name)))
             .filter(|child| self.accept(child))
             .collect();
-        let (gone, unknown): (Vec<Arc<str>>, Vec<Arc<str>>) = {
-            let nodes = self.shared.nodes.read();
-            let node = nodes.get(&**path).expect("checked above");
-            let gone = node
-                .children
-                .iter()
-                .filter(|c| !listed.contains(*c))
-                .cloned()
-                .collect();
-            let unknown = listed
-                .iter()
-                .filter(|c| refresh || !node.children.contains(c))
-                .cloned()
-                .collect();
-            (gone, unknown)
-        };
+        let gone: Vec<&Arc<str>> = cached.iter().filter(|c| !listed.contains(*c)).collect();
         for child in gone {
-            self.remove(&child);
+            self.remove(child);
         }
-        let mut unknown = unknown;
+        let mut unknown: Vec<Arc<str>> = if refresh {
+            listed.into_iter().collect()
+        } else {
+            let cached: HashSet<&Arc<str>> = cached.iter().collect();
+            listed.into_iter().filter(|c| !cached.contains(c)).collect()
+        };
         unknown.sort();
         for child in unknown {
             self.enqueue(child, FetchKind::Data, fetch.walk);
@@ -916,8 +837,7 @@ impl Engine {
     fn remove(&mut self, path: &str) {
         let mut events = Vec::new();
         {
-            let mut nodes = self.shared.nodes.write();
-            remove_subtree(&mut nodes, path, &mut events);
+            self.shared.nodes.write().remove_subtree(path, &mut events);
         }
         self.shared.publish_all(events);
     }
@@ -970,179 +890,5 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Stores a node read from the server. Returns whether the node is new to the cache (absent, or
-/// a different incarnation), and whether the cache held children for it.
-fn upsert(
-    nodes: &mut HashMap<Arc<str>, Node>,
-    path: &Arc<str>,
-    stat: Stat,
-    data: Option<Arc<[u8]>>,
-    events: &mut Vec<CacheEvent>,
-) -> (bool, bool) {
-    let Some(key) = nodes.get_key_value(&**path).map(|(k, _)| Arc::clone(k)) else {
-        link(nodes, path);
-        nodes.insert(
-            Arc::clone(path),
-            Node {
-                stat,
-                data: data.clone(),
-                children: Children::default(),
-            },
-        );
-        events.push(CacheEvent::Created {
-            node: ChildData::shared(Arc::clone(path), stat, data),
-        });
-        return (true, false);
-    };
-    let node = nodes.get_mut(&*key).expect("present");
-    let had_children = !node.children.is_empty();
-    if node.stat.czxid == stat.czxid {
-        if stat.mzxid > node.stat.mzxid {
-            let old = ChildData::shared(Arc::clone(&key), node.stat, node.data.take());
-            node.stat = stat;
-            node.data = data;
-            events.push(CacheEvent::Changed {
-                old,
-                node: ChildData::shared(Arc::clone(&key), stat, node.data.clone()),
-            });
-        } else if stat.mzxid == node.stat.mzxid && stat.pzxid >= node.stat.pzxid {
-            // Same data; keep the newer children counters.
-            node.stat = stat;
-        }
-        // A node cached while its parent was missing joins the parent when read again.
-        link(nodes, &key);
-        return (false, had_children);
-    }
-    if stat.czxid < node.stat.czxid {
-        return (false, had_children); // an older incarnation: a stale read
-    }
-    // Deleted and created again since: children of the old incarnation are gone; children
-    // created after the new one stay.
-    let old_children: Vec<Arc<str>> = node.children.iter().cloned().collect();
-    for child in old_children {
-        let older = nodes.get(&*child).is_none_or(|c| c.stat.czxid < stat.czxid);
-        if older {
-            remove_subtree(nodes, &child, events);
-        }
-    }
-    let node = nodes.get_mut(&*key).expect("present");
-    let old = ChildData::shared(Arc::clone(&key), node.stat, node.data.take());
-    node.stat = stat;
-    node.data = data;
-    let had_children = !node.children.is_empty();
-    events.push(CacheEvent::Deleted { old });
-    events.push(CacheEvent::Created {
-        node: ChildData::shared(Arc::clone(&key), stat, node.data.clone()),
-    });
-    (true, had_children)
-}
-
-/// Records `path` among its parent's children, when the parent is cached.
-fn link(nodes: &mut HashMap<Arc<str>, Node>, path: &Arc<str>) {
-    if let Some(parent) = paths::parent(path).and_then(|p| nodes.get_mut(p)) {
-        if !parent.children.contains(path) {
-            parent.children.insert(Arc::clone(path));
-        }
-    }
-}
-
-fn remove_subtree(nodes: &mut HashMap<Arc<str>, Node>, path: &str, events: &mut Vec<CacheEvent>) {
-    let Some((key, node)) = nodes.remove_entry(path) else {
-        return;
-    };
-    if let Some(parent) = paths::parent(path).and_then(|p| nodes.get_mut(p)) {
-        parent.children.remove(path);
-    }
-    remove_descendants(nodes, node.children, events);
-    events.push(CacheEvent::Deleted {
-        old: ChildData::shared(key, node.stat, node.data),
-    });
-}
-
-fn remove_descendants(
-    nodes: &mut HashMap<Arc<str>, Node>,
-    children: Children,
-    events: &mut Vec<CacheEvent>,
-) {
-    let mut children = children.into_vec();
-    children.sort();
-    for child in children {
-        if let Some((key, node)) = nodes.remove_entry(&*child) {
-            remove_descendants(nodes, node.children, events);
-            events.push(CacheEvent::Deleted {
-                old: ChildData::shared(key, node.stat, node.data),
-            });
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stat(czxid: i64, mzxid: i64) -> Stat {
-        Stat {
-            czxid,
-            mzxid,
-            ..Stat::default()
-        }
-    }
-
-    #[test]
-    fn upsert_emits_only_differences() {
-        let mut nodes = HashMap::new();
-        let mut events = Vec::new();
-        let a: Arc<str> = Arc::from("/a");
-        let b: Arc<str> = Arc::from("/a/b");
-        upsert(&mut nodes, &a, stat(1, 1), None, &mut events);
-        upsert(&mut nodes, &b, stat(2, 2), None, &mut events);
-        assert_eq!(nodes["/a"].children.len(), 1);
-        // The same state again, and an older one: nothing.
-        upsert(&mut nodes, &a, stat(1, 1), None, &mut events);
-        upsert(&mut nodes, &b, stat(2, 2), None, &mut events);
-        assert_eq!(events.len(), 2);
-        upsert(&mut nodes, &a, stat(1, 3), None, &mut events);
-        assert!(matches!(events[2], CacheEvent::Changed { .. }));
-        upsert(&mut nodes, &a, stat(1, 2), None, &mut events);
-        assert_eq!(events.len(), 3, "a stale read changes nothing");
-        // /a recreated at zxid 5: its old child goes, deepest first.
-        upsert(&mut nodes, &a, stat(5, 5), None, &mut events);
-        let kinds: Vec<_> = events[3..]
-            .iter()
-            .map(|e| (std::mem::discriminant(e), e.path().unwrap().to_owned()))
-            .collect();
-        assert_eq!(kinds.len(), 3);
-        assert_eq!(kinds[0].1, "/a/b");
-        assert!(matches!(events[3], CacheEvent::Deleted { .. }));
-        assert!(matches!(events[4], CacheEvent::Deleted { .. }));
-        assert!(matches!(events[5], CacheEvent::Created { .. }));
-        assert!(!nodes.contains_key("/a/b"));
-    }
-
-    #[test]
-    fn remove_subtree_goes_deepest_first() {
-        let mut nodes = HashMap::new();
-        let mut events = Vec::new();
-        for (i, p) in ["/r", "/r/a", "/r/a/x", "/r/b"].iter().enumerate() {
-            let p: Arc<str> = Arc::from(*p);
-            upsert(
-                &mut nodes,
-                &p,
-                stat(i as i64 + 1, i as i64 + 1),
-                None,
-                &mut events,
-            );
-        }
-        events.clear();
-        remove_subtree(&mut nodes, "/r", &mut events);
-        let order: Vec<_> = events
-            .iter()
-            .map(|e| e.path().unwrap().to_owned())
-            .collect();
-        assert_eq!(order, ["/r/a/x", "/r/a", "/r/b", "/r"]);
-        assert!(nodes.is_empty());
     }
 }

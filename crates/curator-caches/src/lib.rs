@@ -8,6 +8,7 @@ mod listener;
 mod node_cache;
 mod path_children_cache;
 mod selector;
+mod store;
 mod tree_cache;
 mod typed;
 

@@ -37,6 +37,6 @@ async fn memory_per_cached_node_stays_small() {
         "{nodes} nodes (paths of ~60 bytes, 16 bytes of data): resident set grew by {} KiB, {per_node} bytes per node",
         after.saturating_sub(before) / 1024
     );
-    assert!(per_node < 4096, "{per_node} bytes per node");
+    assert!(per_node < 1024, "{per_node} bytes per node");
     cache.close().await;
 }
