@@ -305,9 +305,14 @@ impl Store {
             return self.find_child(NONE, path.as_bytes());
         }
         let below = if root == "/" {
-            path.strip_prefix('/')?
+            path.strip_prefix('/')
         } else {
-            path.strip_prefix(root)?.strip_prefix('/')?
+            path.strip_prefix(root)
+                .and_then(|rest| rest.strip_prefix('/'))
+        };
+        let Some(below) = below else {
+            // Not below the root (the engine stores none): only ever a top-level node.
+            return self.find_child(NONE, path.as_bytes());
         };
         let (mut id, rest) = match self.find_detached(path) {
             Some(found) => found,
@@ -1083,6 +1088,12 @@ mod tests {
         assert!(matches!(events[5], CacheEvent::Created { .. }));
         assert!(!store.contains("/a/b"));
         assert_eq!(store.len(), 1);
+        // A path outside the root (the engine stores none) is still one node.
+        let outside: Arc<str> = Arc::from("/ab");
+        store.upsert(&outside, stat(9, 9), None, &mut events);
+        store.upsert(&outside, stat(9, 9), None, &mut events);
+        assert_eq!(store.len(), 2);
+        assert_eq!(store.get("/ab").unwrap().stat().czxid, 9);
     }
 
     #[test]
