@@ -836,9 +836,7 @@ impl Engine {
     /// Removes `path` and everything below it, emitting deletions deepest first.
     fn remove(&mut self, path: &str) {
         let mut events = Vec::new();
-        {
-            self.shared.nodes.write().remove_subtree(path, &mut events);
-        }
+        self.shared.nodes.write().remove_subtree(path, &mut events);
         self.shared.publish_all(events);
     }
 
