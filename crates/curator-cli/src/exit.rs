@@ -61,7 +61,7 @@ impl CliError {
             | Error::SessionMoved
             | Error::OperationTimeout
             | Error::Closed
-            | Error::Timeout(_) => codes::CONNECTION,
+            | Error::NotConnected { .. } => codes::CONNECTION,
             Error::InvalidPath { .. } | Error::InvalidArgument(_) => codes::USAGE,
             _ => codes::OTHER,
         };

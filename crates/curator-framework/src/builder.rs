@@ -163,9 +163,9 @@ impl CuratorFrameworkBuilder {
         self
     }
 
-    /// How long an operation waits for a connection before failing with
-    /// [`Error::ConnectionLoss`] (and going to the retry policy); also the timeout of one
-    /// connection attempt.
+    /// How long an operation waits for a connection before its attempt fails with
+    /// [`Error::NotConnected`] (which goes to the retry policy, like a connection loss); also the
+    /// timeout of one connection attempt.
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = timeout;
         self

@@ -135,7 +135,7 @@ impl Inner {
         match timeout {
             Some(timeout) => tokio::time::timeout(timeout, ready)
                 .await
-                .unwrap_or(Err(Error::ConnectionLoss)),
+                .unwrap_or(Err(Error::NotConnected { waited: timeout })),
             None => ready.await,
         }
     }
@@ -537,17 +537,13 @@ impl CuratorFramework {
     /// Waits until a session is connected.
     ///
     /// # Errors
-    /// [`Error::Timeout`] when `timeout` passes first; [`Error::Closed`] or
+    /// [`Error::NotConnected`] when `timeout` passes first; [`Error::Closed`] or
     /// [`Error::NotStarted`].
     ///
     /// # Cancellation safety
     /// Safe to drop at any point.
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
-        match tokio::time::timeout(timeout, self.inner.wait_connected(None)).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(error),
-            Err(_) => Err(Error::Timeout(format!("no connection within {timeout:?}"))),
-        }
+        self.inner.wait_connected(Some(timeout)).await.map(drop)
     }
 
     /// Where to add connection-state listeners. Transitions arrive in order, and none is skipped

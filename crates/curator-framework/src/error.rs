@@ -12,6 +12,7 @@ use std::fmt;
 /// ```
 /// use curator_framework::Error;
 /// assert!(Error::ConnectionLoss.is_retryable());
+/// assert!(Error::NotConnected { waited: std::time::Duration::from_secs(1) }.is_retryable());
 /// assert!(!Error::NoNode.is_retryable());
 /// assert!(Error::SessionExpired.is_session_terminal());
 /// assert_eq!(Error::NoNode.code(), Some(-101));
@@ -90,16 +91,27 @@ pub enum Error {
         /// What the wire client said.
         message: String,
     },
-    /// The client is closed (or was never started).
+    /// The server refused the request's arguments (`BADARGUMENTS`, -8): for example a delete
+    /// of `/zookeeper`, which belongs to the server.
+    #[error("the server refused the request's arguments")]
+    BadArguments,
+    /// The client is closed.
     #[error("the client is closed")]
     Closed,
     /// The client has not been started (`start()`).
     #[error("the client is not started; call start() first")]
     NotStarted,
-    /// A framework deadline passed (a connection that did not come within the connection
-    /// timeout, or a caller's own timeout).
-    #[error("timed out: {0}")]
-    Timeout(String),
+    /// No connection to ZooKeeper came within `waited` (the builder's connection timeout for an
+    /// operation, the caller's timeout for
+    /// [`block_until_connected`](crate::CuratorFramework::block_until_connected)). The attempt
+    /// that met it was never sent; an earlier attempt of the same operation may have been.
+    /// Retryable, like [`ConnectionLoss`](Error::ConnectionLoss), whose code it reports (Java
+    /// Curator throws `ConnectionLossException` here).
+    #[error("no connection to ZooKeeper within {waited:?}")]
+    NotConnected {
+        /// How long the client waited.
+        waited: std::time::Duration,
+    },
     /// A path that ZooKeeper would reject.
     #[error("invalid path {path:?}: {reason}")]
     InvalidPath {
@@ -123,12 +135,16 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether retrying the same request may succeed: connection loss, operation timeout, session
-    /// moved. (Session expiry is [`is_session_terminal`](Self::is_session_terminal) instead.)
+    /// Whether retrying the same request may succeed: connection loss, no connection yet,
+    /// operation timeout, session moved. (Session expiry is
+    /// [`is_session_terminal`](Self::is_session_terminal) instead.)
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::ConnectionLoss | Error::OperationTimeout | Error::SessionMoved
+            Error::ConnectionLoss
+                | Error::NotConnected { .. }
+                | Error::OperationTimeout
+                | Error::SessionMoved
         )
     }
 
@@ -151,7 +167,7 @@ impl Error {
             Error::NoAuth => -102,
             Error::InvalidAcl => -114,
             Error::AuthFailed => -115,
-            Error::ConnectionLoss => -4,
+            Error::ConnectionLoss | Error::NotConnected { .. } => -4,
             Error::OperationTimeout => -7,
             Error::SessionExpired => -112,
             Error::SessionMoved => -118,
@@ -161,6 +177,7 @@ impl Error {
             Error::Throttled => -127,
             Error::ReconfigDisabled => -123,
             Error::Unimplemented => -6,
+            Error::BadArguments => -8,
             Error::Transaction { cause, .. } => return cause.code(),
             Error::Other { code, .. } if *code != 0 => *code,
             _ => return None,

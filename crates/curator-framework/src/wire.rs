@@ -631,6 +631,9 @@ pub(crate) fn convert_error(error: zk::Error) -> Error {
             tracing::debug!(%error, "request failed with its connection");
             Error::ConnectionLoss
         }
+        // The wire client reports the server's BADARGUMENTS code with this text; its other
+        // BadArguments are checks of the request that the framework makes first.
+        zk::Error::BadArguments(reason) if *reason == "server error" => Error::BadArguments,
         zk::Error::BadArguments(reason) => Error::InvalidArgument((*reason).to_owned()),
         zk::Error::UnexpectedErrorCode(code) => Error::Other {
             code,

@@ -639,3 +639,14 @@ async fn requests_reach_the_server_in_creation_order() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_server_refusing_arguments_is_its_own_error() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::connected(&server.connect_string()).await;
+    // `/zookeeper` belongs to the server: it answers BADARGUMENTS (-8).
+    let error = client.delete().for_path("/zookeeper").await.unwrap_err();
+    assert_eq!(error, Error::BadArguments);
+    assert_eq!(error.code(), Some(-8));
+    assert!(!error.is_retryable());
+}

@@ -136,12 +136,18 @@ async fn an_unreachable_ensemble_times_out_cleanly() {
         client
             .block_until_connected(Duration::from_millis(300))
             .await,
-        Err(Error::Timeout(_))
+        Err(Error::NotConnected { waited }) if waited == Duration::from_millis(300)
     ));
+    // Each attempt waits the connection timeout; the retry policy then gives up.
+    let error = client.get_data().for_path("/").await.unwrap_err();
     assert_eq!(
-        client.get_data().for_path("/").await,
-        Err(Error::ConnectionLoss)
+        error,
+        Error::NotConnected {
+            waited: Duration::from_millis(200)
+        }
     );
+    assert!(error.is_retryable());
+    assert_eq!(error.code(), Some(-4));
     let metrics = client.metrics();
     assert_eq!(
         (

@@ -501,7 +501,7 @@ async fn wait_connected(inner: &Inner) {
         () = async {
             tokio::time::sleep(inner.settle).await;
             // Until connected, or the client closed.
-            while let Err(Error::Timeout(_)) =
+            while let Err(Error::NotConnected { .. }) =
                 inner.client.block_until_connected(Duration::from_secs(60)).await
             {}
         } => {}
