@@ -29,7 +29,8 @@ pub enum MaxLeases {
 ///
 /// At most `max_leases` leases are out at once, whoever holds them (Rust or Java processes).
 /// Leases are not tied to a handle: any number may be held by one handle, and a [`Lease`] returns
-/// itself when dropped.
+/// itself when dropped. Tasks sharing one handle (or its clones) wait for leases exactly as
+/// separate handles and processes do.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -50,7 +51,10 @@ struct Inner {
     path: String,
     leases_path: String,
     max: MaxLeases,
-    guard: InterProcessMutex,
+    /// The guard mutex's path. Each acquisition takes the guard through a handle of its own:
+    /// [`InterProcessMutex`] is reentrant per handle, so a guard shared by the clones of this
+    /// handle would let every task of a clone walk in and add its lease while one waits for room.
+    guard_path: String,
 }
 
 impl fmt::Debug for InterProcessSemaphoreV2 {
@@ -151,14 +155,13 @@ impl InterProcessSemaphoreV2 {
             MaxLeases::SharedCount(count) => paths::validate(count)?,
             MaxLeases::Fixed(_) => {}
         }
-        let guard = InterProcessMutex::new(client.clone(), &paths::join(path, "locks"))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 leases_path: paths::join(path, "leases"),
+                guard_path: paths::join(path, "locks"),
                 path: path.to_owned(),
                 client,
                 max,
-                guard,
             }),
         })
     }
@@ -257,17 +260,18 @@ impl InterProcessSemaphoreV2 {
 
     async fn acquire_one(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
         let inner = &self.inner;
-        // The guard mutex lets one contender at a time add its lease and wait for room.
+        // The guard mutex lets one contender at a time add its lease and wait for room, whichever
+        // handle or task it comes from.
+        let guard_mutex = InterProcessMutex::new(inner.client.clone(), &inner.guard_path)?;
         let guard = match deadline {
-            Some(deadline) => match inner
-                .guard
+            Some(deadline) => match guard_mutex
                 .acquire_timeout(deadline.saturating_duration_since(Instant::now()))
                 .await?
             {
                 Some(guard) => guard,
                 None => return Ok(None),
             },
-            None => inner.guard.acquire().await?,
+            None => guard_mutex.acquire().await?,
         };
         let (node, stat) = inner
             .client

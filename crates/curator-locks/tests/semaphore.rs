@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use curator_framework::Error;
+use curator_framework::{Error, paths};
 use curator_locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, MaxLeases};
 use curator_test::{TestingServer, Timing, unique_root};
 
@@ -261,4 +261,105 @@ async fn a_waiter_gets_its_lease_after_a_server_restart() {
         .unwrap();
     assert_eq!(waiter.participant_nodes().await.unwrap().len(), 1);
     drop(theirs);
+}
+
+/// Children of `path` (none when it does not exist).
+async fn children(client: &curator_framework::CuratorFramework, path: &str) -> Vec<String> {
+    match client.get_children().for_path(path).await {
+        Ok((children, _)) => children,
+        Err(Error::NoNode) => Vec::new(),
+        Err(error) => panic!("listing {path}: {error}"),
+    }
+}
+
+/// Tasks sharing one handle wait for the lease one after the other. (The guard mutex used to
+/// be one reentrant handle shared by the clones: the second waiter walked into the guard and
+/// added its own lease node, and with more waiters than leases nobody could proceed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::client(&server.connect_string()).await;
+    let path = unique_root("semaphore-shared-handle");
+    let mutex = InterProcessSemaphoreMutex::new(client.clone(), &path).unwrap();
+    let held = mutex.acquire().await.unwrap();
+    let holders = Arc::new(AtomicUsize::new(0));
+    let waiters: Vec<_> = (0..2)
+        .map(|_| {
+            let (mutex, holders) = (mutex.clone(), Arc::clone(&holders));
+            tokio::spawn(async move {
+                let lease = mutex.acquire().await.unwrap();
+                assert_eq!(holders.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                tokio::task::yield_now().await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                lease.release().await.unwrap();
+            })
+        })
+        .collect();
+    // Both waiters are in line: one in the guard with its lease node, the other waiting for the
+    // guard (with the defect: both lease nodes made, one guard node).
+    let leases = paths::join(&path, "leases");
+    let guard = paths::join(&path, "locks");
+    curator_test::eventually("both waiters in line", || async {
+        let (leases, guard) = (
+            children(&client, &leases).await,
+            children(&client, &guard).await,
+        );
+        leases.len() == 3 || (leases.len() == 2 && guard.len() == 2)
+    })
+    .await;
+    assert_eq!(
+        children(&client, &leases).await.len(),
+        2,
+        "a lease node beyond the one lease and its one waiter"
+    );
+    held.release().await.unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Timing::new().wait(), waiter)
+            .await
+            .expect("a waiter on a shared handle never got the lease")
+            .unwrap();
+    }
+    assert!(children(&client, &leases).await.is_empty());
+}
+
+/// Ten tasks share one 5-lease handle for several rounds: at most five hold at once, and every
+/// round completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_tasks_share_one_five_lease_handle() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::client(&server.connect_string()).await;
+    let path = unique_root("semaphore-shared-v2");
+    let semaphore =
+        InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(5)).unwrap();
+    let holders = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let (semaphore, holders, most) =
+                (semaphore.clone(), Arc::clone(&holders), Arc::clone(&most));
+            tokio::spawn(async move {
+                for _ in 0..3 {
+                    let lease = semaphore.acquire().await.unwrap();
+                    let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                    assert!(now <= 5, "{now} holders of 5 leases");
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                    holders.fetch_sub(1, Ordering::SeqCst);
+                    lease.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        tokio::time::timeout(Timing::new().wait(), task)
+            .await
+            .expect("tasks sharing a handle deadlocked")
+            .unwrap();
+    }
+    assert!(most.load(Ordering::SeqCst) >= 1);
+    assert!(
+        children(&client, &paths::join(&path, "leases"))
+            .await
+            .is_empty()
+    );
 }
