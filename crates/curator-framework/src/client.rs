@@ -15,6 +15,7 @@ use crate::builder::{CuratorFrameworkBuilder, Settings};
 use crate::error::{Error, Result};
 use crate::listen::{Listenable, ListenerContainer, ListenerStream, UnhandledError};
 use crate::metrics::{Counters, Metrics};
+use crate::ops::delete::PendingDelete;
 use crate::paths;
 use crate::retry;
 use crate::state::{ConnectionState, ConnectionStateErrorPolicy, FrameworkState};
@@ -229,13 +230,15 @@ impl Inner {
         Ok(())
     }
 
-    /// Deletes `path` in the background until it is gone, retrying across connection loss.
-    pub(crate) fn guaranteed_delete(self: &Arc<Self>, path: String, version: Option<i32>) {
+    /// Deletes `pending.path` in the background until it is gone, retrying across connection
+    /// loss.
+    pub(crate) fn guaranteed_delete(self: &Arc<Self>, pending: PendingDelete) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::error!(
-                path,
+                path = pending.path,
                 "no Tokio runtime to delete the node in the background"
             );
+            Counters::bump(&self.counters.abandoned_guaranteed_deletes);
             return;
         };
         let inner = Arc::clone(self);
@@ -243,36 +246,61 @@ impl Inner {
         self.tasks.spawn_on(
             async move {
                 let cancel = inner.cancel.clone();
-                tokio::select! {
-                    () = cancel.cancelled() => {}
-                    () = inner.delete_until_gone(&path, version) => {}
-                }
-                inner
-                    .counters
-                    .pending_guaranteed_deletes
-                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                let done = tokio::select! {
+                    () = cancel.cancelled() => false,
+                    done = inner.delete_until_gone(&pending) => done,
+                };
+                inner.finish_background_delete(done);
             },
             &runtime,
         );
     }
 
-    async fn delete_until_gone(&self, path: &str, version: Option<i32>) {
+    /// Counts a background delete as completed or abandoned, and no longer pending.
+    fn finish_background_delete(&self, done: bool) {
+        let counters = &self.counters;
+        Counters::bump(if done {
+            &counters.completed_guaranteed_deletes
+        } else {
+            &counters.abandoned_guaranteed_deletes
+        });
+        counters
+            .pending_guaranteed_deletes
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the node is gone (`false`: abandoned on an error that retrying cannot fix).
+    async fn delete_until_gone(&self, pending: &PendingDelete) -> bool {
+        let PendingDelete {
+            path,
+            version,
+            children,
+        } = pending;
         let mut pause = Duration::from_millis(50);
         loop {
             let Ok(session) = self.wait_connected(None).await else {
-                return;
+                return false;
             };
-            match session.delete(path, version).await {
+            let result = match session.delete(path, *version).await {
+                Err(Error::NotEmpty) if *children => {
+                    match crate::ops::delete::delete_children(&session, path.clone()).await {
+                        Ok(()) => session.delete(path, *version).await,
+                        Err(error) => Err(error),
+                    }
+                }
+                other => other,
+            };
+            match result {
                 Ok(()) | Err(Error::NoNode) => {
                     tracing::debug!(path, "guaranteed delete done");
-                    return;
+                    return true;
                 }
                 Err(error) if retry::should_retry(&error) => {
                     tracing::debug!(path, %error, "guaranteed delete will retry");
                 }
                 Err(error) => {
                     self.report_error("guaranteed delete", format!("{path}: {error}"));
-                    return;
+                    return false;
                 }
             }
             tokio::time::sleep(pause).await;
@@ -296,24 +324,22 @@ impl Inner {
         self.tasks.spawn_on(
             async move {
                 let cancel = inner.cancel.clone();
-                tokio::select! {
-                    () = cancel.cancelled() => {}
-                    () = inner.delete_protected(&parent, &prefix) => {}
-                }
-                inner
-                    .counters
-                    .pending_guaranteed_deletes
-                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                let done = tokio::select! {
+                    () = cancel.cancelled() => false,
+                    done = inner.delete_protected(&parent, &prefix) => done,
+                };
+                inner.finish_background_delete(done);
             },
             &runtime,
         );
     }
 
-    async fn delete_protected(&self, parent: &str, prefix: &str) {
+    /// Whether the leftovers are gone (`false`: abandoned).
+    async fn delete_protected(&self, parent: &str, prefix: &str) -> bool {
         let mut pause = Duration::from_millis(50);
         loop {
             let Ok(session) = self.wait_connected(None).await else {
-                return;
+                return false;
             };
             let outcome = async {
                 let (children, _) = session.get_children(parent).await?;
@@ -328,14 +354,14 @@ impl Inner {
                 Ok(())
             };
             match outcome.await {
-                Ok(()) | Err(Error::NoNode) => return,
+                Ok(()) | Err(Error::NoNode) => return true,
                 Err(error) if retry::should_retry(&error) => {}
                 Err(error) => {
                     self.report_error(
                         "protected create cleanup",
                         format!("{parent}/{prefix}*: {error}"),
                     );
-                    return;
+                    return false;
                 }
             }
             tokio::time::sleep(pause).await;

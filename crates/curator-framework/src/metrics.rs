@@ -17,8 +17,15 @@ pub struct Metrics {
     pub state_transitions: u64,
     /// Sessions established (1 + the number of session losses recovered from).
     pub sessions: u64,
-    /// Guaranteed deletes still being retried in the background.
+    /// Guaranteed deletes (and cleanups of protected creates) still being retried in the
+    /// background.
     pub pending_guaranteed_deletes: u64,
+    /// Background deletes that ended with the node gone.
+    pub completed_guaranteed_deletes: u64,
+    /// Background deletes given up: on an error retrying cannot fix (a changed version, no
+    /// permission; also reported to the unhandled-error listeners), or because the client closed
+    /// first. Their node may still exist.
+    pub abandoned_guaranteed_deletes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -29,6 +36,8 @@ pub(crate) struct Counters {
     pub(crate) state_transitions: AtomicU64,
     pub(crate) sessions: AtomicU64,
     pub(crate) pending_guaranteed_deletes: AtomicU64,
+    pub(crate) completed_guaranteed_deletes: AtomicU64,
+    pub(crate) abandoned_guaranteed_deletes: AtomicU64,
 }
 
 impl Counters {
@@ -44,6 +53,8 @@ impl Counters {
             state_transitions: self.state_transitions.load(Ordering::Relaxed),
             sessions: self.sessions.load(Ordering::Relaxed),
             pending_guaranteed_deletes: self.pending_guaranteed_deletes.load(Ordering::Relaxed),
+            completed_guaranteed_deletes: self.completed_guaranteed_deletes.load(Ordering::Relaxed),
+            abandoned_guaranteed_deletes: self.abandoned_guaranteed_deletes.load(Ordering::Relaxed),
         }
     }
 }

@@ -8,6 +8,7 @@ use curator_framework::retry::RetryNTimes;
 use curator_framework::types::EventType;
 use curator_framework::{CreateMode, CuratorFramework, Error, paths};
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use futures::StreamExt;
 
 /// A client through `proxy`, plus an observer straight to the server, and a fresh root.
 async fn setup(
@@ -165,10 +166,11 @@ async fn a_guaranteed_delete_keeps_going_after_the_caller_gave_up() {
         .unwrap();
 
     proxy.pause();
-    assert_eq!(
+    // The first attempt's connection is lost; the retry finds no connection.
+    assert!(matches!(
         client.delete().guaranteed().for_path(&node).await,
-        Err(Error::ConnectionLoss)
-    );
+        Err(Error::NotConnected { .. })
+    ));
     assert_eq!(client.metrics().pending_guaranteed_deletes, 1);
     assert!(
         observer
@@ -189,4 +191,119 @@ async fn a_guaranteed_delete_keeps_going_after_the_caller_gave_up() {
         client.metrics().pending_guaranteed_deletes == 0
     })
     .await;
+}
+
+/// A client through `proxy` that gives up quickly while the link is down.
+async fn impatient_client(proxy: &FaultProxy) -> CuratorFramework {
+    support::started(
+        support::builder(&proxy.connect_string())
+            .connection_timeout(Duration::from_millis(300))
+            .retry_policy(RetryNTimes::new(1, Duration::from_millis(10))),
+    )
+    .await
+}
+
+/// The background retry of a guaranteed delete keeps `deleting_children_if_needed()` (it used
+/// to retry a plain delete, meet "node has children", and stop as if done).
+#[tokio::test]
+async fn a_guaranteed_recursive_delete_finishes_after_the_outage() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = impatient_client(&proxy).await;
+    let observer = support::connected(&server.connect_string()).await;
+    let jobs = format!("{}/jobs", unique_root("guaranteed-recursive"));
+    for node in ["a", "b/c"] {
+        observer
+            .create()
+            .creating_parents_if_needed()
+            .for_path(&format!("{jobs}/{node}"), b"")
+            .await
+            .unwrap();
+    }
+    let (_, gone) = observer
+        .check_exists()
+        .watched()
+        .for_path(&jobs)
+        .await
+        .unwrap();
+
+    proxy.pause();
+    let error = client
+        .delete()
+        .guaranteed()
+        .deleting_children_if_needed()
+        .for_path(&jobs)
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(client.metrics().pending_guaranteed_deletes, 1);
+    proxy.resume();
+
+    let event = tokio::time::timeout(Timing::new().wait(), gone)
+        .await
+        .expect("the directory is deleted after the outage");
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+    curator_test::eventually("the background delete is counted as completed", || async {
+        let metrics = client.metrics();
+        metrics.pending_guaranteed_deletes == 0 && metrics.completed_guaranteed_deletes == 1
+    })
+    .await;
+    assert_eq!(client.metrics().abandoned_guaranteed_deletes, 0);
+}
+
+/// A background delete that meets an error retrying cannot fix is counted as abandoned (and
+/// reported), not as done.
+#[tokio::test]
+async fn a_guaranteed_delete_that_gives_up_is_counted_as_abandoned() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = impatient_client(&proxy).await;
+    let observer = support::connected(&server.connect_string()).await;
+    let node = format!("{}/n", unique_root("guaranteed-abandoned"));
+    observer
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&node, b"")
+        .await
+        .unwrap();
+    let mut errors = client.unhandled_error_listenable().stream();
+
+    proxy.pause();
+    let error = client
+        .delete()
+        .guaranteed()
+        .with_version(7)
+        .for_path(&node)
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    proxy.resume();
+
+    let reported = tokio::time::timeout(Timing::new().wait(), errors.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(reported.context, "guaranteed delete");
+    assert!(reported.message.contains("bad version"), "{reported:?}");
+    curator_test::eventually("the background delete is counted as abandoned", || async {
+        client.metrics().pending_guaranteed_deletes == 0
+    })
+    .await;
+    let metrics = client.metrics();
+    assert_eq!(
+        (
+            metrics.completed_guaranteed_deletes,
+            metrics.abandoned_guaranteed_deletes
+        ),
+        (0, 1)
+    );
+    assert!(
+        observer
+            .check_exists()
+            .for_path(&node)
+            .await
+            .unwrap()
+            .is_some(),
+        "the node is still there"
+    );
 }

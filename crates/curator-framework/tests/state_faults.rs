@@ -195,7 +195,7 @@ async fn a_partition_is_suspended_then_lost_after_the_session_timeout_then_recon
     );
     assert!(matches!(
         client.get_data().for_path(&root).await,
-        Err(Error::ConnectionLoss)
+        Err(Error::NotConnected { .. })
     ));
 
     proxy.resume();
@@ -266,4 +266,38 @@ async fn a_session_expired_by_the_server_is_lost_then_replaced() {
         .for_path(&node, b"again")
         .await
         .unwrap();
+}
+
+/// `simulated_session_expiration_percent(0)` leaves `Lost` to the wire client: the server's word
+/// when a connection comes back, otherwise the wire client's own deadline (7/5 of the negotiated
+/// session timeout without hearing from a server). So a partition still ends in `Lost` on the
+/// client's clock, later than the default policy's.
+#[tokio::test]
+async fn with_simulated_expiration_off_the_wire_client_still_declares_a_partition_lost() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let timing = Timing::new();
+    let session_timeout = timing.scale(Duration::from_secs(2));
+    let client = support::builder(&proxy.connect_string())
+        .session_timeout(session_timeout)
+        .connection_timeout(timing.scale(Duration::from_millis(800)))
+        .simulated_session_expiration_percent(0)
+        .build()
+        .unwrap();
+    let mut states = client.connection_state_stream();
+    client.start().await.unwrap();
+    support::expect_states(&mut states, &[Connected]).await;
+    let negotiated = client.negotiated_session_timeout().unwrap();
+    let connected_at = tokio::time::Instant::now();
+
+    proxy.pause();
+    support::expect_states(&mut states, &[Suspended, Lost]).await;
+    assert!(proxy.is_paused(), "Lost came without a server");
+    assert!(
+        connected_at.elapsed() >= negotiated,
+        "Lost came before the session timeout: {:?} < {negotiated:?}",
+        connected_at.elapsed()
+    );
+    proxy.resume();
+    support::expect_states(&mut states, &[Reconnected]).await;
 }

@@ -16,9 +16,12 @@ use crate::wire::WireSession;
 ///
 /// **Guaranteed** deletes keep going after the caller has given up: when the delete fails with
 /// a connection error (after the retry policy), or its future is dropped before it finished, the
-/// client retries it in the background, across reconnects, until the node is gone (or the
-/// client closes). The caller still gets the error. Pending deletes are counted in
-/// [`Metrics::pending_guaranteed_deletes`](crate::metrics::Metrics::pending_guaranteed_deletes).
+/// client retries it in the background, with the same options (version, children), across
+/// reconnects, until the node is gone (or the client closes). The caller still gets the error.
+/// [`Metrics`](crate::metrics::Metrics) counts background deletes that are pending, that
+/// completed, and that were abandoned (a non-retryable error such as a changed version, or the
+/// client closed first: the node may still be there); an abandoned one is also reported to the
+/// [unhandled-error listeners](crate::CuratorFramework::unhandled_error_listenable).
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -96,17 +99,28 @@ pub struct Delete<'c> {
     path: Result<Arc<str>>,
 }
 
+/// What a guaranteed delete hands to the background: the whole request, options included.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingDelete {
+    pub(crate) path: String,
+    pub(crate) version: Option<i32>,
+    pub(crate) children: bool,
+}
+
 /// Hands a guaranteed delete to the background unless disarmed.
 struct GuaranteeGuard {
     inner: Arc<Inner>,
-    pending: Option<(String, Option<i32>)>,
+    pending: Option<PendingDelete>,
 }
 
 impl Drop for GuaranteeGuard {
     fn drop(&mut self) {
-        if let Some((path, version)) = self.pending.take() {
-            tracing::debug!(path, "guaranteed delete continues in the background");
-            self.inner.guaranteed_delete(path, version);
+        if let Some(pending) = self.pending.take() {
+            tracing::debug!(
+                path = pending.path,
+                "guaranteed delete continues in the background"
+            );
+            self.inner.guaranteed_delete(pending);
         }
     }
 }
@@ -138,7 +152,11 @@ impl IntoFuture for Delete<'_> {
         } = builder;
         let mut guard = GuaranteeGuard {
             inner: Arc::clone(&client.inner),
-            pending: guaranteed.then(|| (fixed.to_string(), version)),
+            pending: guaranteed.then(|| PendingDelete {
+                path: fixed.to_string(),
+                version,
+                children,
+            }),
         };
         let attempt_path = Arc::clone(&fixed);
         let op = ops::start(client, "delete", &fixed, move |session, attempt| {
@@ -171,7 +189,7 @@ impl IntoFuture for Delete<'_> {
 
 /// Deletes everything under `path` (not `path` itself): each level's deletes are sent together;
 /// children that turn out to have children of their own are emptied first.
-fn delete_children(session: &WireSession, path: String) -> BoxFuture<'_, Result<()>> {
+pub(crate) fn delete_children(session: &WireSession, path: String) -> BoxFuture<'_, Result<()>> {
     Box::pin(async move {
         let children = match session.get_children(&path).await {
             Ok((children, _)) => children,
