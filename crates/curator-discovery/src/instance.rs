@@ -119,27 +119,31 @@ impl<P> fmt::Debug for ServiceInstance<P> {
     }
 }
 
-impl<P> ServiceInstance<P> {
+impl ServiceInstance {
     /// A builder for an instance of the service `name`, with Curator's defaults: a random UUID
     /// as id, the registration time now, [`ServiceType::Dynamic`], enabled; no address, ports,
     /// payload or URI spec.
-    pub fn builder(name: impl Into<String>) -> ServiceInstanceBuilder<P> {
-        ServiceInstanceBuilder {
-            instance: ServiceInstance {
-                name: name.into(),
-                id: uuid::Uuid::new_v4().to_string(),
-                address: None,
-                port: None,
-                ssl_port: None,
-                payload: None,
-                registration_time_utc: now_millis(),
-                service_type: ServiceType::Dynamic,
-                uri_spec: None,
-                enabled: true,
-            },
-        }
+    ///
+    /// The builder starts with the default payload type, [`serde_json::Value`], so it needs no
+    /// type annotation; [`payload`](ServiceInstanceBuilder::payload) switches it to the type of
+    /// the payload given. For a typed instance without a payload, use
+    /// [`ServiceInstanceBuilder::new`].
+    ///
+    /// ```
+    /// use curator_discovery::ServiceInstance;
+    /// #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+    /// struct Zone { zone: String }
+    /// let plain = ServiceInstance::builder("api").port(80).build().unwrap();
+    /// let typed = ServiceInstance::builder("api").payload(Zone { zone: "eu-1".into() }).build().unwrap();
+    /// assert_eq!(typed.payload().unwrap().zone, "eu-1");
+    /// # let _ = plain;
+    /// ```
+    pub fn builder(name: impl Into<String>) -> ServiceInstanceBuilder {
+        ServiceInstanceBuilder::new(name)
     }
+}
 
+impl<P> ServiceInstance<P> {
     /// A builder holding this instance's values, to make a changed copy (for
     /// `update_service`).
     ///
@@ -263,7 +267,7 @@ impl<P: DeserializeOwned> ServiceInstance<P> {
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(instance.build_uri().unwrap(), "https://10.0.0.5:8443");
-/// assert!(ServiceInstance::<()>::builder("a/b").build().is_err());
+/// assert!(ServiceInstance::builder("a/b").build().is_err());
 /// ```
 #[derive(Clone)]
 #[must_use = "a builder does nothing until build()"]
@@ -280,6 +284,31 @@ impl<P> fmt::Debug for ServiceInstanceBuilder<P> {
 }
 
 impl<P> ServiceInstanceBuilder<P> {
+    /// A builder for an instance of the service `name` with payload type `P`, with Curator's
+    /// defaults (see [`ServiceInstance::builder`], which starts with the default payload type).
+    ///
+    /// ```
+    /// use curator_discovery::{ServiceInstance, ServiceInstanceBuilder};
+    /// let bare: ServiceInstance<()> = ServiceInstanceBuilder::new("worker").build().unwrap();
+    /// assert!(bare.payload().is_none());
+    /// ```
+    pub fn new(name: impl Into<String>) -> Self {
+        ServiceInstanceBuilder {
+            instance: ServiceInstance {
+                name: name.into(),
+                id: uuid::Uuid::new_v4().to_string(),
+                address: None,
+                port: None,
+                ssl_port: None,
+                payload: None,
+                registration_time_utc: now_millis(),
+                service_type: ServiceType::Dynamic,
+                uri_spec: None,
+                enabled: true,
+            },
+        }
+    }
+
     /// The service's name (a valid ZooKeeper node name).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.instance.name = name.into();
@@ -310,10 +339,34 @@ impl<P> ServiceInstanceBuilder<P> {
         self
     }
 
-    /// The payload.
-    pub fn payload(mut self, payload: P) -> Self {
-        self.instance.payload = Some(payload);
-        self
+    /// The payload; the builder's payload type becomes the payload's.
+    pub fn payload<Q>(self, payload: Q) -> ServiceInstanceBuilder<Q> {
+        let ServiceInstance {
+            name,
+            id,
+            address,
+            port,
+            ssl_port,
+            payload: _,
+            registration_time_utc,
+            service_type,
+            uri_spec,
+            enabled,
+        } = self.instance;
+        ServiceInstanceBuilder {
+            instance: ServiceInstance {
+                name,
+                id,
+                address,
+                port,
+                ssl_port,
+                payload: Some(payload),
+                registration_time_utc,
+                service_type,
+                uri_spec,
+                enabled,
+            },
+        }
     }
 
     /// The registration time in milliseconds since the Unix epoch (default now).

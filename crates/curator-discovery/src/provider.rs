@@ -300,6 +300,7 @@ impl<P: Payload> ServiceProviderBuilder<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ServiceInstanceBuilder;
 
     #[test]
     fn errors_over_the_threshold_make_an_instance_down_until_the_timeout() {
@@ -307,7 +308,7 @@ mod tests {
             policy: DownInstancePolicy::new(Duration::from_secs(10), 2),
             errors: Mutex::new(HashMap::new()),
         };
-        let a: ServiceInstance<()> = ServiceInstance::builder("s").id("a").build().unwrap();
+        let a: ServiceInstance<()> = ServiceInstanceBuilder::new("s").id("a").build().unwrap();
         let key = ("s".to_owned(), "a".to_owned());
         let t0 = Instant::now();
         let at = |secs| t0 + Duration::from_secs(secs);

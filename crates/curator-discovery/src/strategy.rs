@@ -32,7 +32,7 @@ pub trait ProviderStrategy<P>: Send + Sync + fmt::Debug + 'static {
 ///
 /// ```
 /// use curator_discovery::{ProviderStrategy, RoundRobinStrategy, ServiceInstance};
-/// let instances: Vec<ServiceInstance<()>> = (0..3)
+/// let instances: Vec<ServiceInstance> = (0..3)
 ///     .map(|i| ServiceInstance::builder("api").id(format!("i{i}")).build().unwrap())
 ///     .collect();
 /// let strategy = RoundRobinStrategy::new();
@@ -67,7 +67,7 @@ impl<P: Clone> ProviderStrategy<P> for RoundRobinStrategy {
 ///
 /// ```
 /// use curator_discovery::{ProviderStrategy, RandomStrategy, ServiceInstance};
-/// let instances: Vec<ServiceInstance<()>> =
+/// let instances: Vec<ServiceInstance> =
 ///     vec![ServiceInstance::builder("api").id("only").build().unwrap()];
 /// assert_eq!(RandomStrategy::new().get_instance(&instances).unwrap().id(), "only");
 /// ```
@@ -100,7 +100,7 @@ impl<P: Clone> ProviderStrategy<P> for RandomStrategy {
 ///
 /// ```
 /// use curator_discovery::{ProviderStrategy, RoundRobinStrategy, ServiceInstance, StickyStrategy};
-/// let instances: Vec<ServiceInstance<()>> = (0..3)
+/// let instances: Vec<ServiceInstance> = (0..3)
 ///     .map(|i| ServiceInstance::builder("api").id(format!("i{i}")).build().unwrap())
 ///     .collect();
 /// let sticky = StickyStrategy::new(RoundRobinStrategy::new());

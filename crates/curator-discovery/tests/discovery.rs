@@ -181,7 +181,7 @@ async fn service_types_choose_the_node_mode_and_close_keeps_permanent_ones() {
         .build()
         .unwrap();
     let of_type = |id: &str, service_type| {
-        ServiceInstance::<String>::builder("svc")
+        ServiceInstance::builder("svc")
             .id(id)
             .service_type(service_type)
             .payload(format!("payload of {id}"))

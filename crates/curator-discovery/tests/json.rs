@@ -2,7 +2,8 @@
 //! (and older Curators) leave in ZooKeeper.
 
 use curator_discovery::{
-    EnabledField, JsonInstanceSerializer, ServiceInstance, ServiceType, UriSpec,
+    EnabledField, JsonInstanceSerializer, ServiceInstance, ServiceInstanceBuilder, ServiceType,
+    UriSpec,
 };
 use curator_framework::Error;
 use serde_json::json;
@@ -48,7 +49,7 @@ fn writes_exactly_what_curator_writes() {
         CURATOR
     );
     // Absent values are nulls.
-    let bare: ServiceInstance<()> = ServiceInstance::builder("s")
+    let bare: ServiceInstance<()> = ServiceInstanceBuilder::new("s")
         .id("i")
         .registration_time_utc(5)
         .service_type(ServiceType::DynamicSequential)
@@ -142,7 +143,7 @@ fn bad_input_is_a_typed_error() {
     ] {
         assert!(
             matches!(
-                ServiceInstance::<()>::builder(name).id(id).build(),
+                ServiceInstanceBuilder::<()>::new(name).id(id).build(),
                 Err(Error::InvalidArgument(_))
             ),
             "{name:?}/{id:?}"
@@ -179,5 +180,24 @@ fn object_payloads_can_carry_a_java_class() {
         String::from_utf8(serializer.serialize(&text).unwrap())
             .unwrap()
             .contains(r#""payload":"x","#)
+    );
+}
+
+/// The builder needs no type annotation: it starts with the default payload type, and a payload
+/// sets the type (it used to be generic from the start, so `builder("api")...build()` alone did
+/// not compile without naming the type).
+#[test]
+fn the_builder_needs_no_type_annotation() {
+    let plain = ServiceInstance::builder("api").port(80).build().unwrap();
+    assert_eq!(plain.payload(), None::<&serde_json::Value>);
+    let typed = ServiceInstance::builder("api")
+        .id("i")
+        .payload(7_u32)
+        .port(81)
+        .build()
+        .unwrap();
+    assert_eq!(
+        (typed.payload(), typed.port(), typed.id()),
+        (Some(&7), Some(81), "i")
     );
 }

@@ -56,11 +56,39 @@ pub enum CloseMode {
 
 /// A participant of an election, as read from its node.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Participant {
     /// The id it gave (its node's data).
     pub id: String,
     /// Whether it leads (its node is first).
     pub is_leader: bool,
+    /// Its node's full path (as [`LeaderLatch::participant_nodes`] lists it).
+    pub node: String,
+}
+
+/// Reads the participants' ids from their `nodes` (full paths, in election order); nodes gone
+/// meanwhile are left out.
+pub(crate) async fn read_participants(
+    client: &curator_framework::CuratorFramework,
+    nodes: Vec<String>,
+) -> Result<Vec<Participant>> {
+    let reads: Vec<_> = nodes
+        .iter()
+        .map(|node| client.get_data().for_path(node).into_future())
+        .collect();
+    let mut participants = Vec::with_capacity(reads.len());
+    for (node, read) in nodes.into_iter().zip(reads) {
+        match read.await {
+            Ok((data, _)) => participants.push(Participant {
+                id: String::from_utf8_lossy(&data).into_owned(),
+                is_leader: participants.is_empty(),
+                node,
+            }),
+            Err(Error::NoNode) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(participants)
 }
 
 /// A leader latch: of all participants on a path, exactly one leads at a time (Curator's
@@ -261,38 +289,30 @@ impl LeaderLatch {
         self.inner.events.listenable()
     }
 
-    /// Every participant, in election order (the first leads).
+    /// Every participant, in election order (the first leads), with the id read from its node.
     ///
     /// # Errors
     /// Connection errors.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        let client = &self.inner.client;
-        let children = match client.get_children().for_path(&self.inner.path).await {
-            Ok((children, _)) => sorted(children),
-            Err(Error::NoNode) => return Ok(Vec::new()),
-            Err(error) => return Err(error),
-        };
-        let reads: Vec<_> = children
-            .iter()
-            .map(|name| {
-                client
-                    .get_data()
-                    .for_path(&paths::join(&self.inner.path, name))
-                    .into_future()
-            })
-            .collect();
-        let mut participants = Vec::with_capacity(reads.len());
-        for read in reads {
-            match read.await {
-                Ok((data, _)) => participants.push(Participant {
-                    id: String::from_utf8_lossy(&data).into_owned(),
-                    is_leader: participants.is_empty(),
-                }),
-                Err(Error::NoNode) => {}
-                Err(error) => return Err(error),
-            }
+        let nodes = self.participant_nodes().await?;
+        read_participants(&self.inner.client, nodes).await
+    }
+
+    /// The participants' nodes in election order (the first leads), as full paths: the same
+    /// shape as every recipe's `participant_nodes()`.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        let path = &self.inner.path;
+        match self.inner.client.get_children().for_path(path).await {
+            Ok((children, _)) => Ok(sorted(children)
+                .iter()
+                .map(|name| paths::join(path, name))
+                .collect()),
+            Err(Error::NoNode) => Ok(Vec::new()),
+            Err(error) => Err(error),
         }
-        Ok(participants)
     }
 
     /// The current leader, if any participant exists.

@@ -168,23 +168,16 @@ impl LeaderSelector {
     /// # Errors
     /// Connection errors.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        let nodes = self.inner.mutex.participant_nodes().await?;
-        let reads: Vec<_> = nodes
-            .iter()
-            .map(|n| self.inner.client.get_data().for_path(n).into_future())
-            .collect();
-        let mut participants = Vec::new();
-        for read in reads {
-            match read.await {
-                Ok((data, _)) => participants.push(Participant {
-                    id: String::from_utf8_lossy(&data).into_owned(),
-                    is_leader: participants.is_empty(),
-                }),
-                Err(Error::NoNode) => {}
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(participants)
+        let nodes = self.participant_nodes().await?;
+        crate::latch::read_participants(&self.inner.client, nodes).await
+    }
+
+    /// The participants' nodes in election order (the first leads), as full paths.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        self.inner.mutex.participant_nodes().await
     }
 
     /// The current leader.

@@ -79,6 +79,19 @@ async fn one_of_several_leads_and_the_others_know_who() {
         ids.contains(&"p0".to_owned()) && ids.contains(&"p2".to_owned()),
         "node data is the id: {ids:?}"
     );
+    // participant_nodes() lists full paths in election order, the leader's first, like every
+    // recipe's; each participant names its node.
+    let nodes = latches[0].participant_nodes().await.unwrap();
+    assert_eq!(nodes.len(), 3);
+    assert_eq!(nodes[0], node);
+    let participants = latches[0].participants().await.unwrap();
+    assert_eq!(
+        participants
+            .iter()
+            .map(|p| p.node.clone())
+            .collect::<Vec<_>>(),
+        nodes
+    );
 
     // The leader leaves: the next in line leads.
     latches[leader]

@@ -228,19 +228,24 @@ impl InterProcessSemaphoreV2 {
         self.acquire_until(n, Some(Instant::now() + timeout)).await
     }
 
-    /// The lease nodes' names (Curator's `getParticipantNodes`).
+    /// The lease nodes, holders and waiters, in the order they were made, as full paths (as
+    /// [`InterProcessMutex::participant_nodes`] lists its contenders; Curator's
+    /// `getParticipantNodes` returns bare names).
     ///
     /// # Errors
     /// Connection errors.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
-        match self
-            .inner
-            .client
-            .get_children()
-            .for_path(&self.inner.leases_path)
-            .await
-        {
-            Ok((children, _)) => Ok(children),
+        let leases = &self.inner.leases_path;
+        match self.inner.client.get_children().for_path(leases).await {
+            Ok((mut children, _)) => {
+                children.sort_by(|a, b| {
+                    paths::sort_key(a, LEASE_NAME).cmp(paths::sort_key(b, LEASE_NAME))
+                });
+                Ok(children
+                    .iter()
+                    .map(|name| paths::join(leases, name))
+                    .collect())
+            }
             Err(Error::NoNode) => Ok(Vec::new()),
             Err(error) => Err(error),
         }

@@ -172,13 +172,12 @@ async fn rust_and_java_semaphores_share_the_same_leases() {
             .is_none()
     );
     let java_sees = ask(&mut java, "participants").await;
-    let names: Vec<String> = rust.participant_nodes().await.unwrap();
-    assert_eq!(names.len(), 2);
-    for name in &names {
-        assert!(
-            java_sees.contains(name.as_str()),
-            "{java_sees} lacks {name}"
-        );
+    // Java lists bare names; Rust lists full paths, like the mutex's participant_nodes().
+    let nodes: Vec<String> = rust.participant_nodes().await.unwrap();
+    assert_eq!(nodes.len(), 2);
+    for node in &nodes {
+        let name = curator_framework::paths::node_name(node);
+        assert!(java_sees.contains(name), "{java_sees} lacks {name}");
     }
     assert!(java_sees.contains(curator_framework::paths::node_name(rust_lease.node_path())));
 

@@ -363,3 +363,26 @@ async fn ten_tasks_share_one_five_lease_handle() {
             .is_empty()
     );
 }
+
+/// `participant_nodes()` has one shape across recipes: full paths, in the order the nodes were
+/// made (it used to return bare names for the semaphore, full paths for the mutex).
+#[tokio::test]
+async fn participant_nodes_are_full_paths_in_order_like_the_mutex() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::client(&server.connect_string()).await;
+    let path = unique_root("semaphore-participants");
+    let semaphore =
+        InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(3)).unwrap();
+    let leases = semaphore.acquire_many(3).await.unwrap();
+    let nodes = semaphore.participant_nodes().await.unwrap();
+    let held: Vec<&str> = leases.iter().map(|lease| lease.node_path()).collect();
+    assert_eq!(nodes, held, "lease nodes as full paths, in sequence order");
+
+    let mutex_path = unique_root("semaphore-participants-mutex");
+    let mutex = curator_locks::InterProcessMutex::new(client.clone(), &mutex_path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    assert_eq!(
+        mutex.participant_nodes().await.unwrap(),
+        [guard.node_path()]
+    );
+}

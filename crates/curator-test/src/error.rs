@@ -6,7 +6,10 @@ use std::path::PathBuf;
 /// fault tool used where it does not apply.
 ///
 /// ```
-/// let err = curator_test::Error::SharedServer { operation: "restart" };
+/// let err = curator_test::Error::SharedServer {
+///     operation: "restart",
+///     connect_string: "127.0.0.1:2181".into(),
+/// };
 /// assert!(err.to_string().contains("CURATOR_TEST_ZK"));
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -49,12 +52,15 @@ pub enum Error {
     /// The operation needs a server this process started, not one shared through
     /// `CURATOR_TEST_ZK`.
     #[error(
-        "`{operation}` needs a dedicated server, but this one is shared through CURATOR_TEST_ZK; \
-         use TestingServer::start_dedicated()"
+        "`{operation}` needs a dedicated server, but TestingServer::start() handed out the server \
+         at {connect_string} shared through CURATOR_TEST_ZK; use TestingServer::start_dedicated() \
+         for a server this test may stop and restart (or unset CURATOR_TEST_ZK)"
     )]
     SharedServer {
         /// The operation that was refused.
         operation: &'static str,
+        /// The shared server's address.
+        connect_string: String,
     },
     /// A member index outside the ensemble, or a member in the wrong state.
     #[error("{0}")]

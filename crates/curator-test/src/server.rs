@@ -188,11 +188,16 @@ impl TestingServer {
 
     async fn start_or_share(shared: Option<String>) -> Result<Self> {
         match shared {
-            Some(shared) if !shared.trim().is_empty() => Ok(Self {
-                kind: Kind::Shared {
-                    connect_string: shared.trim().to_owned(),
-                },
-            }),
+            Some(shared) if !shared.trim().is_empty() => {
+                let connect_string = shared.trim().to_owned();
+                tracing::debug!(
+                    connect_string,
+                    "sharing the server named by CURATOR_TEST_ZK (it cannot be stopped or restarted)"
+                );
+                Ok(Self {
+                    kind: Kind::Shared { connect_string },
+                })
+            }
             _ => Self::start_dedicated().await,
         }
     }
@@ -293,7 +298,10 @@ impl TestingServer {
 
     fn dedicated(&mut self, operation: &'static str) -> Result<&mut Dedicated> {
         match &mut self.kind {
-            Kind::Shared { .. } => Err(Error::SharedServer { operation }),
+            Kind::Shared { connect_string } => Err(Error::SharedServer {
+                operation,
+                connect_string: connect_string.clone(),
+            }),
             Kind::Dedicated(server) => Ok(server),
         }
     }
@@ -313,14 +321,23 @@ mod tests {
         assert_eq!(server.connect_string(), "127.0.0.1:2999");
         assert_eq!(server.port(), 2999);
         assert!(server.data_dir().is_none());
+        let refused = server.stop().unwrap_err();
         assert!(matches!(
-            server.stop(),
-            Err(Error::SharedServer { operation: "stop" })
+            refused,
+            Error::SharedServer {
+                operation: "stop",
+                ..
+            }
         ));
+        let message = refused.to_string();
+        for hint in ["127.0.0.1:2999", "CURATOR_TEST_ZK", "start_dedicated"] {
+            assert!(message.contains(hint), "{message}");
+        }
         assert!(matches!(
             server.restart().await,
             Err(Error::SharedServer {
-                operation: "stop" | "restart"
+                operation: "stop" | "restart",
+                ..
             })
         ));
     }
