@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::ops::transaction::TransactionOp;
-use curator_framework::retry::{RetryPolicy, SharedRetryPolicy, should_retry};
+use curator_framework::retry::{RetryPolicy, SharedRetryPolicy};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, Stat, paths};
 use curator_locks::InterProcessMutex;
 use futures::future::{OptionFuture, join_all};
@@ -558,7 +558,7 @@ impl Core {
                 });
                 Ok(Attempt::Conflict { current })
             }
-            Err(error) if should_retry(&error) => {
+            Err(error) if error.is_retried() => {
                 if self.resolve(&marker).await? {
                     self.applied(marker, &stale);
                     Ok(Attempt::Applied {
@@ -618,7 +618,7 @@ impl Core {
             match (synced, exists) {
                 (Ok(_), Ok(stat)) => return Ok(stat.is_some()),
                 (_, Err(Error::Closed)) | (Err(Error::Closed), _) => return Err(Error::Closed),
-                (Err(error), _) | (_, Err(error)) if !should_retry(&error) => return Err(error),
+                (Err(error), _) | (_, Err(error)) if !error.is_retried() => return Err(error),
                 _ => {}
             }
             tracing::debug!(marker, "outcome of an atomic update unknown; asking again");

@@ -1,48 +1,54 @@
-//! `CuratorFramework`: the client handle.
+//! `CuratorFramework`: the client handle, and the state its clones share.
+//!
+//! The rooms: `slot` (the current session, for waiters), `dispatch` (operations' requests in
+//! creation order), `namespace` (namespace nodes made before the first request under them),
+//! `background` (guaranteed deletes and protected-create cleanups).
 
-use std::collections::HashSet;
+mod background;
+mod dispatch;
+mod namespace;
+mod slot;
+
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+pub(crate) use dispatch::{Dispatch, Submitted};
+pub(crate) use namespace::{Namespaces, creates as namespace_creates};
+pub(crate) use slot::Slot;
 
 use crate::builder::{CuratorFrameworkBuilder, Settings};
 use crate::error::{Error, Result};
 use crate::listen::{Listenable, ListenerContainer, ListenerStream, UnhandledError};
 use crate::metrics::{Counters, Metrics};
-use crate::ops::delete::PendingDelete;
 use crate::paths;
-use crate::retry;
+use crate::recipe::RecipeTasks;
 use crate::state::{ConnectionState, ConnectionStateErrorPolicy, FrameworkState};
-use crate::types::CreateMode;
 use crate::wire::{ConnectSettings, WireSession};
-
-/// What operations see of the session holder.
-#[derive(Debug, Clone, Default)]
-struct Slot {
-    session: Option<Arc<WireSession>>,
-    connected: bool,
-    state: Option<ConnectionState>,
-    closed: bool,
-}
 
 /// The shared state behind every clone of a client.
 pub(crate) struct Inner {
     pub(crate) settings: Settings,
     pub(crate) connect_settings: ConnectSettings,
     lifecycle: Mutex<FrameworkState>,
-    slot: watch::Sender<Slot>,
+    pub(crate) slot: Slot,
+    pub(crate) dispatch: Dispatch,
+    pub(crate) namespaces: Namespaces,
     state_listeners: ListenerContainer<ConnectionState>,
     errors: ListenerContainer<UnhandledError>,
     pub(crate) counters: Counters,
+    /// Cancels everything the client runs: the session task, background deletes, listener
+    /// dispatch and every recipe task (through child tokens).
     pub(crate) cancel: CancellationToken,
+    /// The client's own tasks: the session holder, background deletes, listener dispatch.
     pub(crate) tasks: TaskTracker,
-    ensured_namespaces: Mutex<HashSet<String>>,
+    /// Every task spawned through [`RecipeTasks`].
+    recipe_tasks: TaskTracker,
     /// Asks the session task to end the current session (`inject_session_expiration`).
     pub(crate) inject_expiry: tokio::sync::Notify,
 }
@@ -52,36 +58,45 @@ impl fmt::Debug for Inner {
         f.debug_struct("Inner")
             .field("settings", &self.settings)
             .field("lifecycle", &*self.lifecycle.lock())
-            .field("state", &self.slot.borrow().state)
+            .field("state", &self.slot.state())
+            .field("dispatch", &self.dispatch)
             .finish_non_exhaustive()
     }
 }
 
 impl Inner {
+    /// A new session is connected.
     pub(crate) fn install_session(&self, session: Arc<WireSession>) {
-        self.slot.send_modify(|slot| {
-            slot.session = Some(session);
-            slot.connected = true;
-        });
+        self.slot.install(Arc::clone(&session));
+        self.dispatch.connected(session);
     }
 
+    /// The session is gone.
     pub(crate) fn remove_session(&self) {
-        self.slot.send_modify(|slot| {
-            slot.session = None;
-            slot.connected = false;
-        });
+        self.dispatch.disconnected();
+        self.slot.remove();
     }
 
+    /// The session's connection came or went.
     pub(crate) fn set_connected(&self, connected: bool) {
-        self.slot.send_modify(|slot| slot.connected = connected);
+        match (connected, self.slot.session()) {
+            (true, Some(session)) => {
+                self.slot.set_connected(true);
+                self.dispatch.connected(session);
+            }
+            _ => {
+                self.dispatch.disconnected();
+                self.slot.set_connected(false);
+            }
+        }
     }
 
     pub(crate) fn last_state(&self) -> Option<ConnectionState> {
-        self.slot.borrow().state
+        self.slot.state()
     }
 
     pub(crate) fn publish_state(&self, state: ConnectionState) {
-        self.slot.send_modify(|slot| slot.state = Some(state));
+        self.slot.set_state(state);
         Counters::bump(&self.counters.state_transitions);
         tracing::info!(%state, "connection state");
         self.state_listeners.publish(state);
@@ -106,267 +121,10 @@ impl Inner {
         &self,
         timeout: Option<Duration>,
     ) -> Result<Arc<WireSession>> {
-        {
-            // Fast path, with no suspension point: an operation created while connected sends
-            // its request at once.
-            let slot = self.slot.borrow();
-            if slot.closed {
-                return Err(Error::Closed);
-            }
-            if slot.connected {
-                if let Some(session) = &slot.session {
-                    return Ok(Arc::clone(session));
-                }
-            }
-        }
-        let mut receiver = self.slot.subscribe();
         if *self.lifecycle.lock() == FrameworkState::Latent {
             return Err(Error::NotStarted);
         }
-        let ready = async {
-            let slot = receiver
-                .wait_for(|slot| slot.closed || (slot.connected && slot.session.is_some()))
-                .await
-                .map_err(|_| Error::Closed)?;
-            if slot.closed {
-                return Err(Error::Closed);
-            }
-            slot.session.clone().ok_or(Error::ConnectionLoss)
-        };
-        match timeout {
-            Some(timeout) => tokio::time::timeout(timeout, ready)
-                .await
-                .unwrap_or(Err(Error::NotConnected { waited: timeout })),
-            None => ready.await,
-        }
-    }
-
-    /// The current session if it is connected now (no waiting).
-    fn session_now(&self) -> Result<Option<Arc<WireSession>>> {
-        let slot = self.slot.borrow();
-        if slot.closed {
-            return Err(Error::Closed);
-        }
-        Ok(if slot.connected {
-            slot.session.clone()
-        } else {
-            None
-        })
-    }
-
-    /// Runs `attempt` against a connected session under the client's retry policy.
-    ///
-    /// When a session is connected, attempt 0 runs directly, with no other layer around it: the
-    /// common case costs no more than the wire client's own call.
-    pub(crate) async fn with_retry<T, F, Fut>(&self, attempt: F) -> Result<T>
-    where
-        F: Fn(Arc<WireSession>, u32) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        Counters::bump(&self.counters.operations);
-        let start = tokio::time::Instant::now();
-        let first_failure = match self.session_now() {
-            Ok(Some(session)) => match attempt(session, 0).await {
-                Ok(value) => return Ok(value),
-                Err(error) if retry::should_retry(&error) => Some(error),
-                Err(error) => {
-                    Counters::bump(&self.counters.failed_operations);
-                    return Err(error);
-                }
-            },
-            Ok(None) => None,
-            Err(error) => {
-                Counters::bump(&self.counters.failed_operations);
-                return Err(error);
-            }
-        };
-        let result = retry::run_from(
-            &*self.settings.retry_policy,
-            start,
-            first_failure,
-            |n| {
-                let attempt = &attempt;
-                async move {
-                    let session = self.connected_session().await?;
-                    attempt(session, n).await
-                }
-            },
-            |_, _| Counters::bump(&self.counters.retries),
-        )
-        .await;
-        if result.is_err() {
-            Counters::bump(&self.counters.failed_operations);
-        }
-        result
-    }
-
-    /// Creates the namespace node (a container, with its parents) once per client.
-    pub(crate) async fn ensure_namespace(&self, namespace: &str) -> Result<()> {
-        if self.ensured_namespaces.lock().contains(namespace) {
-            return Ok(());
-        }
-        let full = format!("/{namespace}");
-        let mut targets: Vec<&str> = paths::ancestors(&full);
-        targets.push(&full);
-        for path in targets {
-            let acl = self.settings.acl_provider.acl_for_path(path);
-            let created = self
-                .with_retry(|session, _| {
-                    let acl = &acl;
-                    async move {
-                        session
-                            .create(path, &[], CreateMode::Container, acl, None)
-                            .await
-                            .map(drop)
-                    }
-                })
-                .await;
-            match created {
-                Ok(()) | Err(Error::NodeExists) => {}
-                Err(error) => return Err(error),
-            }
-        }
-        self.ensured_namespaces.lock().insert(namespace.to_owned());
-        Ok(())
-    }
-
-    /// Deletes `pending.path` in the background until it is gone, retrying across connection
-    /// loss.
-    pub(crate) fn guaranteed_delete(self: &Arc<Self>, pending: PendingDelete) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::error!(
-                path = pending.path,
-                "no Tokio runtime to delete the node in the background"
-            );
-            Counters::bump(&self.counters.abandoned_guaranteed_deletes);
-            return;
-        };
-        let inner = Arc::clone(self);
-        Counters::bump(&inner.counters.pending_guaranteed_deletes);
-        self.tasks.spawn_on(
-            async move {
-                let cancel = inner.cancel.clone();
-                let done = tokio::select! {
-                    () = cancel.cancelled() => false,
-                    done = inner.delete_until_gone(&pending) => done,
-                };
-                inner.finish_background_delete(done);
-            },
-            &runtime,
-        );
-    }
-
-    /// Counts a background delete as completed or abandoned, and no longer pending.
-    fn finish_background_delete(&self, done: bool) {
-        let counters = &self.counters;
-        Counters::bump(if done {
-            &counters.completed_guaranteed_deletes
-        } else {
-            &counters.abandoned_guaranteed_deletes
-        });
-        counters
-            .pending_guaranteed_deletes
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Whether the node is gone (`false`: abandoned on an error that retrying cannot fix).
-    async fn delete_until_gone(&self, pending: &PendingDelete) -> bool {
-        let PendingDelete {
-            path,
-            version,
-            children,
-        } = pending;
-        let mut pause = Duration::from_millis(50);
-        loop {
-            let Ok(session) = self.wait_connected(None).await else {
-                return false;
-            };
-            let result = match session.delete(path, *version).await {
-                Err(Error::NotEmpty) if *children => {
-                    match crate::ops::delete::delete_children(&session, path.clone()).await {
-                        Ok(()) => session.delete(path, *version).await,
-                        Err(error) => Err(error),
-                    }
-                }
-                other => other,
-            };
-            match result {
-                Ok(()) | Err(Error::NoNode) => {
-                    tracing::debug!(path, "guaranteed delete done");
-                    return true;
-                }
-                Err(error) if retry::should_retry(&error) => {
-                    tracing::debug!(path, %error, "guaranteed delete will retry");
-                }
-                Err(error) => {
-                    self.report_error("guaranteed delete", format!("{path}: {error}"));
-                    return false;
-                }
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(2));
-        }
-    }
-
-    /// Finds and deletes, in the background, any node under `parent` whose name starts with
-    /// `prefix`: the leftovers of a protected create that may have succeeded unseen.
-    pub(crate) fn delete_protected_in_background(self: &Arc<Self>, parent: String, prefix: String) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::error!(
-                parent,
-                prefix,
-                "no Tokio runtime to clean up in the background"
-            );
-            return;
-        };
-        let inner = Arc::clone(self);
-        Counters::bump(&inner.counters.pending_guaranteed_deletes);
-        self.tasks.spawn_on(
-            async move {
-                let cancel = inner.cancel.clone();
-                let done = tokio::select! {
-                    () = cancel.cancelled() => false,
-                    done = inner.delete_protected(&parent, &prefix) => done,
-                };
-                inner.finish_background_delete(done);
-            },
-            &runtime,
-        );
-    }
-
-    /// Whether the leftovers are gone (`false`: abandoned).
-    async fn delete_protected(&self, parent: &str, prefix: &str) -> bool {
-        let mut pause = Duration::from_millis(50);
-        loop {
-            let Ok(session) = self.wait_connected(None).await else {
-                return false;
-            };
-            let outcome = async {
-                let (children, _) = session.get_children(parent).await?;
-                for child in children.iter().filter(|c| c.starts_with(prefix)) {
-                    match session.delete(&paths::join(parent, child), None).await {
-                        Ok(()) | Err(Error::NoNode) => {
-                            tracing::debug!(parent, child, "deleted a protected leftover")
-                        }
-                        Err(error) => return Err(error),
-                    }
-                }
-                Ok(())
-            };
-            match outcome.await {
-                Ok(()) | Err(Error::NoNode) => return true,
-                Err(error) if retry::should_retry(&error) => {}
-                Err(error) => {
-                    self.report_error(
-                        "protected create cleanup",
-                        format!("{parent}/{prefix}*: {error}"),
-                    );
-                    return false;
-                }
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(2));
-        }
+        self.slot.wait_connected(timeout).await
     }
 
     fn begin_close(&self) -> bool {
@@ -377,9 +135,11 @@ impl Inner {
             }
             *lifecycle = FrameworkState::Stopped;
         }
-        self.slot.send_modify(|slot| slot.closed = true);
+        self.dispatch.close();
+        self.slot.close();
         self.cancel.cancel();
         self.tasks.close();
+        self.recipe_tasks.close();
         true
     }
 }
@@ -391,7 +151,7 @@ struct Owner(Arc<Inner>);
 impl Drop for Owner {
     fn drop(&mut self) {
         // Starts the same close as `close()`, without waiting; the session task closes the
-        // session when it sees the cancellation.
+        // session when it sees the cancellation, and recipe tasks end at their cancellation.
         self.0.begin_close();
     }
 }
@@ -456,18 +216,27 @@ impl CuratorFramework {
             can_be_read_only: settings.can_be_read_only,
             auth: settings.auth.clone(),
         };
-        let errors = ListenerContainer::new("unhandled error");
+        let cancel = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let errors = ListenerContainer::tracked("unhandled error", None, &cancel, &tasks);
         let namespace = settings.namespace.clone();
         let inner = Arc::new(Inner {
             connect_settings,
             lifecycle: Mutex::new(FrameworkState::Latent),
-            slot: watch::Sender::new(Slot::default()),
-            state_listeners: ListenerContainer::reporting_to("connection state", errors.clone()),
+            slot: Slot::default(),
+            dispatch: Dispatch::new(),
+            namespaces: Namespaces::default(),
+            state_listeners: ListenerContainer::tracked(
+                "connection state",
+                Some(errors.clone()),
+                &cancel,
+                &tasks,
+            ),
             errors,
             counters: Counters::default(),
-            cancel: CancellationToken::new(),
-            tasks: TaskTracker::new(),
-            ensured_namespaces: Mutex::new(HashSet::new()),
+            cancel,
+            tasks,
+            recipe_tasks: TaskTracker::new(),
             inject_expiry: tokio::sync::Notify::new(),
             settings,
         });
@@ -483,7 +252,7 @@ impl CuratorFramework {
     /// or simply run operations (they wait up to the connection timeout).
     ///
     /// # Errors
-    /// [`Error::Closed`] when the client was closed; [`Error::InvalidArgument`] when it was
+    /// [`Error::Closed`] when the client was closed; [`Error::AlreadyStarted`] when it was
     /// already started.
     ///
     /// # Panics
@@ -493,33 +262,38 @@ impl CuratorFramework {
             let mut lifecycle = self.inner.lifecycle.lock();
             match *lifecycle {
                 FrameworkState::Latent => *lifecycle = FrameworkState::Started,
-                FrameworkState::Started => {
-                    return Err(Error::InvalidArgument(
-                        "the client is already started".into(),
-                    ));
-                }
+                FrameworkState::Started => return Err(Error::AlreadyStarted),
                 FrameworkState::Stopped => return Err(Error::Closed),
             }
         }
+        self.inner.dispatch.open();
         let inner = Arc::clone(&self.inner);
         self.inner.tasks.spawn(crate::session::run(inner));
         Ok(())
     }
 
-    /// Closes the client: new and waiting operations fail with [`Error::Closed`], background
-    /// work stops, and the session is closed, so its ephemeral nodes disappear at once. Waits for
-    /// all of that up to the builder's `max_close_wait`. Idempotent; any clone may call it.
+    /// Closes the client: new and waiting operations fail with [`Error::Closed`], every recipe
+    /// task started on it ([`recipe_tasks`](Self::recipe_tasks)) and the client's own background
+    /// work are cancelled, listeners stop hearing events, and the session is closed, so its
+    /// ephemeral nodes disappear at once. Waits for all of that up to the builder's
+    /// `max_close_wait`. Idempotent; any clone may call it.
     ///
     /// # Cancellation safety
     /// Dropping the future does not undo the close; the rest happens in the background.
     pub async fn close(&self) {
         self.inner.begin_close();
         let wait = self.inner.settings.max_close_wait;
-        if tokio::time::timeout(wait, self.inner.tasks.wait())
-            .await
-            .is_err()
-        {
-            tracing::debug!(?wait, "background work still running after max_close_wait");
+        let everything = async {
+            self.inner.recipe_tasks.wait().await;
+            self.inner.tasks.wait().await;
+        };
+        if tokio::time::timeout(wait, everything).await.is_err() {
+            tracing::warn!(
+                ?wait,
+                recipe_tasks = self.inner.recipe_tasks.len(),
+                client_tasks = self.inner.tasks.len(),
+                "background work still running after max_close_wait"
+            );
         }
     }
 
@@ -535,29 +309,18 @@ impl CuratorFramework {
 
     /// Whether a session is connected now.
     pub fn is_connected(&self) -> bool {
-        let slot = self.inner.slot.borrow();
-        slot.connected && slot.session.is_some()
+        self.inner.slot.connected_session().is_some()
     }
 
     /// The current session's id (`None` while there is none). A different id after
     /// `Reconnected` means a new session: ephemeral nodes and watches of the old one are gone.
     pub fn session_id(&self) -> Option<i64> {
-        self.inner
-            .slot
-            .borrow()
-            .session
-            .as_ref()
-            .map(|s| s.session_id())
+        self.inner.slot.session().map(|s| s.session_id())
     }
 
     /// The session timeout the server granted to the current session.
     pub fn negotiated_session_timeout(&self) -> Option<Duration> {
-        self.inner
-            .slot
-            .borrow()
-            .session
-            .as_ref()
-            .map(|s| s.negotiated_timeout())
+        self.inner.slot.session().map(|s| s.negotiated_timeout())
     }
 
     /// Waits until a session is connected.
@@ -589,13 +352,31 @@ impl CuratorFramework {
         self.inner.errors.listenable()
     }
 
-    /// A new listener container whose listeners' panics go to this client's unhandled-error
-    /// listeners; recipes use it for their own events.
+    /// A new listener container for a recipe's own events: its listeners' panics go to this
+    /// client's unhandled-error listeners, and its delivery task is part of the client's task
+    /// tree (after `close()`, no listener of it hears anything).
     pub fn listener_container<E: Clone + Send + 'static>(
         &self,
         name: impl Into<String>,
     ) -> ListenerContainer<E> {
-        ListenerContainer::reporting_to(name, self.inner.errors.clone())
+        ListenerContainer::tracked(
+            name,
+            Some(self.inner.errors.clone()),
+            &self.inner.cancel,
+            &self.inner.tasks,
+        )
+    }
+
+    /// A new set of background tasks for a recipe instance named `name` (for logs): spawned
+    /// inside this client's task tree, so `close()` cancels and awaits them. See
+    /// [`recipe`](crate::recipe).
+    pub fn recipe_tasks(&self, name: &str) -> RecipeTasks {
+        RecipeTasks::new(
+            name,
+            &self.inner.cancel,
+            self.inner.recipe_tasks.clone(),
+            self.inner.settings.max_close_wait,
+        )
     }
 
     /// Which connection states recipes built on this client treat as errors.
@@ -605,7 +386,9 @@ impl CuratorFramework {
 
     /// The client's counters.
     pub fn metrics(&self) -> Metrics {
-        self.inner.counters.snapshot()
+        let mut metrics = self.inner.counters.snapshot();
+        metrics.recipe_tasks = self.inner.recipe_tasks.len() as u64;
+        metrics
     }
 
     /// This handle's namespace.
@@ -635,9 +418,9 @@ impl CuratorFramework {
     }
 
     /// Runs `attempt` under the client's retry policy: before each attempt it waits (up to the
-    /// connection timeout) for a connection; connection loss, operation timeout, session moved
-    /// and session expiry go to the policy; other errors end the loop. `attempt` gets the attempt
-    /// number, from 0.
+    /// connection timeout) for a connection; connection loss, no connection, operation timeout,
+    /// session moved and session expiry go to the policy; other errors end the loop. `attempt`
+    /// gets the attempt number, from 0.
     ///
     /// # Errors
     /// The last attempt's error.
@@ -658,7 +441,24 @@ impl CuratorFramework {
         F: Fn(u32) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        self.inner.with_retry(|_session, n| attempt(n)).await
+        let inner = &self.inner;
+        Counters::bump(&inner.counters.operations);
+        let result = crate::retry::run(
+            &*inner.settings.retry_policy,
+            |n| {
+                let attempt = &attempt;
+                async move {
+                    inner.connected_session().await?;
+                    attempt(n).await
+                }
+            },
+            |_, _| Counters::bump(&inner.counters.retries),
+        )
+        .await;
+        if result.is_err() {
+            Counters::bump(&inner.counters.failed_operations);
+        }
+        result
     }
 
     /// Ends this client's session on purpose, as an expiry would: the client reports
@@ -668,7 +468,7 @@ impl CuratorFramework {
     /// the *server* expire a session, see `curator_test::expire_session`.)
     ///
     /// # Errors
-    /// [`Error::ConnectionLoss`] without a connected session; [`Error::Closed`].
+    /// [`Error::NotConnected`] without a connected session; [`Error::Closed`].
     pub async fn inject_session_expiration(&self) -> Result<()> {
         let session = self.inner.connected_session().await?;
         let old = session.session_id();
@@ -692,69 +492,69 @@ impl CuratorFramework {
     }
 
     /// Creates a node: `client.create().<options>.for_path(path, data).await`.
-    pub fn create(&self) -> crate::ops::create::CreateBuilder<'_> {
-        crate::ops::create::CreateBuilder::new(self)
+    pub fn create(&self) -> crate::ops::create::CreateBuilder {
+        crate::ops::create::CreateBuilder::new(self.clone())
     }
 
     /// Deletes a node: `client.delete().<options>.for_path(path).await`.
-    pub fn delete(&self) -> crate::ops::delete::DeleteBuilder<'_> {
-        crate::ops::delete::DeleteBuilder::new(self)
+    pub fn delete(&self) -> crate::ops::delete::DeleteBuilder {
+        crate::ops::delete::DeleteBuilder::new(self.clone())
     }
 
     /// Reads a node's stat if it exists: `client.check_exists().for_path(path).await`.
-    pub fn check_exists(&self) -> crate::ops::exists::ExistsBuilder<'_> {
-        crate::ops::exists::ExistsBuilder::new(self)
+    pub fn check_exists(&self) -> crate::ops::exists::ExistsBuilder {
+        crate::ops::exists::ExistsBuilder::new(self.clone())
     }
 
     /// Reads a node's data and stat: `client.get_data().for_path(path).await`.
-    pub fn get_data(&self) -> crate::ops::get_data::GetDataBuilder<'_> {
-        crate::ops::get_data::GetDataBuilder::new(self)
+    pub fn get_data(&self) -> crate::ops::get_data::GetDataBuilder {
+        crate::ops::get_data::GetDataBuilder::new(self.clone())
     }
 
     /// Writes a node's data: `client.set_data().for_path(path, data).await`.
-    pub fn set_data(&self) -> crate::ops::set_data::SetDataBuilder<'_> {
-        crate::ops::set_data::SetDataBuilder::new(self)
+    pub fn set_data(&self) -> crate::ops::set_data::SetDataBuilder {
+        crate::ops::set_data::SetDataBuilder::new(self.clone())
     }
 
     /// Lists a node's children: `client.get_children().for_path(path).await`.
-    pub fn get_children(&self) -> crate::ops::get_children::GetChildrenBuilder<'_> {
-        crate::ops::get_children::GetChildrenBuilder::new(self)
+    pub fn get_children(&self) -> crate::ops::get_children::GetChildrenBuilder {
+        crate::ops::get_children::GetChildrenBuilder::new(self.clone())
     }
 
     /// Reads a node's ACL: `client.get_acl().for_path(path).await`.
-    pub fn get_acl(&self) -> crate::ops::get_acl::GetAclBuilder<'_> {
-        crate::ops::get_acl::GetAclBuilder::new(self)
+    pub fn get_acl(&self) -> crate::ops::get_acl::GetAclBuilder {
+        crate::ops::get_acl::GetAclBuilder::new(self.clone())
     }
 
     /// Replaces a node's ACL: `client.set_acl().with_acl(acl).for_path(path).await`.
-    pub fn set_acl(&self) -> crate::ops::set_acl::SetAclBuilder<'_> {
-        crate::ops::set_acl::SetAclBuilder::new(self)
+    pub fn set_acl(&self) -> crate::ops::set_acl::SetAclBuilder {
+        crate::ops::set_acl::SetAclBuilder::new(self.clone())
     }
 
     /// Makes the connected server catch up with the leader: `client.sync().for_path(path).await`.
-    pub fn sync(&self) -> crate::ops::sync::SyncBuilder<'_> {
-        crate::ops::sync::SyncBuilder::new(self)
+    pub fn sync(&self) -> crate::ops::sync::SyncBuilder {
+        crate::ops::sync::SyncBuilder::new(self.clone())
     }
 
     /// Starts a batch of reads sent as one request (ZooKeeper 3.6+):
     /// `client.multi_read().get_data(a).get_children(b).commit().await`.
-    pub fn multi_read(&self) -> crate::ops::multi_read::MultiReadBuilder<'_> {
-        crate::ops::multi_read::MultiReadBuilder::new(self)
+    pub fn multi_read(&self) -> crate::ops::multi_read::MultiReadBuilder {
+        crate::ops::multi_read::MultiReadBuilder::new(self.clone())
     }
 
     /// Starts an all-or-nothing transaction: `client.transaction().create(..).commit().await`.
-    pub fn transaction(&self) -> crate::ops::transaction::TransactionBuilder<'_> {
-        crate::ops::transaction::TransactionBuilder::new(self)
+    pub fn transaction(&self) -> crate::ops::transaction::TransactionBuilder {
+        crate::ops::transaction::TransactionBuilder::new(self.clone())
     }
 
     /// Adds a persistent (optionally recursive) watch: `client.add_watch().for_path(path).await`.
-    pub fn add_watch(&self) -> crate::ops::watch::AddWatchBuilder<'_> {
-        crate::ops::watch::AddWatchBuilder::new(self)
+    pub fn add_watch(&self) -> crate::ops::watch::AddWatchBuilder {
+        crate::ops::watch::AddWatchBuilder::new(self.clone())
     }
 
     /// Reads the ensemble configuration: `client.get_config().for_ensemble().await`.
-    pub fn get_config(&self) -> crate::ops::get_config::GetConfigBuilder<'_> {
-        crate::ops::get_config::GetConfigBuilder::new(self)
+    pub fn get_config(&self) -> crate::ops::get_config::GetConfigBuilder {
+        crate::ops::get_config::GetConfigBuilder::new(self.clone())
     }
 
     /// `path` validated, with this handle's namespace applied, in one shared allocation.
@@ -766,36 +566,17 @@ impl CuratorFramework {
         })
     }
 
-    /// `path` with this handle's namespace applied, validated.
-    pub(crate) fn fix_path(&self, path: &str) -> Result<String> {
-        paths::validate(path)?;
-        Ok(paths::apply_namespace(self.namespace.as_deref(), path))
-    }
-
-    /// `path` of a sequential create with the namespace applied.
-    pub(crate) fn fix_sequential_path(&self, path: &str) -> Result<String> {
+    /// `path` of a sequential create, validated, with this handle's namespace applied.
+    pub(crate) fn sequential_target(&self, path: &str) -> Result<Arc<str>> {
         paths::validate_sequential(path)?;
-        Ok(paths::apply_namespace(self.namespace.as_deref(), path))
+        Ok(Arc::from(paths::apply_namespace(
+            self.namespace.as_deref(),
+            path,
+        )))
     }
 
     /// A server path with this handle's namespace removed.
     pub(crate) fn unfix_path(&self, path: &str) -> String {
         paths::strip_namespace(self.namespace.as_deref(), path)
-    }
-
-    /// Makes sure this handle's namespace node exists (once per client and namespace).
-    pub(crate) async fn ensure_namespace(&self) -> Result<()> {
-        match &self.namespace {
-            Some(namespace) => self.inner.ensure_namespace(namespace).await,
-            None => Ok(()),
-        }
-    }
-
-    /// Whether a namespace node still needs creating (so the fast path can skip the await).
-    pub(crate) fn namespace_ready(&self) -> bool {
-        match &self.namespace {
-            Some(namespace) => self.inner.ensured_namespaces.lock().contains(&**namespace),
-            None => true,
-        }
     }
 }

@@ -86,11 +86,15 @@ pub enum Error {
     /// Any other ZooKeeper error code.
     #[error("ZooKeeper error {code}: {message}")]
     Other {
-        /// ZooKeeper's numeric code (0 when none applies).
+        /// ZooKeeper's numeric code.
         code: i32,
         /// What the wire client said.
         message: String,
     },
+    /// The server (or the wire client) answered something this framework does not know how to
+    /// read: a bug or a version mismatch, never a normal outcome.
+    #[error("unexpected reply: {0}")]
+    UnexpectedReply(String),
     /// The server refused the request's arguments (`BADARGUMENTS`, -8): for example a delete
     /// of `/zookeeper`, which belongs to the server.
     #[error("the server refused the request's arguments")]
@@ -98,9 +102,12 @@ pub enum Error {
     /// The client is closed.
     #[error("the client is closed")]
     Closed,
-    /// The client has not been started (`start()`).
-    #[error("the client is not started; call start() first")]
+    /// The client (or the recipe) has not been started: call `start()` first.
+    #[error("not started; call start() first")]
     NotStarted,
+    /// `start()` was called on a client or recipe that is already started.
+    #[error("already started")]
+    AlreadyStarted,
     /// No connection to ZooKeeper came within `waited` (the builder's connection timeout for an
     /// operation, the caller's timeout for
     /// [`block_until_connected`](crate::CuratorFramework::block_until_connected)). The attempt
@@ -148,6 +155,13 @@ impl Error {
         )
     }
 
+    /// Whether the framework's retry loop hands this error to the retry policy: the
+    /// [retryable](Self::is_retryable) errors, and session expiry (as Curator's `RetryLoop`
+    /// does; wrap the policy in `SessionFailedRetryPolicy` to fail on expiry instead).
+    pub fn is_retried(&self) -> bool {
+        self.is_retryable() || *self == Error::SessionExpired
+    }
+
     /// Whether the session is over: its ephemeral nodes and watches are gone.
     pub fn is_session_terminal(&self) -> bool {
         matches!(
@@ -179,7 +193,7 @@ impl Error {
             Error::Unimplemented => -6,
             Error::BadArguments => -8,
             Error::Transaction { cause, .. } => return cause.code(),
-            Error::Other { code, .. } if *code != 0 => *code,
+            Error::Other { code, .. } => *code,
             _ => return None,
         })
     }

@@ -13,6 +13,7 @@ pub mod listen;
 pub mod metrics;
 pub mod ops;
 pub mod paths;
+pub mod recipe;
 pub mod retry;
 pub mod state;
 pub mod types;

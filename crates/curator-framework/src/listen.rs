@@ -30,6 +30,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// A listener implemented as a type rather than a closure.
 pub trait Listener<E>: Send + Sync {
@@ -53,14 +55,11 @@ impl fmt::Display for UnhandledError {
     }
 }
 
-type SyncFn<E> = Arc<dyn Fn(E) + Send + Sync>;
-type AsyncFn<E> = Arc<dyn Fn(E) -> BoxFuture<'static, ()> + Send + Sync>;
-
+/// A registered listener. `Sync` returns `false` when it is gone for good (a channel whose
+/// receiver was dropped), and is then removed.
 enum Entry<E> {
-    Sync(SyncFn<E>),
-    Async(AsyncFn<E>),
-    Object(Arc<dyn Listener<E>>),
-    Sender(mpsc::UnboundedSender<E>),
+    Sync(Arc<dyn Fn(E) -> bool + Send + Sync>),
+    Async(Arc<dyn Fn(E) -> BoxFuture<'static, ()> + Send + Sync>),
 }
 
 impl<E> Clone for Entry<E> {
@@ -68,8 +67,23 @@ impl<E> Clone for Entry<E> {
         match self {
             Entry::Sync(f) => Entry::Sync(Arc::clone(f)),
             Entry::Async(f) => Entry::Async(Arc::clone(f)),
-            Entry::Object(l) => Entry::Object(Arc::clone(l)),
-            Entry::Sender(s) => Entry::Sender(s.clone()),
+        }
+    }
+}
+
+impl<E: Send + 'static> Entry<E> {
+    /// This listener as a listener of `S` events, through `map` (events it maps to `None` are
+    /// not delivered).
+    fn map_from<S: 'static>(self, map: Arc<dyn Fn(S) -> Option<E> + Send + Sync>) -> Entry<S> {
+        match self {
+            Entry::Sync(f) => Entry::Sync(Arc::new(move |source| match map(source) {
+                Some(event) => f(event),
+                None => true,
+            })),
+            Entry::Async(f) => Entry::Async(Arc::new(move |source| match map(source) {
+                Some(event) => f(event),
+                None => Box::pin(std::future::ready(())),
+            })),
         }
     }
 }
@@ -81,14 +95,25 @@ struct Listeners<E> {
     errors: Option<ListenerContainer<UnhandledError>>,
 }
 
+/// Where the dispatcher runs: on the client's task tracker, ending at its cancellation.
+struct Runtime {
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+}
+
 struct Shared<E> {
     listeners: Arc<Listeners<E>>,
     queue: mpsc::UnboundedSender<E>,
     /// Taken by the first publication, which starts the dispatcher on the current runtime.
     pending: Mutex<Option<mpsc::UnboundedReceiver<E>>>,
+    runtime: Option<Runtime>,
 }
 
 /// The publishing side of a set of listeners. Cheap to clone; clones share the listeners.
+///
+/// A recipe gets its container from
+/// [`CuratorFramework::listener_container`](crate::CuratorFramework::listener_container), which
+/// ties delivery to the client: after `client.close()`, nothing is delivered.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -122,24 +147,38 @@ impl<E> fmt::Debug for ListenerContainer<E> {
 }
 
 impl<E: Clone + Send + 'static> ListenerContainer<E> {
-    /// A container whose listeners' panics are only logged. `name` appears in reports.
+    /// A stand-alone container whose listeners' panics are only logged. `name` appears in
+    /// reports.
     pub fn new(name: impl Into<String>) -> Self {
-        Self::with_errors(name, None)
+        Self::build(name, None, None)
     }
 
-    /// A container whose listeners' panics are published to `errors` (the client's
-    /// unhandled-error listeners; see
-    /// [`CuratorFramework::listener_container`](crate::CuratorFramework::listener_container)).
+    /// A stand-alone container whose listeners' panics are published to `errors`.
     pub fn reporting_to(
         name: impl Into<String>,
         errors: ListenerContainer<UnhandledError>,
     ) -> Self {
-        Self::with_errors(name, Some(errors))
+        Self::build(name, Some(errors), None)
     }
 
-    fn with_errors(
+    /// A container whose dispatcher is one of the client's tasks and stops at `cancel`.
+    pub(crate) fn tracked(
         name: impl Into<String>,
         errors: Option<ListenerContainer<UnhandledError>>,
+        cancel: &CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Self {
+        let runtime = Runtime {
+            cancel: cancel.clone(),
+            tracker: tracker.clone(),
+        };
+        Self::build(name, errors, Some(runtime))
+    }
+
+    fn build(
+        name: impl Into<String>,
+        errors: Option<ListenerContainer<UnhandledError>>,
+        runtime: Option<Runtime>,
     ) -> Self {
         let (queue, pending) = mpsc::unbounded_channel();
         let listeners = Arc::new(Listeners {
@@ -153,6 +192,7 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
                 listeners,
                 queue,
                 pending: Mutex::new(Some(pending)),
+                runtime,
             }),
         }
     }
@@ -162,13 +202,25 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
     pub fn publish(&self, event: E) {
         if let Some(pending) = self.shared.pending.lock().take() {
             let listeners = Arc::clone(&self.shared.listeners);
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => {
-                    runtime.spawn(dispatch(listeners, pending));
+            let Ok(handle) = tokio::runtime::Handle::try_current() else {
+                tracing::error!(container = %listeners.name, "events published outside a Tokio runtime are dropped");
+                return;
+            };
+            match &self.shared.runtime {
+                Some(Runtime { cancel, tracker }) => {
+                    let cancel = cancel.clone();
+                    tracker.spawn_on(
+                        async move {
+                            tokio::select! {
+                                () = cancel.cancelled() => {}
+                                () = dispatch(listeners, pending) => {}
+                            }
+                        },
+                        &handle,
+                    );
                 }
-                Err(_) => {
-                    tracing::error!(container = %listeners.name, "events published outside a Tokio runtime are dropped");
-                    return;
+                None => {
+                    handle.spawn(dispatch(listeners, pending));
                 }
             }
         }
@@ -178,7 +230,7 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
     /// The view users add listeners through.
     pub fn listenable(&self) -> Listenable<E> {
         Listenable {
-            listeners: Arc::clone(&self.shared.listeners),
+            source: Arc::clone(&self.shared.listeners) as Arc<dyn Source<E>>,
         }
     }
 
@@ -201,22 +253,22 @@ async fn dispatch<E: Clone + Send + 'static>(
         let snapshot: Vec<(u64, Entry<E>)> = listeners.entries.lock().clone();
         for (id, entry) in snapshot {
             let outcome = match entry {
-                Entry::Sync(f) => std::panic::catch_unwind(AssertUnwindSafe(|| f(event.clone()))),
-                Entry::Object(l) => {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| l.on_event(event.clone())))
+                Entry::Sync(f) => {
+                    match std::panic::catch_unwind(AssertUnwindSafe(|| f(event.clone()))) {
+                        Ok(true) => Ok(()),
+                        Ok(false) => {
+                            // Gone for good (its receiver was dropped): nobody listens any more.
+                            listeners.entries.lock().retain(|(other, _)| *other != id);
+                            Ok(())
+                        }
+                        Err(panic) => Err(panic),
+                    }
                 }
                 Entry::Async(f) => {
                     match std::panic::catch_unwind(AssertUnwindSafe(|| f(event.clone()))) {
                         Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
                         Err(panic) => Err(panic),
                     }
-                }
-                Entry::Sender(sender) => {
-                    if sender.send(event.clone()).is_err() {
-                        // The receiving side is gone: nobody listens any more.
-                        listeners.entries.lock().retain(|(other, _)| *other != id);
-                    }
-                    Ok(())
                 }
             };
             if let Err(panic) = outcome {
@@ -241,33 +293,23 @@ fn report_panic<E>(listeners: &Listeners<E>, panic: &(dyn std::any::Any + Send))
     }
 }
 
-/// Where users add listeners. Obtained from a [`ListenerContainer`] (for the client:
-/// [`CuratorFramework::connection_state_listenable`](crate::CuratorFramework::connection_state_listenable)).
-pub struct Listenable<E> {
-    listeners: Arc<Listeners<E>>,
+/// Where listeners of `E` are registered: a container's listeners, or a mapped view of another
+/// source.
+trait Source<E>: Send + Sync {
+    fn name(&self) -> &str;
+    fn add(self: Arc<Self>, entry: Entry<E>) -> ListenerHandle;
 }
 
-impl<E> Clone for Listenable<E> {
-    fn clone(&self) -> Self {
-        Self {
-            listeners: Arc::clone(&self.listeners),
-        }
+impl<E: Send + 'static> Source<E> for Listeners<E> {
+    fn name(&self) -> &str {
+        &self.name
     }
-}
 
-impl<E> fmt::Debug for Listenable<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listenable")
-            .field("name", &self.listeners.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<E: Clone + Send + 'static> Listenable<E> {
-    fn add(&self, entry: Entry<E>) -> ListenerHandle {
-        let id = self.listeners.next_id.fetch_add(1, Ordering::Relaxed);
-        self.listeners.entries.lock().push((id, entry));
-        let weak = Arc::downgrade(&self.listeners);
+    fn add(self: Arc<Self>, entry: Entry<E>) -> ListenerHandle {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.entries.lock().push((id, entry));
+        // A weak reference: a handle does not keep a container's listeners alive.
+        let weak = Arc::downgrade(&self);
         ListenerHandle {
             remove: Some(Box::new(move || {
                 if let Some(listeners) = weak.upgrade() {
@@ -276,10 +318,60 @@ impl<E: Clone + Send + 'static> Listenable<E> {
             })),
         }
     }
+}
+
+/// A source of `E` made from a source of `S`.
+struct Mapped<S, E> {
+    source: Arc<dyn Source<S>>,
+    map: Arc<dyn Fn(S) -> Option<E> + Send + Sync>,
+}
+
+impl<S: Send + 'static, E: Send + 'static> Source<E> for Mapped<S, E> {
+    fn name(&self) -> &str {
+        self.source.name()
+    }
+
+    fn add(self: Arc<Self>, entry: Entry<E>) -> ListenerHandle {
+        Arc::clone(&self.source).add(entry.map_from(Arc::clone(&self.map)))
+    }
+}
+
+/// Where users add listeners. Obtained from a [`ListenerContainer`] (for the client:
+/// [`CuratorFramework::connection_state_listenable`](crate::CuratorFramework::connection_state_listenable)),
+/// or derived from another listenable with [`map`](Self::map) and
+/// [`filter_map`](Self::filter_map): a derived listener is registered on the source and runs on
+/// its dispatcher, so an event is delivered once, however many views it passes through.
+pub struct Listenable<E> {
+    source: Arc<dyn Source<E>>,
+}
+
+impl<E> Clone for Listenable<E> {
+    fn clone(&self) -> Self {
+        Self {
+            source: Arc::clone(&self.source),
+        }
+    }
+}
+
+impl<E> fmt::Debug for Listenable<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Listenable")
+            .field("name", &self.source.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Clone + Send + 'static> Listenable<E> {
+    fn add(&self, entry: Entry<E>) -> ListenerHandle {
+        Arc::clone(&self.source).add(entry)
+    }
 
     /// Adds a closure called with each event.
     pub fn add_listener(&self, listener: impl Fn(E) + Send + Sync + 'static) -> ListenerHandle {
-        self.add(Entry::Sync(Arc::new(listener)))
+        self.add(Entry::Sync(Arc::new(move |event| {
+            listener(event);
+            true
+        })))
     }
 
     /// Adds an async closure; each returned future is awaited before the next event is delivered.
@@ -293,12 +385,17 @@ impl<E: Clone + Send + 'static> Listenable<E> {
 
     /// Adds a [`Listener`] trait object.
     pub fn add_listener_object(&self, listener: Arc<dyn Listener<E>>) -> ListenerHandle {
-        self.add(Entry::Object(listener))
+        self.add(Entry::Sync(Arc::new(move |event| {
+            listener.on_event(event);
+            true
+        })))
     }
 
     /// Forwards each event into a channel. The listener removes itself when the receiver closes.
     pub fn add_sender(&self, sender: mpsc::UnboundedSender<E>) -> ListenerHandle {
-        self.add(Entry::Sender(sender))
+        self.add(Entry::Sync(Arc::new(move |event| {
+            sender.send(event).is_ok()
+        })))
     }
 
     /// Every event from now on, as a stream; dropping the stream removes the listener.
@@ -308,6 +405,50 @@ impl<E: Clone + Send + 'static> Listenable<E> {
         ListenerStream {
             receiver,
             _handle: handle,
+        }
+    }
+
+    /// A view whose listeners hear `map(event)` for each event.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use curator_framework::listen::ListenerContainer;
+    /// use futures::StreamExt;
+    /// let numbers: ListenerContainer<u32> = ListenerContainer::new("numbers");
+    /// let mut doubled = numbers.listenable().map(|n| n * 2).stream();
+    /// numbers.publish(21);
+    /// assert_eq!(doubled.next().await, Some(42));
+    /// # }
+    /// ```
+    pub fn map<F: Clone + Send + 'static>(
+        &self,
+        map: impl Fn(E) -> F + Send + Sync + 'static,
+    ) -> Listenable<F> {
+        self.filter_map(move |event| Some(map(event)))
+    }
+
+    /// A view whose listeners hear `map(event)` for each event it maps to `Some`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use curator_framework::listen::ListenerContainer;
+    /// use futures::StreamExt;
+    /// let numbers: ListenerContainer<u32> = ListenerContainer::new("numbers");
+    /// let mut even = numbers.listenable().filter_map(|n| (n % 2 == 0).then_some(n)).stream();
+    /// for n in 1..=4 { numbers.publish(n); }
+    /// assert_eq!(even.next().await, Some(2));
+    /// assert_eq!(even.next().await, Some(4));
+    /// # }
+    /// ```
+    pub fn filter_map<F: Clone + Send + 'static>(
+        &self,
+        map: impl Fn(E) -> Option<F> + Send + Sync + 'static,
+    ) -> Listenable<F> {
+        Listenable {
+            source: Arc::new(Mapped {
+                source: Arc::clone(&self.source),
+                map: Arc::new(map),
+            }),
         }
     }
 }

@@ -26,6 +26,9 @@ pub struct Metrics {
     /// permission; also reported to the unhandled-error listeners), or because the client closed
     /// first. Their node may still exist.
     pub abandoned_guaranteed_deletes: u64,
+    /// Recipe tasks running now ([`CuratorFramework::recipe_tasks`](crate::CuratorFramework::recipe_tasks)):
+    /// 0 once the client is closed.
+    pub recipe_tasks: u64,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +58,7 @@ impl Counters {
             pending_guaranteed_deletes: self.pending_guaranteed_deletes.load(Ordering::Relaxed),
             completed_guaranteed_deletes: self.completed_guaranteed_deletes.load(Ordering::Relaxed),
             abandoned_guaranteed_deletes: self.abandoned_guaranteed_deletes.load(Ordering::Relaxed),
+            recipe_tasks: 0,
         }
     }
 }

@@ -1,16 +1,21 @@
 //! Operation builders: `client.<op>()` → options → `for_path(..)` → `.await`.
 //!
 //! Every operation:
-//! - validates its input first (a bad path, data over 1 MiB, a TTL on a mode without one) and
-//!   fails with a typed error without touching the server;
+//! - validates its input when its path is given (a bad path, data over 1 MiB, a TTL on a mode
+//!   without one) and fails with a typed error without touching the server;
 //! - applies the handle's namespace, and removes it from the paths it returns;
-//! - sends its first request when the future is created (`into_future()`, which `.await` calls),
-//!   so `tokio::join!(a, b)` reaches the server as `a` then `b`, and ZooKeeper answers in that
-//!   order;
-//! - waits for a connection up to the connection timeout, and retries connection loss, operation
-//!   timeouts, session moves and session expiry under the client's retry policy;
+//! - hands its first request over when its future is created (`into_future()`, which `.await`
+//!   calls): sent at once when a session is connected, otherwise queued and sent, in order, when
+//!   one connects. So `tokio::join!(a, b)` reaches the server as `a` then `b`, also under a fresh
+//!   namespace and while disconnected, and ZooKeeper answers in that order;
+//! - waits for a connection up to the connection timeout, and retries connection loss, no
+//!   connection, operation timeouts, session moves and session expiry under the client's retry
+//!   policy;
 //! - runs in a `zk.<op>` tracing span with the path and the session id, and an `attempt` span per
 //!   attempt.
+//!
+//! Each operation has one builder type owning a cheap client handle; `.watched()` changes its
+//! type parameter from [`Unwatched`] to [`Watched`], and with it the output.
 
 pub mod create;
 pub mod delete;
@@ -32,36 +37,175 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-use crate::client::CuratorFramework;
+use crate::client::{CuratorFramework, Dispatch, Inner, Submitted};
 use crate::error::{Error, Result};
+use crate::metrics::Counters;
 use crate::paths::MAX_DATA_LEN;
 use crate::wire::WireSession;
 
 pub use future::OpFuture;
+use future::Sent;
 
-/// Starts an operation: namespace first (once per client), then `attempt` under the retry
-/// policy, all inside the operation's span. Polled once here, so the first request is sent now.
-pub(crate) fn start<T, F, Fut>(
+/// The type parameter of a read builder that sets no watch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unwatched;
+
+/// The type parameter of a read builder that also sets a one-shot watch (`.watched()`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Watched;
+
+/// One attempt of an operation: given the session and the attempt number (from 0), a future
+/// that does it. Its first wire call must come before its first suspension point.
+pub(crate) trait Attempt<T>:
+    Fn(Arc<WireSession>, u32) -> Self::Future + Send + Sync + 'static
+{
+    type Future: Future<Output = Result<T>> + Send + 'static;
+}
+
+impl<T, F, Fut> Attempt<T> for F
+where
+    F: Fn(Arc<WireSession>, u32) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T>> + Send + 'static,
+{
+    type Future = Fut;
+}
+
+/// Runs an operation: submits attempt 0 now (see the module docs), then, inside `span`, awaits
+/// it and retries under the client's policy; `finish` turns the result into the operation's
+/// output. `finish` is dropped unused if the future is, so a guard it owns sees the abandonment.
+pub(crate) fn run<T, U, A, F>(
     client: &CuratorFramework,
-    name: &'static str,
-    path: &str,
-    attempt: F,
+    span: tracing::Span,
+    attempt: A,
+    finish: F,
+) -> OpFuture<U>
+where
+    T: Send + 'static,
+    U: Send + 'static,
+    A: Attempt<T>,
+    F: FnOnce(Result<T>) -> Result<U> + Send + 'static,
+{
+    let inner = Arc::clone(&client.inner);
+    Counters::bump(&inner.counters.operations);
+    let attempt = Arc::new(attempt);
+    let namespace = client.namespace.clone();
+    let start = tokio::time::Instant::now();
+    let first = span.in_scope(|| submit(&inner, namespace.as_ref(), &attempt, 0));
+    OpFuture::new(
+        async move {
+            let result = attempts(&inner, namespace, attempt, first, start).await;
+            if result.is_err() {
+                Counters::bump(&inner.counters.failed_operations);
+            }
+            finish(result)
+        }
+        .instrument(span),
+    )
+}
+
+/// Awaits `first`, then resubmits under the retry policy until it gives up.
+async fn attempts<T, A>(
+    inner: &Arc<Inner>,
+    namespace: Option<Arc<str>>,
+    attempt: Arc<A>,
+    first: Submitted<T>,
+    start: tokio::time::Instant,
+) -> Result<T>
+where
+    T: Send + 'static,
+    A: Attempt<T>,
+{
+    let timeout = inner.settings.connection_timeout;
+    let mut submitted = first;
+    let mut retry_count = 0u32;
+    loop {
+        let error = match Dispatch::outcome(submitted, timeout)
+            .instrument(tracing::debug_span!("attempt", attempt = retry_count))
+            .await
+        {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        let policy = &*inner.settings.retry_policy;
+        let Some(sleep) = crate::retry::decide(policy, retry_count, start, &error) else {
+            return Err(error);
+        };
+        Counters::bump(&inner.counters.retries);
+        retry_count = retry_count.saturating_add(1);
+        if !sleep.is_zero() {
+            tokio::time::sleep(sleep).await;
+        }
+        submitted = submit(inner, namespace.as_ref(), &attempt, retry_count);
+    }
+}
+
+/// An operation on one path with no options but the watch: given the session, the (namespaced)
+/// path and the namespace, its attempt.
+pub(crate) type PathOp<Fut> = fn(Arc<WireSession>, Arc<str>, Option<Arc<str>>) -> Fut;
+
+/// Runs a [`PathOp`] under the retry policy, in the span `span(path)`.
+pub(crate) fn on_path<T, Fut>(
+    client: &CuratorFramework,
+    path: Result<Arc<str>>,
+    span: impl FnOnce(&str) -> tracing::Span,
+    op: PathOp<Fut>,
 ) -> OpFuture<T>
 where
     T: Send + 'static,
-    F: Fn(Arc<WireSession>, u32) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<T>> + Send,
+    Fut: Future<Output = Result<T>> + Send + 'static,
 {
-    let client = client.clone();
-    let span = tracing::debug_span!("zk.op", op = name, path, session_id = ?client.session_id());
-    let future = async move {
-        if !client.namespace_ready() {
-            client.ensure_namespace().await?;
-        }
-        client.inner.with_retry(attempt).await
-    }
-    .instrument(span);
-    OpFuture::eager(future)
+    let fixed = match path {
+        Ok(path) => path,
+        Err(error) => return OpFuture::ready(Err(error)),
+    };
+    let namespace = client.namespace.clone();
+    run(
+        client,
+        span(&fixed),
+        move |session, _| op(session, Arc::clone(&fixed), namespace.clone()),
+        |result| result,
+    )
+}
+
+/// Hands attempt number `n` to the dispatcher; under a namespace whose nodes are not known to
+/// exist yet, their creates go first, in the same dispatch.
+fn submit<T, A>(
+    inner: &Arc<Inner>,
+    namespace: Option<&Arc<str>>,
+    attempt: &Arc<A>,
+    n: u32,
+) -> Submitted<T>
+where
+    T: Send + 'static,
+    A: Attempt<T>,
+{
+    let attempt = Arc::clone(attempt);
+    let namespace = namespace
+        .filter(|ns| !inner.namespaces.is_ensured(ns))
+        .cloned();
+    let owner = Arc::clone(inner);
+    inner.dispatch.submit(move |session| {
+        let namespace =
+            namespace.filter(|ns| owner.namespaces.needs_creates(ns, session.session_id()));
+        let Some(namespace) = namespace else {
+            return Sent::now(attempt(Arc::clone(session), n));
+        };
+        let creates = crate::client::namespace_creates(
+            Arc::clone(session),
+            &namespace,
+            &*owner.settings.acl_provider,
+        );
+        let operation = attempt(Arc::clone(session), n);
+        Sent::now(async move {
+            // Polled in this order: the creates are sent before the operation's request.
+            let (created, result) = futures::join!(creates, operation);
+            owner.namespaces.settle(&namespace, created.is_ok());
+            match (created, result) {
+                (Err(error), Err(Error::NoNode)) => Err(error),
+                (_, result) => result,
+            }
+        })
+    })
 }
 
 /// Checks node data against ZooKeeper's default packet limit.
@@ -74,3 +218,11 @@ pub(crate) fn check_data(data: &[u8]) -> Result<()> {
     }
     Ok(())
 }
+
+/// A `zk.<op>` span with the operation's path and the client's session id.
+macro_rules! op_span {
+    ($name:literal, $client:expr, $path:expr) => {
+        tracing::debug_span!($name, path = %$path, session_id = ?$client.session_id())
+    };
+}
+pub(crate) use op_span;

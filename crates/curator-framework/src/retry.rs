@@ -4,9 +4,10 @@
 //! how long to sleep before the next attempt, or `None` to give up. The loop sleeps with
 //! `tokio::time`, so tests can run with paused time.
 //!
-//! Which errors reach the policy: connection loss, operation timeout and session moved
-//! ([`Error::is_retryable`]), and session expiry, as in Curator (the next attempt runs on the new
-//! session). Wrap a policy in [`SessionFailedRetryPolicy`] to fail on session expiry instead.
+//! Which errors reach the policy ([`Error::is_retried`]): connection loss, no connection,
+//! operation timeout and session moved ([`Error::is_retryable`]), and session expiry, as in
+//! Curator (the next attempt runs on the new session). Wrap a policy in
+//! [`SessionFailedRetryPolicy`] to fail on session expiry instead.
 //!
 //! ```
 //! use std::time::Duration;
@@ -48,11 +49,6 @@ impl<P: RetryPolicy + ?Sized> RetryPolicy for Box<P> {
 
 /// A cheaply cloned, shared retry policy.
 pub type SharedRetryPolicy = Arc<dyn RetryPolicy>;
-
-/// Whether an error is worth showing to a retry policy (see the module docs).
-pub fn should_retry(error: &Error) -> bool {
-    error.is_retryable() || *error == Error::SessionExpired
-}
 
 /// `base` stretched by up to `±jitter` (a fraction, clamped to `0..=1`).
 fn jittered(base: Duration, jitter: f64) -> Duration {
@@ -327,22 +323,6 @@ impl RetryPolicy for NeverRetry {
 /// ```
 pub async fn run<T, F, Fut>(
     policy: &dyn RetryPolicy,
-    attempt: F,
-    on_retry: impl FnMut(u32, &Error),
-) -> Result<T>
-where
-    F: FnMut(u32) -> Fut,
-    Fut: Future<Output = Result<T>>,
-{
-    run_from(policy, tokio::time::Instant::now(), None, attempt, on_retry).await
-}
-
-/// [`run`], for a caller that made attempt 0 itself (started at `start`): `first_failure` is its
-/// error, and the loop goes on from the policy's decision about it.
-pub(crate) async fn run_from<T, F, Fut>(
-    policy: &dyn RetryPolicy,
-    start: tokio::time::Instant,
-    mut first_failure: Option<Error>,
     mut attempt: F,
     mut on_retry: impl FnMut(u32, &Error),
 ) -> Result<T>
@@ -350,32 +330,44 @@ where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<T>>,
 {
+    let start = tokio::time::Instant::now();
     let mut retry_count = 0u32;
     loop {
-        let error = match first_failure.take() {
-            Some(error) => error,
-            None => match attempt(retry_count)
-                .instrument(tracing::debug_span!("attempt", attempt = retry_count))
-                .await
-            {
-                Ok(value) => return Ok(value),
-                Err(error) => error,
-            },
+        let error = match attempt(retry_count)
+            .instrument(tracing::debug_span!("attempt", attempt = retry_count))
+            .await
+        {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
         };
-        if !should_retry(&error) {
-            return Err(error);
-        }
-        let Some(sleep) = policy.allow_retry(retry_count, start.elapsed(), &error) else {
-            tracing::debug!(%error, retry_count, "retry policy gave up");
+        let Some(sleep) = decide(policy, retry_count, start, &error) else {
             return Err(error);
         };
-        tracing::debug!(%error, retry_count, ?sleep, "retrying");
         on_retry(retry_count, &error);
         retry_count = retry_count.saturating_add(1);
         if !sleep.is_zero() {
             tokio::time::sleep(sleep).await;
         }
     }
+}
+
+/// The pause before retry number `retry_count` after `error`, or `None` to give up: errors the
+/// framework does not retry ([`Error::is_retried`]) end the loop, others go to the policy.
+pub(crate) fn decide(
+    policy: &dyn RetryPolicy,
+    retry_count: u32,
+    start: tokio::time::Instant,
+    error: &Error,
+) -> Option<Duration> {
+    if !error.is_retried() {
+        return None;
+    }
+    let Some(sleep) = policy.allow_retry(retry_count, start.elapsed(), error) else {
+        tracing::debug!(%error, retry_count, "retry policy gave up");
+        return None;
+    };
+    tracing::debug!(%error, retry_count, ?sleep, "retrying");
+    Some(sleep)
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ use zookeeper_client as zk;
 
 use crate::acl::{Acl, Perms};
 use crate::error::{Error, Result};
+use crate::ops::multi_read::{Read, ReadResult};
+use crate::ops::transaction::{Step, TransactionResult};
 use crate::types::{CreateMode, EventType, KeeperState, Stat, WatchedEvent};
 
 /// How to open a session.
@@ -99,40 +101,6 @@ impl WireStateWatcher {
     pub(crate) async fn changed(&mut self) -> WireState {
         WireState::from_zk(self.0.changed().await)
     }
-}
-
-/// One operation of a transaction, with paths already namespaced.
-#[derive(Debug, Clone)]
-pub(crate) enum WireOp {
-    Create {
-        path: String,
-        data: Vec<u8>,
-        mode: CreateMode,
-        acl: Vec<Acl>,
-        ttl: Option<Duration>,
-    },
-    SetData {
-        path: String,
-        data: Vec<u8>,
-        version: Option<i32>,
-    },
-    Delete {
-        path: String,
-        version: Option<i32>,
-    },
-    Check {
-        path: String,
-        version: i32,
-    },
-}
-
-/// The result of one transaction operation (paths as the server reports them).
-#[derive(Debug, Clone)]
-pub(crate) enum WireOpResult {
-    Create { path: String, stat: Option<Stat> },
-    SetData { stat: Stat },
-    Delete,
-    Check,
 }
 
 /// One ZooKeeper session.
@@ -328,16 +296,12 @@ impl WireSession {
     }
 
     /// Sends `reads` as one multi-read request.
-    pub(crate) async fn multi_read(
-        &self,
-        reads: &[WireRead],
-    ) -> Result<Vec<crate::ops::multi_read::ReadResult>> {
-        use crate::ops::multi_read::ReadResult;
+    pub(crate) async fn multi_read(&self, reads: &[Read]) -> Result<Vec<ReadResult>> {
         let mut reader = self.client.new_multi_reader();
         for read in reads {
             match read {
-                WireRead::Data(path) => reader.add_get_data(path),
-                WireRead::Children(path) => reader.add_get_children(path),
+                Read::Data(path) => reader.add_get_data(path),
+                Read::Children(path) => reader.add_get_children(path),
             }
             .map_err(convert_error)?;
         }
@@ -351,27 +315,26 @@ impl WireSession {
                 },
                 zk::MultiReadResult::Children { children } => ReadResult::Children { children },
                 zk::MultiReadResult::Error { err } => ReadResult::Error(convert_error(err)),
-                other => ReadResult::Error(Error::Other {
-                    code: 0,
-                    message: format!("the wire client invented a read result: {other:?}"),
-                }),
+                other => ReadResult::Error(Error::UnexpectedReply(format!(
+                    "a read result the framework does not know: {other:?}"
+                ))),
             })
             .collect())
     }
 
-    /// Commits `ops` atomically.
-    pub(crate) async fn multi(&self, ops: &[WireOp]) -> Result<Vec<WireOpResult>> {
+    /// Commits `steps` atomically; created paths are the server's (namespace included).
+    pub(crate) async fn multi(&self, steps: &[Step]) -> Result<Vec<TransactionResult>> {
         let mut writer = self.client.new_multi_writer();
-        let mut acls = Vec::with_capacity(ops.len());
-        for op in ops {
-            if let WireOp::Create { acl, .. } = op {
+        let mut acls = Vec::with_capacity(steps.len());
+        for step in steps {
+            if let Step::Create { acl, .. } = step {
                 acls.push(to_zk_acl(acl));
             }
         }
         let mut acl_iter = acls.iter();
-        for op in ops {
-            let added = match op {
-                WireOp::Create {
+        for step in steps {
+            let added = match step {
+                Step::Create {
                     path,
                     data,
                     mode,
@@ -381,13 +344,13 @@ impl WireSession {
                     let acl = acl_iter.next().map(Vec::as_slice).unwrap_or_default();
                     writer.add_create(path, data, &create_options(*mode, acl, *ttl))
                 }
-                WireOp::SetData {
+                Step::SetData {
                     path,
                     data,
                     version,
                 } => writer.add_set_data(path, data, *version),
-                WireOp::Delete { path, version } => writer.add_delete(path, *version),
-                WireOp::Check { path, version } => writer.add_check_version(path, *version),
+                Step::Delete { path, version } => writer.add_delete(path, *version),
+                Step::Check { path, version } => writer.add_check_version(path, *version),
             };
             added.map_err(convert_error)?;
         }
@@ -398,29 +361,24 @@ impl WireSession {
             },
             zk::MultiWriteError::RequestFailed { source } => convert_error(source),
         })?;
-        Ok(results
+        results
             .into_iter()
             .map(|result| match result {
-                zk::MultiWriteResult::Create { path, stat } => WireOpResult::Create {
+                zk::MultiWriteResult::Create { path, stat } => Ok(TransactionResult::Create {
                     path,
                     stat: (!stat.is_invalid()).then(|| convert_stat(&stat)),
-                },
-                zk::MultiWriteResult::SetData { stat } => WireOpResult::SetData {
+                }),
+                zk::MultiWriteResult::SetData { stat } => Ok(TransactionResult::SetData {
                     stat: convert_stat(&stat),
-                },
-                zk::MultiWriteResult::Delete => WireOpResult::Delete,
-                zk::MultiWriteResult::Check => WireOpResult::Check,
-                other => unreachable!("the wire client invented a transaction result: {other:?}"),
+                }),
+                zk::MultiWriteResult::Delete => Ok(TransactionResult::Delete),
+                zk::MultiWriteResult::Check => Ok(TransactionResult::Check),
+                other => Err(Error::UnexpectedReply(format!(
+                    "a transaction result the framework does not know: {other:?}"
+                ))),
             })
-            .collect())
+            .collect()
     }
-}
-
-/// One read of a multi-read, on a namespaced path.
-#[derive(Debug)]
-pub(crate) enum WireRead {
-    Data(Arc<str>),
-    Children(Arc<str>),
 }
 
 /// A one-shot watch.
@@ -639,9 +597,6 @@ pub(crate) fn convert_error(error: zk::Error) -> Error {
             code,
             message: format!("unexpected error code {code}"),
         },
-        other => Error::Other {
-            code: 0,
-            message: other.to_string(),
-        },
+        other => Error::UnexpectedReply(other.to_string()),
     }
 }

@@ -54,10 +54,7 @@ async fn lifecycle_from_latent_to_stopped() {
     let mut states = client.connection_state_stream();
     client.start().await.unwrap();
     assert_eq!(client.state(), FrameworkState::Started);
-    assert!(matches!(
-        client.start().await,
-        Err(Error::InvalidArgument(_))
-    ));
+    assert_eq!(client.start().await, Err(Error::AlreadyStarted));
     support::expect_states(&mut states, &[ConnectionState::Connected]).await;
     assert!(client.is_connected());
     assert!(client.session_id().is_some());

@@ -9,7 +9,7 @@ use futures::future::join_all;
 use crate::acl::Acl;
 use crate::client::{CuratorFramework, Inner};
 use crate::error::{Error, Result};
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, op_span};
 use crate::paths;
 use crate::types::{CreateMode, Stat, validate_ttl};
 use crate::wire::WireSession;
@@ -36,8 +36,8 @@ use crate::wire::WireSession;
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct CreateBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct CreateBuilder {
+    client: CuratorFramework,
     mode: CreateMode,
     acl: Option<Vec<Acl>>,
     ttl: Option<Duration>,
@@ -53,8 +53,8 @@ enum ParentMode {
     Containers,
 }
 
-impl<'c> CreateBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl CreateBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
             mode: CreateMode::Persistent,
@@ -119,21 +119,21 @@ impl<'c> CreateBuilder<'c> {
 
     /// Creates `path` with `data`; yields the path created (with its sequence number for
     /// sequential modes, and its protected prefix, namespace removed).
-    pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> Create<'c> {
+    pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> Create {
+        let plan = self.plan(path, data.as_ref().to_vec());
         Create {
-            builder: self,
-            path: path.to_owned(),
-            data: data.as_ref().to_vec(),
+            client: self.client,
+            plan,
         }
     }
 
     /// Creates `path` with the client's default data (empty unless set on the builder).
-    pub fn for_path_with_default_data(self, path: &str) -> Create<'c> {
+    pub fn for_path_with_default_data(self, path: &str) -> Create {
         let data = self.client.inner.settings.default_data.clone();
+        let plan = self.plan(path, data);
         Create {
-            builder: self,
-            path: path.to_owned(),
-            data,
+            client: self.client,
+            plan,
         }
     }
 }
@@ -141,15 +141,14 @@ impl<'c> CreateBuilder<'c> {
 /// An awaitable `create()`; yields the created path.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct Create<'c> {
-    builder: CreateBuilder<'c>,
-    path: String,
-    data: Vec<u8>,
+pub struct Create {
+    client: CuratorFramework,
+    plan: Result<Plan>,
 }
 
-impl<'c> Create<'c> {
+impl Create {
     /// Yields the created node's stat as well as its path.
-    pub fn with_stat(self) -> CreateWithStat<'c> {
+    pub fn with_stat(self) -> CreateWithStat {
         CreateWithStat(self)
     }
 }
@@ -157,34 +156,27 @@ impl<'c> Create<'c> {
 /// `create()...for_path(..).with_stat()`: yields `(path, stat)`.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct CreateWithStat<'c>(Create<'c>);
+pub struct CreateWithStat(Create);
 
-impl IntoFuture for Create<'_> {
+impl IntoFuture for Create {
     type Output = Result<String>;
     type IntoFuture = OpFuture<String>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let client = self.builder.client.clone();
-        match self.into_plan() {
-            // The inner future was polled once already (its request is sent); this one only
-            // maps its output.
-            Ok(plan) => {
-                let created = plan.start(&client);
-                OpFuture::eager(async move { created.await.map(|(path, _)| path) })
-            }
+        match self.plan {
+            Ok(plan) => plan.start(&self.client, |(path, _)| path),
             Err(error) => OpFuture::ready(Err(error)),
         }
     }
 }
 
-impl IntoFuture for CreateWithStat<'_> {
+impl IntoFuture for CreateWithStat {
     type Output = Result<(String, Stat)>;
     type IntoFuture = OpFuture<(String, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let client = self.0.builder.client.clone();
-        match self.0.into_plan() {
-            Ok(plan) => plan.start(&client),
+        match self.0.plan {
+            Ok(plan) => plan.start(&self.0.client, |created| created),
             Err(error) => OpFuture::ready(Err(error)),
         }
     }
@@ -209,26 +201,21 @@ struct Plan {
     or_set_data: bool,
 }
 
-impl Create<'_> {
-    fn into_plan(self) -> Result<Plan> {
-        let Create {
-            builder,
-            path,
-            data,
-        } = self;
-        let client = builder.client;
+impl CreateBuilder {
+    /// Validates everything and applies the namespace.
+    fn plan(&self, path: &str, data: Vec<u8>) -> Result<Plan> {
+        let builder = self;
+        let client = &self.client;
         let mode = builder.mode;
-        let mut fixed = if mode.is_sequential() {
-            client.fix_sequential_path(&path)?
+        let fixed = if mode.is_sequential() {
+            client.sequential_target(path)?
         } else {
-            client.fix_path(&path)?
+            client.target(path)?
         };
-        if fixed == "/" {
-            return Err(Error::invalid_path(
-                &path,
-                "the root node cannot be created",
-            ));
+        if &*fixed == "/" {
+            return Err(Error::invalid_path(path, "the root node cannot be created"));
         }
+        let mut fixed = fixed.to_string();
         ops::check_data(&data)?;
         match (mode.is_ttl(), builder.ttl) {
             (true, Some(ttl)) => validate_ttl(ttl)?,
@@ -258,6 +245,7 @@ impl Create<'_> {
         };
         let acl = builder
             .acl
+            .clone()
             .unwrap_or_else(|| client.inner.settings.acl_provider.acl_for_path(&fixed));
         if acl.is_empty() {
             return Err(Error::InvalidArgument(
@@ -321,21 +309,26 @@ impl Drop for CleanupGuard {
 }
 
 impl Plan {
-    fn start(self, client: &CuratorFramework) -> OpFuture<(String, Stat)> {
+    /// Starts the create; `output` picks what it yields from the created path and stat.
+    fn start<U: Send + 'static>(
+        self,
+        client: &CuratorFramework,
+        output: fn((String, Stat)) -> U,
+    ) -> OpFuture<U> {
         let plan = Arc::new(self);
-        let display_path = plan.path.clone();
+        // Owned by `finish`: dropped with the operation's future, it cleans up in the background
+        // unless the result proves nothing was left behind.
         let mut guard = CleanupGuard {
             inner: Arc::clone(&client.inner),
             protection: plan.protection.clone(),
         };
-        let attempt_plan = Arc::clone(&plan);
-        let op = ops::start(client, "create", &display_path, move |session, attempt| {
-            let plan = Arc::clone(&attempt_plan);
+        let span = op_span!("zk.create", client, plan.path);
+        let unfix = client.clone();
+        let attempt = move |session: Arc<WireSession>, attempt: u32| {
+            let plan = Arc::clone(&plan);
             async move { plan.attempt(&session, attempt).await }
-        });
-        let client = client.clone();
-        OpFuture::eager(async move {
-            let result = op.await;
+        };
+        ops::run(client, span, attempt, move |result| {
             match &result {
                 // Failures that prove nothing was created need no cleanup.
                 Ok(_)
@@ -348,7 +341,7 @@ impl Plan {
                 Err(_) => {}
             }
             drop(guard);
-            result.map(|(path, stat)| (client.unfix_path(&path), stat))
+            result.map(|(path, stat)| output((unfix.unfix_path(&path), stat)))
         })
     }
 

@@ -7,9 +7,8 @@ use futures::future::{BoxFuture, join_all};
 
 use crate::client::{CuratorFramework, Inner};
 use crate::error::{Error, Result};
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, op_span};
 use crate::paths;
-use crate::retry;
 use crate::wire::WireSession;
 
 /// Options of `delete()`.
@@ -31,8 +30,8 @@ use crate::wire::WireSession;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct DeleteBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct DeleteBuilder {
+    client: CuratorFramework,
     version: Option<i32>,
     guaranteed: bool,
     children: bool,
@@ -40,8 +39,8 @@ pub struct DeleteBuilder<'c> {
     idempotent: bool,
 }
 
-impl<'c> DeleteBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl DeleteBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
             version: None,
@@ -83,9 +82,16 @@ impl<'c> DeleteBuilder<'c> {
     }
 
     /// Deletes `path`.
-    pub fn for_path(self, path: &str) -> Delete<'c> {
+    pub fn for_path(self, path: &str) -> Delete {
+        let path = self.client.target(path).and_then(|fixed| {
+            if &*fixed == "/" {
+                Err(Error::invalid_path("/", "the root node cannot be deleted"))
+            } else {
+                Ok(fixed)
+            }
+        });
         Delete {
-            path: self.client.target(path),
+            path,
             builder: self,
         }
     }
@@ -94,8 +100,8 @@ impl<'c> DeleteBuilder<'c> {
 /// An awaitable `delete()`.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct Delete<'c> {
-    builder: DeleteBuilder<'c>,
+pub struct Delete {
+    builder: DeleteBuilder,
     path: Result<Arc<str>>,
 }
 
@@ -125,31 +131,26 @@ impl Drop for GuaranteeGuard {
     }
 }
 
-impl IntoFuture for Delete<'_> {
+impl IntoFuture for Delete {
     type Output = Result<()>;
     type IntoFuture = OpFuture<()>;
 
     fn into_future(self) -> Self::IntoFuture {
         let Delete { builder, path } = self;
-        let client = builder.client;
-        let fixed: Arc<str> = match path {
-            Ok(fixed) if &*fixed == "/" => {
-                return OpFuture::ready(Err(Error::invalid_path(
-                    "/",
-                    "the root node cannot be deleted",
-                )));
-            }
+        let fixed = match path {
             Ok(fixed) => fixed,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let DeleteBuilder {
+            client,
             version,
             guaranteed,
             children,
             quietly,
             idempotent,
-            ..
         } = builder;
+        // Owned by `finish`: dropped with the operation's future, it hands the delete to the
+        // background unless the result says it is done.
         let mut guard = GuaranteeGuard {
             inner: Arc::clone(&client.inner),
             pending: guaranteed.then(|| PendingDelete {
@@ -158,32 +159,34 @@ impl IntoFuture for Delete<'_> {
                 children,
             }),
         };
-        let attempt_path = Arc::clone(&fixed);
-        let op = ops::start(client, "delete", &fixed, move |session, attempt| {
-            let fixed = Arc::clone(&attempt_path);
-            async move {
-                let result = match session.delete(&fixed, version).await {
-                    Err(Error::NotEmpty) if children => {
-                        delete_children(&session, fixed.to_string()).await?;
-                        session.delete(&fixed, version).await
+        let span = op_span!("zk.delete", client, fixed);
+        ops::run(
+            &client,
+            span,
+            move |session, attempt| {
+                let fixed = Arc::clone(&fixed);
+                async move {
+                    let result = match session.delete(&fixed, version).await {
+                        Err(Error::NotEmpty) if children => {
+                            delete_children(&session, fixed.to_string()).await?;
+                            session.delete(&fixed, version).await
+                        }
+                        other => other,
+                    };
+                    match result {
+                        Err(Error::NoNode) if quietly || (idempotent && attempt > 0) => Ok(()),
+                        other => other,
                     }
-                    other => other,
-                };
-                match result {
-                    Err(Error::NoNode) if quietly || (idempotent && attempt > 0) => Ok(()),
-                    other => other,
                 }
-            }
-        });
-        OpFuture::eager(async move {
-            let result = op.await;
-            let retry_in_background = matches!(&result, Err(error) if retry::should_retry(error));
-            if !retry_in_background {
-                guard.pending = None;
-            }
-            drop(guard);
-            result
-        })
+            },
+            move |result| {
+                if !matches!(&result, Err(error) if error.is_retried()) {
+                    guard.pending = None;
+                }
+                drop(guard);
+                result
+            },
+        )
     }
 }
 

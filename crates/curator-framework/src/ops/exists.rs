@@ -1,13 +1,15 @@
 //! `check_exists()`: a node's stat, if it exists, optionally with a watch.
 
 use std::future::IntoFuture;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::client::CuratorFramework;
 use crate::error::Result;
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, Unwatched, Watched, op_span};
 use crate::types::Stat;
 use crate::watcher::Watcher;
+use crate::wire::WireSession;
 
 /// Options of `check_exists()`.
 ///
@@ -22,97 +24,91 @@ use crate::watcher::Watcher;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct ExistsBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct ExistsBuilder<W = Unwatched> {
+    client: CuratorFramework,
+    watch: PhantomData<W>,
 }
 
-impl<'c> ExistsBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
-        Self { client }
+impl ExistsBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
+        Self {
+            client,
+            watch: PhantomData,
+        }
     }
 
     /// Also sets a watch: it fires when the node is created, deleted or changed.
-    pub fn watched(self) -> WatchedExistsBuilder<'c> {
-        WatchedExistsBuilder {
+    pub fn watched(self) -> ExistsBuilder<Watched> {
+        ExistsBuilder {
             client: self.client,
-        }
-    }
-
-    /// The stat of `path`, `None` when it does not exist.
-    pub fn for_path(self, path: &str) -> Exists<'c> {
-        Exists {
-            client: self.client,
-            path: self.client.target(path),
+            watch: PhantomData,
         }
     }
 }
 
-/// An awaitable `check_exists()`.
+impl<W> ExistsBuilder<W> {
+    /// The stat of `path`, `None` when it does not exist.
+    pub fn for_path(self, path: &str) -> Exists<W> {
+        Exists {
+            path: self.client.target(path),
+            client: self.client,
+            watch: PhantomData,
+        }
+    }
+}
+
+/// An awaitable `check_exists()`: the stat or `None`, with a [`Watcher`] when watched.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct Exists<'c> {
-    client: &'c CuratorFramework,
+pub struct Exists<W = Unwatched> {
+    client: CuratorFramework,
     path: Result<Arc<str>>,
+    watch: PhantomData<W>,
 }
 
-impl IntoFuture for Exists<'_> {
+impl IntoFuture for Exists<Unwatched> {
     type Output = Result<Option<Stat>>;
     type IntoFuture = OpFuture<Option<Stat>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        ops::start(self.client, "exists", &fixed.clone(), move |session, _| {
-            let fixed = Arc::clone(&fixed);
-            async move { session.exists(&fixed).await }
-        })
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.exists", client, path),
+            read,
+        )
     }
 }
 
-/// `check_exists().watched()`.
-#[derive(Debug)]
-#[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct WatchedExistsBuilder<'c> {
-    client: &'c CuratorFramework,
-}
-
-impl<'c> WatchedExistsBuilder<'c> {
-    /// The stat of `path` (or `None`) and a watch on it.
-    pub fn for_path(self, path: &str) -> WatchedExists<'c> {
-        WatchedExists {
-            client: self.client,
-            path: self.client.target(path),
-        }
-    }
-}
-
-/// An awaitable `check_exists().watched()`.
-#[derive(Debug)]
-#[must_use = "operations do nothing until awaited"]
-pub struct WatchedExists<'c> {
-    client: &'c CuratorFramework,
-    path: Result<Arc<str>>,
-}
-
-impl IntoFuture for WatchedExists<'_> {
+impl IntoFuture for Exists<Watched> {
     type Output = Result<(Option<Stat>, Watcher)>;
     type IntoFuture = OpFuture<(Option<Stat>, Watcher)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        let namespace = self.client.namespace.clone();
-        ops::start(self.client, "exists", &fixed.clone(), move |session, _| {
-            let fixed = Arc::clone(&fixed);
-            let namespace = namespace.clone();
-            async move {
-                let (stat, watcher) = session.exists_watched(&fixed).await?;
-                Ok((stat, Watcher::new(watcher, namespace)))
-            }
-        })
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.exists", client, path),
+            read_watched,
+        )
     }
+}
+
+async fn read(
+    session: Arc<WireSession>,
+    path: Arc<str>,
+    _: Option<Arc<str>>,
+) -> Result<Option<Stat>> {
+    session.exists(&path).await
+}
+
+async fn read_watched(
+    session: Arc<WireSession>,
+    path: Arc<str>,
+    namespace: Option<Arc<str>>,
+) -> Result<(Option<Stat>, Watcher)> {
+    let (stat, watcher) = session.exists_watched(&path).await?;
+    Ok((stat, Watcher::new(watcher, namespace)))
 }

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use crate::acl::Acl;
 use crate::client::CuratorFramework;
 use crate::error::Result;
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, op_span};
 use crate::types::Stat;
+use crate::wire::WireSession;
 
 /// Options of `get_acl()`.
 ///
@@ -19,20 +20,20 @@ use crate::types::Stat;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct GetAclBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct GetAclBuilder {
+    client: CuratorFramework,
 }
 
-impl<'c> GetAclBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl GetAclBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self { client }
     }
 
     /// Reads the ACL of `path`.
-    pub fn for_path(self, path: &str) -> GetAcl<'c> {
+    pub fn for_path(self, path: &str) -> GetAcl {
         GetAcl {
-            client: self.client,
             path: self.client.target(path),
+            client: self.client,
         }
     }
 }
@@ -40,23 +41,30 @@ impl<'c> GetAclBuilder<'c> {
 /// An awaitable `get_acl()`.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct GetAcl<'c> {
-    client: &'c CuratorFramework,
+pub struct GetAcl {
+    client: CuratorFramework,
     path: Result<Arc<str>>,
 }
 
-impl IntoFuture for GetAcl<'_> {
+impl IntoFuture for GetAcl {
     type Output = Result<(Vec<Acl>, Stat)>;
     type IntoFuture = OpFuture<(Vec<Acl>, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        ops::start(self.client, "get_acl", &fixed.clone(), move |session, _| {
-            let fixed = Arc::clone(&fixed);
-            async move { session.get_acl(&fixed).await }
-        })
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.get_acl", client, path),
+            read,
+        )
     }
+}
+
+async fn read(
+    session: Arc<WireSession>,
+    path: Arc<str>,
+    _: Option<Arc<str>>,
+) -> Result<(Vec<Acl>, Stat)> {
+    session.get_acl(&path).await
 }

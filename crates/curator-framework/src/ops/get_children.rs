@@ -1,13 +1,15 @@
 //! `get_children()`: the names of a node's children and its stat, optionally with a watch.
 
 use std::future::IntoFuture;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::client::CuratorFramework;
 use crate::error::Result;
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, Unwatched, Watched, op_span};
 use crate::types::Stat;
 use crate::watcher::Watcher;
+use crate::wire::WireSession;
 
 /// Options of `get_children()`.
 ///
@@ -20,107 +22,91 @@ use crate::watcher::Watcher;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct GetChildrenBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct GetChildrenBuilder<W = Unwatched> {
+    client: CuratorFramework,
+    watch: PhantomData<W>,
 }
 
-impl<'c> GetChildrenBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
-        Self { client }
+impl GetChildrenBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
+        Self {
+            client,
+            watch: PhantomData,
+        }
     }
 
     /// Also sets a one-shot watch on the node's children.
-    pub fn watched(self) -> WatchedGetChildrenBuilder<'c> {
-        WatchedGetChildrenBuilder {
+    pub fn watched(self) -> GetChildrenBuilder<Watched> {
+        GetChildrenBuilder {
             client: self.client,
-        }
-    }
-
-    /// Lists the children of `path`.
-    pub fn for_path(self, path: &str) -> GetChildren<'c> {
-        GetChildren {
-            client: self.client,
-            path: self.client.target(path),
+            watch: PhantomData,
         }
     }
 }
 
-/// An awaitable `get_children()`.
+impl<W> GetChildrenBuilder<W> {
+    /// Lists the children of `path`.
+    pub fn for_path(self, path: &str) -> GetChildren<W> {
+        GetChildren {
+            path: self.client.target(path),
+            client: self.client,
+            watch: PhantomData,
+        }
+    }
+}
+
+/// An awaitable `get_children()`: `(children, stat)`, with a [`Watcher`] when watched.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct GetChildren<'c> {
-    client: &'c CuratorFramework,
+pub struct GetChildren<W = Unwatched> {
+    client: CuratorFramework,
     path: Result<Arc<str>>,
+    watch: PhantomData<W>,
 }
 
-impl IntoFuture for GetChildren<'_> {
+impl IntoFuture for GetChildren<Unwatched> {
     type Output = Result<(Vec<String>, Stat)>;
     type IntoFuture = OpFuture<(Vec<String>, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        ops::start(
-            self.client,
-            "get_children",
-            &fixed.clone(),
-            move |session, _| {
-                let fixed = Arc::clone(&fixed);
-                async move { session.get_children(&fixed).await }
-            },
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.get_children", client, path),
+            read,
         )
     }
 }
 
-/// `get_children().watched()`.
-#[derive(Debug)]
-#[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct WatchedGetChildrenBuilder<'c> {
-    client: &'c CuratorFramework,
-}
-
-impl<'c> WatchedGetChildrenBuilder<'c> {
-    /// Lists the children of `path` and watches it.
-    pub fn for_path(self, path: &str) -> WatchedGetChildren<'c> {
-        WatchedGetChildren {
-            client: self.client,
-            path: self.client.target(path),
-        }
-    }
-}
-
-/// An awaitable `get_children().watched()`.
-#[derive(Debug)]
-#[must_use = "operations do nothing until awaited"]
-pub struct WatchedGetChildren<'c> {
-    client: &'c CuratorFramework,
-    path: Result<Arc<str>>,
-}
-
-impl IntoFuture for WatchedGetChildren<'_> {
+impl IntoFuture for GetChildren<Watched> {
     type Output = Result<(Vec<String>, Stat, Watcher)>;
     type IntoFuture = OpFuture<(Vec<String>, Stat, Watcher)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        let namespace = self.client.namespace.clone();
-        ops::start(
-            self.client,
-            "get_children",
-            &fixed.clone(),
-            move |session, _| {
-                let fixed = Arc::clone(&fixed);
-                let namespace = namespace.clone();
-                async move {
-                    let (children, stat, watcher) = session.get_children_watched(&fixed).await?;
-                    Ok((children, stat, Watcher::new(watcher, namespace)))
-                }
-            },
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.get_children", client, path),
+            read_watched,
         )
     }
+}
+
+async fn read(
+    session: Arc<WireSession>,
+    path: Arc<str>,
+    _: Option<Arc<str>>,
+) -> Result<(Vec<String>, Stat)> {
+    session.get_children(&path).await
+}
+
+async fn read_watched(
+    session: Arc<WireSession>,
+    path: Arc<str>,
+    namespace: Option<Arc<str>>,
+) -> Result<(Vec<String>, Stat, Watcher)> {
+    let (children, stat, watcher) = session.get_children_watched(&path).await?;
+    Ok((children, stat, Watcher::new(watcher, namespace)))
 }

@@ -1,13 +1,15 @@
 //! `get_data()`: a node's data and stat, optionally with a watch.
 
 use std::future::IntoFuture;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::client::CuratorFramework;
 use crate::error::Result;
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, Unwatched, Watched, op_span};
 use crate::types::Stat;
 use crate::watcher::Watcher;
+use crate::wire::WireSession;
 
 /// Options of `get_data()`.
 ///
@@ -20,107 +22,91 @@ use crate::watcher::Watcher;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct GetDataBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct GetDataBuilder<W = Unwatched> {
+    client: CuratorFramework,
+    watch: PhantomData<W>,
 }
 
-impl<'c> GetDataBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
-        Self { client }
+impl GetDataBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
+        Self {
+            client,
+            watch: PhantomData,
+        }
     }
 
     /// Also sets a one-shot watch on the node's data.
-    pub fn watched(self) -> WatchedGetDataBuilder<'c> {
-        WatchedGetDataBuilder {
+    pub fn watched(self) -> GetDataBuilder<Watched> {
+        GetDataBuilder {
             client: self.client,
-        }
-    }
-
-    /// Reads `path`.
-    pub fn for_path(self, path: &str) -> GetData<'c> {
-        GetData {
-            client: self.client,
-            path: self.client.target(path),
+            watch: PhantomData,
         }
     }
 }
 
-/// An awaitable `get_data()`.
+impl<W> GetDataBuilder<W> {
+    /// Reads `path`.
+    pub fn for_path(self, path: &str) -> GetData<W> {
+        GetData {
+            path: self.client.target(path),
+            client: self.client,
+            watch: PhantomData,
+        }
+    }
+}
+
+/// An awaitable `get_data()`: `(data, stat)`, with a [`Watcher`] when watched.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct GetData<'c> {
-    client: &'c CuratorFramework,
+pub struct GetData<W = Unwatched> {
+    client: CuratorFramework,
     path: Result<Arc<str>>,
+    watch: PhantomData<W>,
 }
 
-impl IntoFuture for GetData<'_> {
+impl IntoFuture for GetData<Unwatched> {
     type Output = Result<(Vec<u8>, Stat)>;
     type IntoFuture = OpFuture<(Vec<u8>, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        ops::start(
-            self.client,
-            "get_data",
-            &fixed.clone(),
-            move |session, _| {
-                let fixed = Arc::clone(&fixed);
-                async move { session.get_data(&fixed).await }
-            },
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.get_data", client, path),
+            read,
         )
     }
 }
 
-/// `get_data().watched()`.
-#[derive(Debug)]
-#[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct WatchedGetDataBuilder<'c> {
-    client: &'c CuratorFramework,
-}
-
-impl<'c> WatchedGetDataBuilder<'c> {
-    /// Reads `path` and watches it.
-    pub fn for_path(self, path: &str) -> WatchedGetData<'c> {
-        WatchedGetData {
-            client: self.client,
-            path: self.client.target(path),
-        }
-    }
-}
-
-/// An awaitable `get_data().watched()`.
-#[derive(Debug)]
-#[must_use = "operations do nothing until awaited"]
-pub struct WatchedGetData<'c> {
-    client: &'c CuratorFramework,
-    path: Result<Arc<str>>,
-}
-
-impl IntoFuture for WatchedGetData<'_> {
+impl IntoFuture for GetData<Watched> {
     type Output = Result<(Vec<u8>, Stat, Watcher)>;
     type IntoFuture = OpFuture<(Vec<u8>, Stat, Watcher)>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        let namespace = self.client.namespace.clone();
-        ops::start(
-            self.client,
-            "get_data",
-            &fixed.clone(),
-            move |session, _| {
-                let fixed = Arc::clone(&fixed);
-                let namespace = namespace.clone();
-                async move {
-                    let (data, stat, watcher) = session.get_data_watched(&fixed).await?;
-                    Ok((data, stat, Watcher::new(watcher, namespace)))
-                }
-            },
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.get_data", client, path),
+            read_watched,
         )
     }
+}
+
+async fn read(
+    session: Arc<WireSession>,
+    path: Arc<str>,
+    _: Option<Arc<str>>,
+) -> Result<(Vec<u8>, Stat)> {
+    session.get_data(&path).await
+}
+
+async fn read_watched(
+    session: Arc<WireSession>,
+    path: Arc<str>,
+    namespace: Option<Arc<str>>,
+) -> Result<(Vec<u8>, Stat, Watcher)> {
+    let (data, stat, watcher) = session.get_data_watched(&path).await?;
+    Ok((data, stat, Watcher::new(watcher, namespace)))
 }

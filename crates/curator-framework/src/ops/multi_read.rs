@@ -7,7 +7,6 @@ use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
 use crate::ops::{self, OpFuture};
 use crate::types::Stat;
-use crate::wire::WireRead;
 
 /// One read's result in a [`multi_read`](CuratorFramework::multi_read).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +27,13 @@ pub enum ReadResult {
     },
     /// This read failed (for example [`Error::NoNode`]); the others stand.
     Error(Error),
+}
+
+/// One read of a multi-read as it goes to the server (path namespaced).
+#[derive(Debug)]
+pub(crate) enum Read {
+    Data(Arc<str>),
+    Children(Arc<str>),
 }
 
 /// Several reads sent as one request and answered as one (ZooKeeper's `multiRead`, 3.6+): one
@@ -56,14 +62,14 @@ pub enum ReadResult {
 /// ```
 #[derive(Debug)]
 #[must_use = "a multi-read does nothing until commit() is awaited"]
-pub struct MultiReadBuilder<'c> {
-    client: &'c CuratorFramework,
-    reads: Vec<WireRead>,
+pub struct MultiReadBuilder {
+    client: CuratorFramework,
+    reads: Vec<Read>,
     invalid: Option<Error>,
 }
 
-impl<'c> MultiReadBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl MultiReadBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
             reads: Vec::new(),
@@ -71,7 +77,7 @@ impl<'c> MultiReadBuilder<'c> {
         }
     }
 
-    fn add(mut self, path: &str, read: fn(Arc<str>) -> WireRead) -> Self {
+    fn add(mut self, path: &str, read: fn(Arc<str>) -> Read) -> Self {
         match self.client.target(path) {
             Ok(path) => self.reads.push(read(path)),
             Err(error) => {
@@ -83,12 +89,12 @@ impl<'c> MultiReadBuilder<'c> {
 
     /// Adds a read of a node's data and stat.
     pub fn get_data(self, path: &str) -> Self {
-        self.add(path, WireRead::Data)
+        self.add(path, Read::Data)
     }
 
     /// Adds a read of a node's children.
     pub fn get_children(self, path: &str) -> Self {
-        self.add(path, WireRead::Children)
+        self.add(path, Read::Children)
     }
 
     /// How many reads were added.
@@ -117,14 +123,25 @@ impl<'c> MultiReadBuilder<'c> {
             )));
         }
         let reads = Arc::new(self.reads);
-        ops::start(self.client, "multi_read", "", move |session, _| {
-            let reads = Arc::clone(&reads);
-            async move { session.multi_read(&reads).await }
-        })
+        let client = self.client;
+        let span = tracing::debug_span!(
+            "zk.multi_read",
+            reads = reads.len(),
+            session_id = ?client.session_id()
+        );
+        ops::run(
+            &client,
+            span,
+            move |session, _| {
+                let reads = Arc::clone(&reads);
+                async move { session.multi_read(&reads).await }
+            },
+            |result| result,
+        )
     }
 }
 
-impl IntoFuture for MultiReadBuilder<'_> {
+impl IntoFuture for MultiReadBuilder {
     type Output = Result<Vec<ReadResult>>;
     type IntoFuture = OpFuture<Vec<ReadResult>>;
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::acl::Acl;
 use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, op_span};
 use crate::types::Stat;
 
 /// Options of `set_acl()`.
@@ -19,14 +19,14 @@ use crate::types::Stat;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct SetAclBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct SetAclBuilder {
+    client: CuratorFramework,
     acl: Option<Vec<Acl>>,
     version: Option<i32>,
 }
 
-impl<'c> SetAclBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl SetAclBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
             acl: None,
@@ -47,7 +47,7 @@ impl<'c> SetAclBuilder<'c> {
     }
 
     /// Sets the ACL of `path`.
-    pub fn for_path(self, path: &str) -> SetAcl<'c> {
+    pub fn for_path(self, path: &str) -> SetAcl {
         SetAcl {
             path: self.client.target(path),
             builder: self,
@@ -58,17 +58,17 @@ impl<'c> SetAclBuilder<'c> {
 /// An awaitable `set_acl()`; yields the node's new stat.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct SetAcl<'c> {
-    builder: SetAclBuilder<'c>,
+pub struct SetAcl {
+    builder: SetAclBuilder,
     path: Result<Arc<str>>,
 }
 
-impl IntoFuture for SetAcl<'_> {
+impl IntoFuture for SetAcl {
     type Output = Result<Stat>;
     type IntoFuture = OpFuture<Stat>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let client = self.builder.client;
+        let client = &self.builder.client;
         let fixed: Arc<str> = match self.path {
             Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
@@ -84,9 +84,14 @@ impl IntoFuture for SetAcl<'_> {
         }
         let acl: Arc<[Acl]> = acl.into();
         let version = self.builder.version;
-        ops::start(client, "set_acl", &fixed.clone(), move |session, _| {
-            let (fixed, acl) = (Arc::clone(&fixed), Arc::clone(&acl));
-            async move { session.set_acl(&fixed, &acl, version).await }
-        })
+        ops::run(
+            client,
+            op_span!("zk.set_acl", client, fixed),
+            move |session, _| {
+                let (fixed, acl) = (Arc::clone(&fixed), Arc::clone(&acl));
+                async move { session.set_acl(&fixed, &acl, version).await }
+            },
+            |result| result,
+        )
     }
 }

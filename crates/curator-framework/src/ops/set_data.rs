@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, op_span};
 use crate::types::Stat;
 
 /// Options of `set_data()`.
@@ -19,14 +19,14 @@ use crate::types::Stat;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct SetDataBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct SetDataBuilder {
+    client: CuratorFramework,
     version: Option<i32>,
     idempotent: bool,
 }
 
-impl<'c> SetDataBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl SetDataBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
             version: None,
@@ -49,10 +49,11 @@ impl<'c> SetDataBuilder<'c> {
     }
 
     /// Writes `data` to `path`.
-    pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> SetData<'c> {
+    pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> SetData {
+        let data = data.as_ref();
         SetData {
-            path: self.client.target(path),
-            data: Arc::from(data.as_ref()),
+            path: ops::check_data(data).and_then(|()| self.client.target(path)),
+            data: Arc::from(data),
             builder: self,
         }
     }
@@ -61,13 +62,13 @@ impl<'c> SetDataBuilder<'c> {
 /// An awaitable `set_data()`; yields the node's new stat.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct SetData<'c> {
-    builder: SetDataBuilder<'c>,
+pub struct SetData {
+    builder: SetDataBuilder,
     path: Result<Arc<str>>,
     data: Arc<[u8]>,
 }
 
-impl IntoFuture for SetData<'_> {
+impl IntoFuture for SetData {
     type Output = Result<Stat>;
     type IntoFuture = OpFuture<Stat>;
 
@@ -77,15 +78,15 @@ impl IntoFuture for SetData<'_> {
             path,
             data,
         } = self;
-        let fixed: Arc<str> = match path.and_then(|p| ops::check_data(&data).map(|()| p)) {
+        let fixed: Arc<str> = match path {
             Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let (version, idempotent) = (builder.version, builder.idempotent);
-        ops::start(
-            builder.client,
-            "set_data",
-            &fixed.clone(),
+        let client = &builder.client;
+        ops::run(
+            client,
+            op_span!("zk.set_data", client, fixed),
             move |session, attempt| {
                 let (fixed, data) = (Arc::clone(&fixed), Arc::clone(&data));
                 async move {
@@ -104,6 +105,7 @@ impl IntoFuture for SetData<'_> {
                     }
                 }
             },
+            |result| result,
         )
     }
 }

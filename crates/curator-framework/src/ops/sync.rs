@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use crate::client::CuratorFramework;
 use crate::error::Result;
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, op_span};
+use crate::wire::WireSession;
 
 /// Options of `sync()`. ZooKeeper reads are served by the connected server and may lag the
 /// leader; a read issued after `sync` completes sees every write committed before it.
@@ -18,20 +19,20 @@ use crate::ops::{self, OpFuture};
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct SyncBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct SyncBuilder {
+    client: CuratorFramework,
 }
 
-impl<'c> SyncBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl SyncBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self { client }
     }
 
     /// Syncs the path `path`.
-    pub fn for_path(self, path: &str) -> Sync<'c> {
+    pub fn for_path(self, path: &str) -> Sync {
         Sync {
-            client: self.client,
             path: self.client.target(path),
+            client: self.client,
         }
     }
 }
@@ -39,23 +40,26 @@ impl<'c> SyncBuilder<'c> {
 /// An awaitable `sync()`.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct Sync<'c> {
-    client: &'c CuratorFramework,
+pub struct Sync {
+    client: CuratorFramework,
     path: Result<Arc<str>>,
 }
 
-impl IntoFuture for Sync<'_> {
+impl IntoFuture for Sync {
     type Output = Result<()>;
     type IntoFuture = OpFuture<()>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let fixed: Arc<str> = match self.path {
-            Ok(path) => path,
-            Err(error) => return OpFuture::ready(Err(error)),
-        };
-        ops::start(self.client, "sync", &fixed.clone(), move |session, _| {
-            let fixed = Arc::clone(&fixed);
-            async move { session.sync(&fixed).await }
-        })
+        let client = &self.client;
+        ops::on_path(
+            client,
+            self.path,
+            |path| op_span!("zk.sync", client, path),
+            sync,
+        )
     }
+}
+
+async fn sync(session: Arc<WireSession>, path: Arc<str>, _: Option<Arc<str>>) -> Result<()> {
+    session.sync(&path).await
 }

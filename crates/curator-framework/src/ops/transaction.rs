@@ -9,7 +9,6 @@ use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
 use crate::ops::{self, OpFuture};
 use crate::types::{CreateMode, Stat, validate_ttl};
-use crate::wire::{WireOp, WireOpResult};
 
 /// One step of a transaction.
 ///
@@ -129,7 +128,8 @@ impl TransactionOp {
         self
     }
 
-    fn into_wire(self, client: &CuratorFramework) -> Result<WireOp> {
+    /// This step validated, with the namespace applied.
+    fn into_step(self, client: &CuratorFramework) -> Result<Step> {
         Ok(match self.kind {
             Kind::Create {
                 path,
@@ -139,10 +139,11 @@ impl TransactionOp {
                 ttl,
             } => {
                 let fixed = if mode.is_sequential() {
-                    client.fix_sequential_path(&path)?
+                    client.sequential_target(&path)?
                 } else {
-                    client.fix_path(&path)?
-                };
+                    client.target(&path)?
+                }
+                .to_string();
                 ops::check_data(&data)?;
                 match (mode.is_ttl(), ttl) {
                     (true, Some(ttl)) => validate_ttl(ttl)?,
@@ -160,7 +161,7 @@ impl TransactionOp {
                 }
                 let acl =
                     acl.unwrap_or_else(|| client.inner.settings.acl_provider.acl_for_path(&fixed));
-                WireOp::Create {
+                Step::Create {
                     path: fixed,
                     data,
                     mode,
@@ -174,22 +175,47 @@ impl TransactionOp {
                 version,
             } => {
                 ops::check_data(&data)?;
-                WireOp::SetData {
-                    path: client.fix_path(&path)?,
+                Step::SetData {
+                    path: client.target(&path)?.to_string(),
                     data,
                     version,
                 }
             }
-            Kind::Delete { path, version } => WireOp::Delete {
-                path: client.fix_path(&path)?,
+            Kind::Delete { path, version } => Step::Delete {
+                path: client.target(&path)?.to_string(),
                 version,
             },
-            Kind::Check { path, version } => WireOp::Check {
-                path: client.fix_path(&path)?,
+            Kind::Check { path, version } => Step::Check {
+                path: client.target(&path)?.to_string(),
                 version,
             },
         })
     }
+}
+
+/// One step of a transaction as it goes to the server: validated, paths namespaced.
+#[derive(Debug, Clone)]
+pub(crate) enum Step {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        mode: CreateMode,
+        acl: Vec<Acl>,
+        ttl: Option<Duration>,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    Check {
+        path: String,
+        version: i32,
+    },
 }
 
 /// What one step of a committed transaction did (paths without the namespace).
@@ -229,13 +255,13 @@ pub enum TransactionResult {
 /// ```
 #[derive(Debug)]
 #[must_use = "a transaction does nothing until commit() is awaited"]
-pub struct TransactionBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct TransactionBuilder {
+    client: CuratorFramework,
     ops: Vec<TransactionOp>,
 }
 
-impl<'c> TransactionBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl TransactionBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
             ops: Vec::new(),
@@ -282,39 +308,45 @@ impl<'c> TransactionBuilder<'c> {
             )));
         }
         let client = self.client;
-        let wire_ops = match self
+        let steps = match self
             .ops
             .into_iter()
-            .map(|op| op.into_wire(client))
+            .map(|op| op.into_step(&client))
             .collect::<Result<Vec<_>>>()
         {
-            Ok(ops) => Arc::new(ops),
+            Ok(steps) => Arc::new(steps),
             Err(error) => return OpFuture::ready(Err(error)),
         };
+        let span = tracing::debug_span!(
+            "zk.transaction",
+            steps = steps.len(),
+            session_id = ?client.session_id()
+        );
         let unfix = client.clone();
-        ops::start(client, "transaction", "", move |session, _| {
-            let wire_ops = Arc::clone(&wire_ops);
-            let unfix = unfix.clone();
-            async move {
-                let results = session.multi(&wire_ops).await?;
-                Ok(results
+        ops::run(
+            &client,
+            span,
+            move |session, _| {
+                let steps = Arc::clone(&steps);
+                async move { session.multi(&steps).await }
+            },
+            move |result| {
+                Ok(result?
                     .into_iter()
                     .map(|result| match result {
-                        WireOpResult::Create { path, stat } => TransactionResult::Create {
+                        TransactionResult::Create { path, stat } => TransactionResult::Create {
                             path: unfix.unfix_path(&path),
                             stat,
                         },
-                        WireOpResult::SetData { stat } => TransactionResult::SetData { stat },
-                        WireOpResult::Delete => TransactionResult::Delete,
-                        WireOpResult::Check => TransactionResult::Check,
+                        other => other,
                     })
                     .collect())
-            }
-        })
+            },
+        )
     }
 }
 
-impl IntoFuture for TransactionBuilder<'_> {
+impl IntoFuture for TransactionBuilder {
     type Output = Result<Vec<TransactionResult>>;
     type IntoFuture = OpFuture<Vec<TransactionResult>>;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::client::CuratorFramework;
 use crate::error::Result;
-use crate::ops::{self, OpFuture};
+use crate::ops::{self, OpFuture, op_span};
 use crate::watcher::PersistentWatcher;
 
 /// Options of `add_watch()`.
@@ -20,13 +20,13 @@ use crate::watcher::PersistentWatcher;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
-pub struct AddWatchBuilder<'c> {
-    client: &'c CuratorFramework,
+pub struct AddWatchBuilder {
+    client: CuratorFramework,
     recursive: bool,
 }
 
-impl<'c> AddWatchBuilder<'c> {
-    pub(crate) fn new(client: &'c CuratorFramework) -> Self {
+impl AddWatchBuilder {
+    pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
             recursive: false,
@@ -43,7 +43,7 @@ impl<'c> AddWatchBuilder<'c> {
     /// Watches `path` (which need not exist). ZooKeeper keeps one watch mode per path and
     /// session: a second `add_watch` on the same path from the same client replaces the first
     /// one's mode at the server.
-    pub fn for_path(self, path: &str) -> AddWatch<'c> {
+    pub fn for_path(self, path: &str) -> AddWatch {
         AddWatch {
             path: self.client.target(path),
             builder: self,
@@ -54,30 +54,35 @@ impl<'c> AddWatchBuilder<'c> {
 /// An awaitable `add_watch()`.
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
-pub struct AddWatch<'c> {
-    builder: AddWatchBuilder<'c>,
+pub struct AddWatch {
+    builder: AddWatchBuilder,
     path: Result<Arc<str>>,
 }
 
-impl IntoFuture for AddWatch<'_> {
+impl IntoFuture for AddWatch {
     type Output = Result<PersistentWatcher>;
     type IntoFuture = OpFuture<PersistentWatcher>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let client = self.builder.client;
+        let client = &self.builder.client;
         let fixed: Arc<str> = match self.path {
             Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
         let recursive = self.builder.recursive;
         let namespace = client.namespace.clone();
-        ops::start(client, "add_watch", &fixed.clone(), move |session, _| {
-            let fixed = Arc::clone(&fixed);
-            let namespace = namespace.clone();
-            async move {
-                let watcher = session.add_watch(&fixed, recursive).await?;
-                Ok(PersistentWatcher::new(watcher, namespace))
-            }
-        })
+        ops::run(
+            client,
+            op_span!("zk.add_watch", client, fixed),
+            move |session, _| {
+                let fixed = Arc::clone(&fixed);
+                let namespace = namespace.clone();
+                async move {
+                    let watcher = session.add_watch(&fixed, recursive).await?;
+                    Ok(PersistentWatcher::new(watcher, namespace))
+                }
+            },
+            |result| result,
+        )
     }
 }

@@ -1,0 +1,103 @@
+//! The session slot: the current session and connection state, for whoever waits on them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::state::ConnectionState;
+use crate::wire::WireSession;
+
+/// What waiters see of the session holder.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SlotState {
+    pub(crate) session: Option<Arc<WireSession>>,
+    pub(crate) connected: bool,
+    pub(crate) state: Option<ConnectionState>,
+    pub(crate) closed: bool,
+}
+
+/// The session slot: one `watch` channel, written by the session task.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    sender: watch::Sender<SlotState>,
+}
+
+impl Slot {
+    pub(crate) fn install(&self, session: Arc<WireSession>) {
+        self.sender.send_modify(|slot| {
+            slot.session = Some(session);
+            slot.connected = true;
+        });
+    }
+
+    pub(crate) fn remove(&self) {
+        self.sender.send_modify(|slot| {
+            slot.session = None;
+            slot.connected = false;
+        });
+    }
+
+    pub(crate) fn set_connected(&self, connected: bool) {
+        self.sender.send_modify(|slot| slot.connected = connected);
+    }
+
+    pub(crate) fn set_state(&self, state: ConnectionState) {
+        self.sender.send_modify(|slot| slot.state = Some(state));
+    }
+
+    pub(crate) fn close(&self) {
+        self.sender.send_modify(|slot| slot.closed = true);
+    }
+
+    pub(crate) fn state(&self) -> Option<ConnectionState> {
+        self.sender.borrow().state
+    }
+
+    /// The connected session, if there is one now.
+    pub(crate) fn connected_session(&self) -> Option<Arc<WireSession>> {
+        let slot = self.sender.borrow();
+        if slot.connected {
+            slot.session.clone()
+        } else {
+            None
+        }
+    }
+
+    /// The current session, connected or not.
+    pub(crate) fn session(&self) -> Option<Arc<WireSession>> {
+        self.sender.borrow().session.clone()
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<SlotState> {
+        self.sender.subscribe()
+    }
+
+    /// The session once it is connected, waiting up to `timeout` (`None`: without a deadline).
+    ///
+    /// # Errors
+    /// [`Error::Closed`]; [`Error::NotConnected`] when `timeout` passes first.
+    pub(crate) async fn wait_connected(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<Arc<WireSession>> {
+        let mut receiver = self.sender.subscribe();
+        let ready = async {
+            let slot = receiver
+                .wait_for(|slot| slot.closed || (slot.connected && slot.session.is_some()))
+                .await
+                .map_err(|_| Error::Closed)?;
+            if slot.closed {
+                return Err(Error::Closed);
+            }
+            slot.session.clone().ok_or(Error::ConnectionLoss)
+        };
+        match timeout {
+            Some(timeout) => tokio::time::timeout(timeout, ready)
+                .await
+                .unwrap_or(Err(Error::NotConnected { waited: timeout })),
+            None => ready.await,
+        }
+    }
+}
