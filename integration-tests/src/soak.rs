@@ -394,11 +394,12 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
             .await?;
     }
     admin.create().for_path(&paths.term, b"0").await?;
-    let counter = DistributedAtomicLong::new(
+    let counter = DistributedAtomicLong::builder(
         admin.clone(),
         &paths.counter,
         RetryNTimes::new(10, Duration::from_millis(10)),
-    )?;
+    )
+    .build()?;
     counter.initialize(0).await?;
 
     let clock = Clock::new();

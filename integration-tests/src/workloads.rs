@@ -323,11 +323,12 @@ pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, see
 /// Increments the shared counter, recording what each increment reported.
 pub async fn counter_worker(ctx: Ctx, client: CuratorFramework, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let Ok(counter) = DistributedAtomicLong::new(
+    let Ok(counter) = DistributedAtomicLong::builder(
         client,
         &ctx.paths.counter,
         RetryNTimes::new(100, Duration::from_millis(5)),
-    ) else {
+    )
+    .build() else {
         return;
     };
     while !ctx.stop.is_cancelled() {

@@ -295,17 +295,18 @@ impl Driver {
             let client = connect_framework(connect).await;
             let (next, path) = (std::sync::Arc::clone(&next), path.to_owned());
             tasks.push(tokio::spawn(async move {
-                let counter = DistributedAtomicLong::new(
+                let builder = DistributedAtomicLong::builder(
                     client.clone(),
                     &path,
                     RetryNTimes::new(100_000, Duration::ZERO),
-                )
-                .map_err(|e| e.to_string())?;
+                );
                 let counter = if markers {
-                    counter
+                    builder
                 } else {
-                    counter.without_markers()
-                };
+                    builder.without_markers()
+                }
+                .build()
+                .map_err(|e| e.to_string())?;
                 let mut mine = Vec::new();
                 loop {
                     let t = Instant::now();

@@ -1,18 +1,27 @@
 //! Distributed atomic values: optimistic compare-and-set on one node, optionally promoted to a
 //! lock, with exactly-once outcomes across connection loss.
 
+//!
+//! Rooms: `update` runs one update (the optimistic attempts, then the promotion to a lock);
+//! `markers` is the outcome-marker protocol that makes an update exactly once; `number` holds the
+//! numeric forms.
+
+mod markers;
+mod number;
+mod update;
+
 use std::fmt;
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::ops::transaction::TransactionOp;
 use curator_framework::retry::{RetryPolicy, SharedRetryPolicy};
-use curator_framework::{CreateMode, CuratorFramework, Error, Result, Stat, paths};
-use curator_locks::InterProcessMutex;
-use futures::future::{OptionFuture, join_all};
-use parking_lot::Mutex;
-use tokio::time::Instant;
+use curator_framework::{CuratorFramework, Error, Result, paths};
+
+pub use number::{
+    AtomicNumber, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicNumber,
+    DistributedAtomicNumberBuilder,
+};
+use update::{Attempts, Core};
 
 /// The name prefix of the outcome markers an update leaves under the value's node.
 pub const MARKER_PREFIX: &str = "_atomic-";
@@ -35,7 +44,7 @@ pub struct AtomicValue<T> {
 }
 
 impl<T> AtomicValue<T> {
-    fn map<U>(self, mut f: impl FnMut(T) -> U) -> AtomicValue<U> {
+    pub(crate) fn map<U>(self, mut f: impl FnMut(T) -> U) -> AtomicValue<U> {
         AtomicValue {
             succeeded: self.succeeded,
             pre_value: f(self.pre_value),
@@ -94,55 +103,6 @@ impl PromotedToLock {
     }
 }
 
-/// An update's outcome that a lost reply left unknown: `marker` exists if it was applied.
-#[derive(Debug)]
-struct Unresolved {
-    marker: String,
-    pre: Vec<u8>,
-    post: Vec<u8>,
-    /// Older markers the write deleted if it was applied.
-    stale: Vec<String>,
-}
-
-enum Attempt {
-    Applied { pre: Vec<u8>, post: Vec<u8> },
-    Rejected { current: Vec<u8> },
-    Conflict { current: Vec<u8> },
-}
-
-enum Phase {
-    Done { pre: Vec<u8>, post: Vec<u8> },
-    Rejected { current: Vec<u8> },
-    GaveUp { current: Vec<u8> },
-}
-
-struct Core {
-    client: CuratorFramework,
-    path: String,
-    retry_policy: SharedRetryPolicy,
-    promoted: Option<PromotedToLock>,
-    markers: bool,
-    /// Markers of applied updates, deleted with the next request.
-    pending: Mutex<Vec<String>>,
-}
-
-impl Drop for Core {
-    fn drop(&mut self) {
-        let pending = std::mem::take(&mut *self.pending.lock());
-        if pending.is_empty() {
-            return;
-        }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let client = self.client.clone();
-            runtime.spawn(async move {
-                for marker in pending {
-                    let _ = client.delete().quietly().for_path(&marker).await;
-                }
-            });
-        }
-    }
-}
-
 /// A value in one node, updated atomically by optimistic compare-and-set (Curator's
 /// `DistributedAtomicValue`, on bytes; [`DistributedAtomicLong`] and
 /// [`DistributedAtomicInteger`] are the numeric forms).
@@ -160,10 +120,11 @@ impl Drop for Core {
 /// exactly once; `Ok` without `succeeded` and any `Err` mean not applied, except
 /// [`Error::Closed`] (the client closed in the middle of a write: unknown). A marker is deleted
 /// in the same transaction as the instance's next write (an update stays one write), by
-/// [`flush_markers`](Self::flush_markers), or in the background when the instance is dropped;
-/// a process that crashes leaves at most one empty marker per instance. Java Curator
-/// reads and writes the same node (8 or 4 bytes) and ignores the markers; its own updates do
-/// not have this guarantee. [`without_markers`](Self::without_markers) gives Curator's exact
+/// [`flush_markers`](Self::flush_markers), or in the background (a task of the client's) when
+/// the last clone of the instance is dropped; a process that crashes leaves at most one empty
+/// marker per instance. Java Curator reads and writes the same node (8 or 4 bytes) and ignores
+/// the markers; its own updates do not have this guarantee.
+/// [`without_markers`](DistributedAtomicValueBuilder::without_markers) gives Curator's exact
 /// behaviour (a plain versioned `setData`; an update whose reply was lost may be applied twice
 /// or reported failed although applied).
 ///
@@ -172,7 +133,8 @@ impl Drop for Core {
 /// use std::time::Duration;
 /// use curator_counters::DistributedAtomicValue;
 /// use curator_framework::retry::RetryNTimes;
-/// let value = DistributedAtomicValue::new(client, "/state/phase", RetryNTimes::new(5, Duration::from_millis(10)))?;
+/// let value = DistributedAtomicValue::builder(client, "/state/phase", RetryNTimes::new(5, Duration::from_millis(10)))
+///     .build()?;
 /// let result = value.compare_and_set(b"init", b"running").await?;
 /// println!("switched: {}, was {:?}", result.succeeded, result.pre_value);
 /// # Ok(()) }
@@ -193,57 +155,19 @@ impl fmt::Debug for DistributedAtomicValue {
 }
 
 impl DistributedAtomicValue {
-    /// A value at `path`; conflicting updates are retried under `retry_policy` (its
-    /// `allow_retry` is asked with [`Error::BadVersion`]).
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path.
-    pub fn new(
+    /// Settings for a value at `path` whose conflicting updates are retried under
+    /// `retry_policy` (its `allow_retry` is asked with [`Error::BadVersion`]).
+    pub fn builder(
         client: CuratorFramework,
         path: &str,
         retry_policy: impl RetryPolicy + 'static,
-    ) -> Result<Self> {
-        paths::validate(path)?;
-        Ok(Self {
-            core: Arc::new(Core {
-                client,
-                path: path.to_owned(),
-                retry_policy: Arc::new(retry_policy),
-                promoted: None,
-                markers: true,
-                pending: Mutex::new(Vec::new()),
-            }),
-        })
-    }
-
-    /// Falls back to a lock after optimistic attempts give up.
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad lock path.
-    pub fn promoted_to_lock(self, promoted: PromotedToLock) -> Result<Self> {
-        paths::validate(&promoted.lock_path)?;
-        Ok(self.rebuild(|core| core.promoted = Some(promoted)))
-    }
-
-    /// Writes like Java Curator: no outcome markers, so no exactly-once guarantee across
-    /// connection loss (see the type's docs).
-    pub fn without_markers(self) -> Self {
-        self.rebuild(|core| core.markers = false)
-    }
-
-    fn rebuild(self, change: impl FnOnce(&mut Core)) -> Self {
-        let old = &self.core;
-        let mut core = Core {
-            client: old.client.clone(),
-            path: old.path.clone(),
-            retry_policy: Arc::clone(&old.retry_policy),
-            promoted: old.promoted.clone(),
-            markers: old.markers,
-            pending: Mutex::new(std::mem::take(&mut *old.pending.lock())),
-        };
-        change(&mut core);
-        Self {
-            core: Arc::new(core),
+    ) -> DistributedAtomicValueBuilder {
+        DistributedAtomicValueBuilder {
+            client,
+            path: path.to_owned(),
+            retry_policy: Arc::new(retry_policy),
+            promoted: None,
+            markers: true,
         }
     }
 
@@ -283,7 +207,7 @@ impl DistributedAtomicValue {
         self.core
             .update(
                 |current| Ok((current == expected).then(|| new.clone())),
-                true,
+                Attempts::Once,
             )
             .await
     }
@@ -295,7 +219,9 @@ impl DistributedAtomicValue {
     /// As [`compare_and_set`](Self::compare_and_set).
     pub async fn try_set(&self, new: &[u8]) -> Result<AtomicValue<Vec<u8>>> {
         let new = new.to_vec();
-        self.core.update(|_| Ok(Some(new.clone())), false).await
+        self.core
+            .update(|_| Ok(Some(new.clone())), Attempts::UnderPolicy)
+            .await
     }
 
     /// Writes `new` unconditionally (creating the node if needed), without the version check.
@@ -324,11 +250,12 @@ impl DistributedAtomicValue {
         &self,
         f: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>>,
     ) -> Result<AtomicValue<Vec<u8>>> {
-        self.core.update(f, false).await
+        self.core.update(f, Attempts::UnderPolicy).await
     }
 
     /// Deletes this instance's outstanding outcome marker, if any (also done in the background
-    /// when the last clone is dropped).
+    /// when the last clone is dropped, unless the client is closed first: a short-lived process
+    /// calls this before closing its client).
     ///
     /// # Errors
     /// Connection errors (the marker is kept for the next try).
@@ -337,663 +264,61 @@ impl DistributedAtomicValue {
     }
 }
 
-impl Core {
-    async fn update(
-        &self,
-        mut compute: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>>,
-        single_attempt: bool,
-    ) -> Result<AtomicValue<Vec<u8>>> {
-        let mut stats = AtomicStats::default();
-        let started = Instant::now();
-        let mut unresolved = None;
-        let mut phase = self
-            .phase(
-                &mut compute,
-                &*self.retry_policy,
-                single_attempt,
-                &mut stats.optimistic_tries,
-                &mut unresolved,
-            )
-            .await?;
-        stats.optimistic_time = started.elapsed();
-        if let (Phase::GaveUp { .. }, Some(promoted), false) =
-            (&phase, &self.promoted, single_attempt)
-        {
-            let promoted_start = Instant::now();
-            let mutex = InterProcessMutex::new(self.client.clone(), &promoted.lock_path)?;
-            let guard = match promoted.timeout {
-                Some(timeout) => mutex.acquire_timeout(timeout).await?,
-                None => Some(mutex.acquire().await?),
-            };
-            if let Some(guard) = guard {
-                let result = self
-                    .phase(
-                        &mut compute,
-                        &*promoted.retry_policy,
-                        false,
-                        &mut stats.promoted_lock_tries,
-                        &mut unresolved,
-                    )
-                    .await;
-                if let Err(error) = guard.release().await {
-                    tracing::debug!(%error, "releasing the promotion lock failed; it is released in the background");
-                }
-                phase = result?;
-            }
-            stats.promoted_time = promoted_start.elapsed();
-        }
-        Ok(match phase {
-            Phase::Done { pre, post } => AtomicValue {
-                succeeded: true,
-                pre_value: pre,
-                post_value: post,
-                stats,
-            },
-            Phase::Rejected { current } | Phase::GaveUp { current } => AtomicValue {
-                succeeded: false,
-                pre_value: current.clone(),
-                post_value: current,
-                stats,
-            },
-        })
-    }
-
-    async fn phase(
-        &self,
-        compute: &mut impl FnMut(&[u8]) -> Result<Option<Vec<u8>>>,
-        policy: &dyn RetryPolicy,
-        single_attempt: bool,
-        tries: &mut u32,
-        unresolved: &mut Option<Unresolved>,
-    ) -> Result<Phase> {
-        let started = Instant::now();
-        let mut retry_count = 0;
-        loop {
-            *tries += 1;
-            match self.attempt(compute, unresolved).await? {
-                Attempt::Applied { pre, post } => return Ok(Phase::Done { pre, post }),
-                // (An earlier unresolved write was checked before this attempt's read.)
-                Attempt::Rejected { current } => return Ok(Phase::Rejected { current }),
-                Attempt::Conflict { current } => {
-                    let sleep = if single_attempt {
-                        None
-                    } else {
-                        policy.allow_retry(retry_count, started.elapsed(), &Error::BadVersion)
-                    };
-                    let Some(sleep) = sleep else {
-                        return Ok(match self.settle(unresolved).await? {
-                            Some(done) => done,
-                            None => Phase::GaveUp { current },
-                        });
-                    };
-                    retry_count += 1;
-                    if !sleep.is_zero() {
-                        tokio::time::sleep(sleep).await;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Before giving up: an update whose outcome is still unknown may have been applied.
-    async fn settle(&self, unresolved: &mut Option<Unresolved>) -> Result<Option<Phase>> {
-        let Some(open) = unresolved.take() else {
-            return Ok(None);
-        };
-        Ok(self.resolve(&open.marker).await?.then(|| {
-            self.applied(open.marker, &open.stale);
-            Phase::Done {
-                pre: open.pre,
-                post: open.post,
-            }
-        }))
-    }
-
-    /// One read-and-write. The check of an unresolved marker and the read go out together
-    /// (ZooKeeper answers a session's requests in order).
-    async fn attempt(
-        &self,
-        compute: &mut impl FnMut(&[u8]) -> Result<Option<Vec<u8>>>,
-        unresolved: &mut Option<Unresolved>,
-    ) -> Result<Attempt> {
-        let check: OptionFuture<_> = unresolved
-            .as_ref()
-            .map(|open| {
-                self.client
-                    .check_exists()
-                    .for_path(&open.marker)
-                    .into_future()
-            })
-            .into();
-        let read = self.client.get_data().for_path(&self.path).into_future();
-        let (checked, read) = futures::join!(check, read);
-        if let Some(checked) = checked {
-            let open = unresolved
-                .take()
-                .expect("a check is sent only for an open outcome");
-            let applied = match checked {
-                Ok(stat) => stat.is_some(),
-                Err(_) => self.resolve(&open.marker).await?,
-            };
-            if applied {
-                self.applied(open.marker, &open.stale);
-                return Ok(Attempt::Applied {
-                    pre: open.pre,
-                    post: open.post,
-                });
-            }
-        }
-        let (current, stat) = match read {
-            Ok((bytes, stat)) => (bytes, Some(stat)),
-            Err(Error::NoNode) => (Vec::new(), None),
-            Err(error) => return Err(error),
-        };
-        let Some(new) = compute(&current)? else {
-            return Ok(Attempt::Rejected { current });
-        };
-        if self.markers {
-            self.write_with_marker(current, stat, new, unresolved).await
-        } else {
-            self.write_plain(current, stat, new).await
-        }
-    }
-
-    async fn write_with_marker(
-        &self,
-        current: Vec<u8>,
-        stat: Option<Stat>,
-        new: Vec<u8>,
-        unresolved: &mut Option<Unresolved>,
-    ) -> Result<Attempt> {
-        let marker = paths::join(
-            &self.path,
-            &format!("{MARKER_PREFIX}{}", uuid::Uuid::new_v4()),
-        );
-        let write = match stat {
-            Some(stat) => TransactionOp::set_data(&self.path, &new).with_version(stat.version),
-            None => {
-                self.ensure_parent().await?;
-                TransactionOp::create(&self.path, &new)
-            }
-        };
-        // The markers of earlier applied updates go in the same transaction: one write per
-        // update, as without markers.
-        let stale: Vec<String> = self.pending.lock().clone();
-        let mut transaction = self
-            .client
-            .transaction()
-            .op(write)
-            .op(TransactionOp::create(&marker, []));
-        for old in &stale {
-            transaction = transaction.delete(old);
-        }
-        let committed = transaction.commit().await;
-        match committed {
-            Ok(_) => {
-                self.applied(marker, &stale);
-                Ok(Attempt::Applied {
-                    pre: current,
-                    post: new,
-                })
-            }
-            Err(Error::Transaction { index, cause }) if index >= 2 && *cause == Error::NoNode => {
-                // An old marker is already gone (someone cleaned up): forget them and go again;
-                // nothing was applied, our own marker included.
-                self.pending.lock().retain(|m| !stale.contains(m));
-                Ok(Attempt::Conflict { current })
-            }
-            Err(Error::Transaction { cause, .. })
-                if matches!(
-                    *cause,
-                    Error::BadVersion | Error::NodeExists | Error::NoNode
-                ) =>
-            {
-                // Someone else wrote first, or a retry of ours met our own applied write: the
-                // next attempt checks the marker together with its read.
-                *unresolved = Some(Unresolved {
-                    marker,
-                    pre: current.clone(),
-                    post: new,
-                    stale,
-                });
-                Ok(Attempt::Conflict { current })
-            }
-            Err(error) if error.is_retried() => {
-                if self.resolve(&marker).await? {
-                    self.applied(marker, &stale);
-                    Ok(Attempt::Applied {
-                        pre: current,
-                        post: new,
-                    })
-                } else {
-                    Err(error)
-                }
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    async fn write_plain(
-        &self,
-        current: Vec<u8>,
-        stat: Option<Stat>,
-        new: Vec<u8>,
-    ) -> Result<Attempt> {
-        let written = match stat {
-            Some(stat) => self
-                .client
-                .set_data()
-                .with_version(stat.version)
-                .for_path(&self.path, &new)
-                .await
-                .map(drop),
-            None => self
-                .client
-                .create()
-                .creating_parent_containers_if_needed()
-                .for_path(&self.path, &new)
-                .await
-                .map(drop),
-        };
-        match written {
-            Ok(()) => Ok(Attempt::Applied {
-                pre: current,
-                post: new,
-            }),
-            Err(Error::BadVersion | Error::NodeExists | Error::NoNode) => {
-                Ok(Attempt::Conflict { current })
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Whether `marker` exists, asked after a `sync` and retried through connection trouble and
-    /// session expiry until the server answers (or the client closes).
-    async fn resolve(&self, marker: &str) -> Result<bool> {
-        let mut backoff = Duration::from_millis(20);
-        loop {
-            let sync = self.client.sync().for_path(&self.path).into_future();
-            let exists = self.client.check_exists().for_path(marker).into_future();
-            let (synced, exists) = futures::join!(sync, exists);
-            match (synced, exists) {
-                (Ok(_), Ok(stat)) => return Ok(stat.is_some()),
-                (_, Err(Error::Closed)) | (Err(Error::Closed), _) => return Err(Error::Closed),
-                (Err(error), _) | (_, Err(error)) if !error.is_retried() => return Err(error),
-                _ => {}
-            }
-            tracing::debug!(marker, "outcome of an atomic update unknown; asking again");
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
-        }
-    }
-
-    /// Bookkeeping after an applied write: its marker is now pending, the ones it deleted not.
-    fn applied(&self, marker: String, deleted: &[String]) {
-        let mut pending = self.pending.lock();
-        pending.retain(|m| !deleted.contains(m));
-        pending.push(marker);
-    }
-
-    fn forget_deleted(&self, sent: &[String], results: Vec<Result<()>>) {
-        let done: Vec<&String> = sent
-            .iter()
-            .zip(results)
-            .filter(|(_, result)| matches!(result, Ok(()) | Err(Error::NoNode)))
-            .map(|(marker, _)| marker)
-            .collect();
-        if !done.is_empty() {
-            self.pending.lock().retain(|marker| !done.contains(&marker));
-        }
-    }
-
-    async fn flush(&self) -> Result<()> {
-        let to_delete: Vec<String> = self.pending.lock().clone();
-        let results = join_all(
-            to_delete
-                .iter()
-                .map(|marker| self.client.delete().for_path(marker).into_future())
-                .collect::<Vec<_>>(),
-        )
-        .await;
-        let failure = results.iter().find_map(|r| match r {
-            Err(error) if *error != Error::NoNode => Some(error.clone()),
-            _ => None,
-        });
-        self.forget_deleted(&to_delete, results);
-        failure.map_or(Ok(()), Err)
-    }
-
-    async fn ensure_parent(&self) -> Result<()> {
-        let Some(parent) = paths::parent(&self.path).filter(|p| *p != "/") else {
-            return Ok(());
-        };
-        match self
-            .client
-            .create()
-            .creating_parent_containers_if_needed()
-            .with_mode(CreateMode::Container)
-            .for_path(parent, [])
-            .await
-        {
-            Ok(_) | Err(Error::NodeExists) => Ok(()),
-            Err(error) => Err(error),
-        }
-    }
-
-    async fn force_set(&self, new: &[u8]) -> Result<()> {
-        match self.client.set_data().for_path(&self.path, new).await {
-            Ok(_) => Ok(()),
-            Err(Error::NoNode) => self
-                .client
-                .create()
-                .creating_parent_containers_if_needed()
-                .or_set_data()
-                .for_path(&self.path, new)
-                .await
-                .map(drop),
-            Err(error) => Err(error),
-        }
-    }
-
-    async fn initialize(&self, initial: &[u8]) -> Result<bool> {
-        match self
-            .client
-            .create()
-            .creating_parent_containers_if_needed()
-            .idempotent()
-            .for_path(&self.path, initial)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(Error::NodeExists) => Ok(false),
-            Err(error) => Err(error),
-        }
-    }
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for i32 {}
-    impl Sealed for i64 {}
-}
-
-/// The numbers a [`DistributedAtomicNumber`] can hold: `i64` (8 bytes, Curator's
-/// `DistributedAtomicLong`) and `i32` (4 bytes, `DistributedAtomicInteger`), big-endian. Empty
-/// data and a missing node read as 0; arithmetic wraps on overflow, as in Java.
-pub trait AtomicNumber:
-    sealed::Sealed + Copy + Eq + fmt::Debug + fmt::Display + Send + Sync + 'static
-{
-    /// Zero.
-    const ZERO: Self;
-    /// One.
-    const ONE: Self;
-    /// `self + other`, wrapping.
-    fn wrapping_add(self, other: Self) -> Self;
-    /// `-self`, wrapping.
-    fn wrapping_neg(self) -> Self;
-    /// The big-endian bytes.
-    fn to_bytes(self) -> Vec<u8>;
-    /// The number in node data.
-    ///
-    /// # Errors
-    /// [`Error::Decode`] for data of the wrong length.
-    fn from_bytes(bytes: &[u8]) -> Result<Self>;
-}
-
-macro_rules! atomic_number {
-    ($t:ty, $codec:ident) => {
-        impl AtomicNumber for $t {
-            const ZERO: Self = 0;
-            const ONE: Self = 1;
-            fn wrapping_add(self, other: Self) -> Self {
-                <$t>::wrapping_add(self, other)
-            }
-            fn wrapping_neg(self) -> Self {
-                <$t>::wrapping_neg(self)
-            }
-            fn to_bytes(self) -> Vec<u8> {
-                self.to_be_bytes().to_vec()
-            }
-            fn from_bytes(bytes: &[u8]) -> Result<Self> {
-                use curator_framework::codec::Codec;
-                curator_framework::codec::$codec.decode(bytes)
-            }
-        }
-    };
-}
-
-atomic_number!(i64, BigEndianI64);
-atomic_number!(i32, BigEndianI32);
-
-/// A distributed atomic number: [`DistributedAtomicLong`] or [`DistributedAtomicInteger`].
-/// Everything [`DistributedAtomicValue`] says (exactly-once outcomes, promotion to a lock)
-/// holds here.
+/// Settings of a [`DistributedAtomicValue`] (and, through
+/// [`DistributedAtomicNumberBuilder`], of the numeric forms).
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use std::time::Duration;
-/// use curator_counters::{DistributedAtomicLong, PromotedToLock};
+/// use curator_counters::{DistributedAtomicValue, PromotedToLock};
 /// use curator_framework::retry::RetryNTimes;
-/// let hits = DistributedAtomicLong::new(client, "/counters/hits", RetryNTimes::new(10, Duration::from_millis(5)))?
-///     .promoted_to_lock(PromotedToLock::new("/counters/hits-lock", RetryNTimes::new(3, Duration::ZERO)))?;
-/// let result = hits.increment().await?;
-/// if result.succeeded {
-///     println!("{} -> {}", result.pre_value, result.post_value);
-/// }
+/// let value = DistributedAtomicValue::builder(client, "/state/phase", RetryNTimes::new(5, Duration::from_millis(10)))
+///     .promoted_to_lock(PromotedToLock::new("/state/phase-lock", RetryNTimes::new(3, Duration::ZERO)))
+///     .build()?;
+/// # let _ = value;
 /// # Ok(()) }
 /// ```
-pub struct DistributedAtomicNumber<N> {
-    value: DistributedAtomicValue,
-    _number: std::marker::PhantomData<fn() -> N>,
+#[derive(Debug)]
+#[must_use = "a builder does nothing until built"]
+pub struct DistributedAtomicValueBuilder {
+    client: CuratorFramework,
+    path: String,
+    retry_policy: SharedRetryPolicy,
+    promoted: Option<PromotedToLock>,
+    markers: bool,
 }
 
-/// A distributed `i64` in 8 big-endian bytes (Curator's `DistributedAtomicLong`).
-pub type DistributedAtomicLong = DistributedAtomicNumber<i64>;
+impl DistributedAtomicValueBuilder {
+    /// Falls back to a lock after the optimistic attempts give up.
+    pub fn promoted_to_lock(mut self, promoted: PromotedToLock) -> Self {
+        self.promoted = Some(promoted);
+        self
+    }
 
-/// A distributed `i32` in 4 big-endian bytes (Curator's `DistributedAtomicInteger`).
-pub type DistributedAtomicInteger = DistributedAtomicNumber<i32>;
+    /// Writes like Java Curator: no outcome markers, so no exactly-once guarantee across
+    /// connection loss (see [`DistributedAtomicValue`]).
+    pub fn without_markers(mut self) -> Self {
+        self.markers = false;
+        self
+    }
 
-impl<N> Clone for DistributedAtomicNumber<N> {
-    fn clone(&self) -> Self {
-        Self {
-            value: self.value.clone(),
-            _number: std::marker::PhantomData,
+    /// The value.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path of the value or of the promotion lock.
+    pub fn build(self) -> Result<DistributedAtomicValue> {
+        paths::validate(&self.path)?;
+        if let Some(promoted) = &self.promoted {
+            paths::validate(&promoted.lock_path)?;
         }
-    }
-}
-
-impl<N> fmt::Debug for DistributedAtomicNumber<N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DistributedAtomicNumber")
-            .field("number", &std::any::type_name::<N>())
-            .field("value", &self.value)
-            .finish()
-    }
-}
-
-impl<N: AtomicNumber> DistributedAtomicNumber<N> {
-    /// A number at `path`; see [`DistributedAtomicValue::new`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path.
-    pub fn new(
-        client: CuratorFramework,
-        path: &str,
-        retry_policy: impl RetryPolicy + 'static,
-    ) -> Result<Self> {
-        Ok(Self::wrap(DistributedAtomicValue::new(
-            client,
-            path,
-            retry_policy,
-        )?))
-    }
-
-    fn wrap(value: DistributedAtomicValue) -> Self {
-        Self {
-            value,
-            _number: std::marker::PhantomData,
-        }
-    }
-
-    /// See [`DistributedAtomicValue::promoted_to_lock`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad lock path.
-    pub fn promoted_to_lock(self, promoted: PromotedToLock) -> Result<Self> {
-        Ok(Self::wrap(self.value.promoted_to_lock(promoted)?))
-    }
-
-    /// See [`DistributedAtomicValue::without_markers`].
-    pub fn without_markers(self) -> Self {
-        Self::wrap(self.value.without_markers())
-    }
-
-    /// The node's path.
-    pub fn path(&self) -> &str {
-        self.value.path()
-    }
-
-    /// The bytes-level view of the same node.
-    pub fn as_value(&self) -> &DistributedAtomicValue {
-        &self.value
-    }
-
-    /// The current number (0 when the node is missing).
-    ///
-    /// # Errors
-    /// Connection errors; [`Error::Decode`] when the node holds data of the wrong length.
-    pub async fn get(&self) -> Result<AtomicValue<N>> {
-        let raw = self.value.get().await?;
-        let value = self.decode(&raw.post_value)?;
-        Ok(raw.map(|_| value))
-    }
-
-    /// Adds 1.
-    ///
-    /// # Errors
-    /// See [`add`](Self::add).
-    pub async fn increment(&self) -> Result<AtomicValue<N>> {
-        self.add(N::ONE).await
-    }
-
-    /// Subtracts 1.
-    ///
-    /// # Errors
-    /// See [`add`](Self::add).
-    pub async fn decrement(&self) -> Result<AtomicValue<N>> {
-        self.add(N::ONE.wrapping_neg()).await
-    }
-
-    /// Subtracts `delta`.
-    ///
-    /// # Errors
-    /// See [`add`](Self::add).
-    pub async fn subtract(&self, delta: N) -> Result<AtomicValue<N>> {
-        self.add(delta.wrapping_neg()).await
-    }
-
-    /// Adds `delta` (wrapping on overflow, as Java does); `succeeded` is `false` when every
-    /// attempt met a concurrent write and the retry policy (and the lock, if promoted) gave up.
-    ///
-    /// # Errors
-    /// Connection errors (nothing applied; see [`DistributedAtomicValue`] for
-    /// [`Error::Closed`]); [`Error::Decode`] when the node holds data of the wrong length.
-    ///
-    /// # Cancellation safety
-    /// Dropping the future may leave the update applied or not.
-    pub async fn add(&self, delta: N) -> Result<AtomicValue<N>> {
-        let path = self.value.path().to_owned();
-        let raw = self
-            .value
-            .core
-            .update(
-                |current| {
-                    let current = decode::<N>(&path, current)?;
-                    Ok(Some(current.wrapping_add(delta).to_bytes()))
-                },
-                false,
-            )
-            .await?;
-        self.decode_result(raw)
-    }
-
-    /// Sets `new` if the number equals `expected`; one attempt.
-    ///
-    /// # Errors
-    /// As [`add`](Self::add).
-    pub async fn compare_and_set(&self, expected: N, new: N) -> Result<AtomicValue<N>> {
-        let path = self.value.path().to_owned();
-        let raw = self
-            .value
-            .core
-            .update(
-                |current| Ok((decode::<N>(&path, current)? == expected).then(|| new.to_bytes())),
-                true,
-            )
-            .await?;
-        self.decode_result(raw)
-    }
-
-    /// Sets `new` whatever the number is, by optimistic attempts.
-    ///
-    /// # Errors
-    /// As [`add`](Self::add).
-    pub async fn try_set(&self, new: N) -> Result<AtomicValue<N>> {
-        let path = self.value.path().to_owned();
-        let raw = self
-            .value
-            .core
-            .update(
-                |current| {
-                    decode::<N>(&path, current)?;
-                    Ok(Some(new.to_bytes()))
-                },
-                false,
-            )
-            .await?;
-        self.decode_result(raw)
-    }
-
-    /// Writes `new` unconditionally.
-    ///
-    /// # Errors
-    /// Connection errors.
-    pub async fn force_set(&self, new: N) -> Result<()> {
-        self.value.force_set(&new.to_bytes()).await
-    }
-
-    /// Creates the node with `initial` if it does not exist; `false` when it did.
-    ///
-    /// # Errors
-    /// Connection errors.
-    pub async fn initialize(&self, initial: N) -> Result<bool> {
-        self.value.initialize(&initial.to_bytes()).await
-    }
-
-    /// See [`DistributedAtomicValue::flush_markers`].
-    ///
-    /// # Errors
-    /// Connection errors.
-    pub async fn flush_markers(&self) -> Result<()> {
-        self.value.flush_markers().await
-    }
-
-    fn decode(&self, bytes: &[u8]) -> Result<N> {
-        decode(self.value.path(), bytes)
-    }
-
-    fn decode_result(&self, raw: AtomicValue<Vec<u8>>) -> Result<AtomicValue<N>> {
-        let pre = self.decode(&raw.pre_value)?;
-        let post = self.decode(&raw.post_value)?;
-        Ok(AtomicValue {
-            succeeded: raw.succeeded,
-            pre_value: pre,
-            post_value: post,
-            stats: raw.stats,
+        Ok(DistributedAtomicValue {
+            core: Arc::new(Core::new(
+                self.client,
+                self.path,
+                self.retry_policy,
+                self.promoted,
+                self.markers,
+            )),
         })
     }
-}
-
-fn decode<N: AtomicNumber>(path: &str, bytes: &[u8]) -> Result<N> {
-    N::from_bytes(bytes).map_err(|error| curator_framework::codec::with_path(error, path))
 }

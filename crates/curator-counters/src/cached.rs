@@ -15,7 +15,7 @@ use crate::atomic::{AtomicValue, DistributedAtomicLong};
 /// use std::time::Duration;
 /// use curator_counters::{CachedAtomicLong, DistributedAtomicLong};
 /// use curator_framework::retry::RetryNTimes;
-/// let counter = DistributedAtomicLong::new(client, "/ids/orders", RetryNTimes::new(10, Duration::from_millis(5)))?;
+/// let counter = DistributedAtomicLong::builder(client, "/ids/orders", RetryNTimes::new(10, Duration::from_millis(5))).build()?;
 /// let ids = CachedAtomicLong::new(counter, 100)?;
 /// let id = ids.next().await?;
 /// if id.succeeded {

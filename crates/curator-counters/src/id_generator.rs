@@ -3,6 +3,7 @@
 
 use std::future::IntoFuture;
 
+use curator_framework::recipe::Lifecycle;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use futures::future::join_all;
 use parking_lot::Mutex;
@@ -34,6 +35,7 @@ pub struct SequentialId {
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_counters::SequentialIdGenerator;
 /// let jobs = SequentialIdGenerator::new(client, "/ids/type2", "type2-job-")?;
+/// jobs.start().await?;
 /// let first = jobs.next_id().await?;
 /// let batch = jobs.next_ids(100).await?;
 /// assert!(batch[0].id > first.id);
@@ -47,6 +49,7 @@ pub struct SequentialIdGenerator {
     parent: String,
     prefix: String,
     pending: Mutex<Vec<String>>,
+    lifecycle: Lifecycle,
 }
 
 impl SequentialIdGenerator {
@@ -68,13 +71,39 @@ impl SequentialIdGenerator {
             parent: parent.to_owned(),
             prefix: prefix.to_owned(),
             pending: Mutex::new(Vec::new()),
+            lifecycle: Lifecycle::new(),
         })
+    }
+
+    /// Creates the parent (persistent, with its parents) if it is missing, and lets
+    /// [`next_id`](Self::next_id) hand out ids.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyStarted`], [`Error::Closed`]; connection errors (the generator is then
+    /// not started and `start` may be called again).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future leaves the generator not started (the parent may exist).
+    pub async fn start(&self) -> Result<()> {
+        self.lifecycle.ensure_startable()?;
+        match self
+            .client
+            .create()
+            .creating_parents_if_needed()
+            .for_path(&self.parent, [])
+            .await
+        {
+            Ok(_) | Err(Error::NodeExists) => {}
+            Err(error) => return Err(error),
+        }
+        self.lifecycle.start()
     }
 
     /// The next id.
     ///
     /// # Errors
-    /// Connection errors.
+    /// [`Error::NotStarted`] before [`start`](Self::start), [`Error::Closed`] after
+    /// [`close`](Self::close); connection errors.
     ///
     /// # Cancellation safety
     /// Dropping the future may use up an id (it is never handed out twice).
@@ -88,6 +117,7 @@ impl SequentialIdGenerator {
     /// # Errors
     /// Connection errors (ids created before the failure are cleaned up and not returned).
     pub async fn next_ids(&self, count: usize) -> Result<Vec<SequentialId>> {
+        self.lifecycle.ensure_started()?;
         let to_delete: Vec<String> = self.pending.lock().clone();
         let deletes = join_all(
             to_delete
@@ -148,11 +178,16 @@ impl SequentialIdGenerator {
         }
     }
 
-    /// Deletes the nodes of ids handed out that are still there.
+    /// Stops handing out ids and deletes the nodes of ids handed out that are still there.
+    /// Idempotent.
     ///
     /// # Errors
     /// Connection errors (the nodes are ephemeral and go with the session anyway).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave some nodes to their session.
     pub async fn close(&self) -> Result<()> {
+        self.lifecycle.close();
         let to_delete: Vec<String> = self.pending.lock().clone();
         let results = join_all(
             to_delete

@@ -8,9 +8,10 @@ mod shared_value;
 
 pub use atomic::{
     AtomicNumber, AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong,
-    DistributedAtomicNumber, DistributedAtomicValue, MARKER_PREFIX, PromotedToLock,
+    DistributedAtomicNumber, DistributedAtomicNumberBuilder, DistributedAtomicValue,
+    DistributedAtomicValueBuilder, MARKER_PREFIX, PromotedToLock,
 };
 pub use cached::CachedAtomicLong;
 pub use id_generator::{SequentialId, SequentialIdGenerator};
 pub use shared_count::SharedCount;
-pub use shared_value::{SharedValue, VersionedValue};
+pub use shared_value::{SharedValue, SharedValueBuilder, VersionedValue};

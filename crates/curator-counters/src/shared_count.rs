@@ -18,7 +18,7 @@ use crate::shared_value::{SharedValue, VersionedValue};
 /// let seen = count.versioned_value()?;
 /// let bumped = count.try_set_count(&seen, seen.value + 1).await?;
 /// println!("bumped: {bumped}, now {}", count.count()?);
-/// count.close().await;
+/// count.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -33,7 +33,9 @@ impl SharedCount {
     /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path.
     pub fn new(client: CuratorFramework, path: &str, seed: i32) -> Result<Self> {
         Ok(Self {
-            value: SharedValue::with_codec(client, path, seed, BigEndianI32)?,
+            value: SharedValue::builder(client, path, seed)
+                .codec(BigEndianI32)
+                .build()?,
         })
     }
 
@@ -46,13 +48,22 @@ impl SharedCount {
     ///
     /// # Errors
     /// As [`SharedValue::start`].
+    ///
+    /// # Cancellation safety
+    /// As [`SharedValue::start`].
     pub async fn start(&self) -> Result<()> {
         self.value.start().await
     }
 
     /// See [`SharedValue::close`].
-    pub async fn close(&self) {
-        self.value.close().await;
+    ///
+    /// # Errors
+    /// As [`SharedValue::close`].
+    ///
+    /// # Cancellation safety
+    /// As [`SharedValue::close`].
+    pub async fn close(&self) -> Result<()> {
+        self.value.close().await
     }
 
     /// The count this instance last saw.

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
+use curator_framework::recipe::{Lifecycle, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, Stat, paths};
 use parking_lot::Mutex;
-use tokio_util::sync::CancellationToken;
 
 /// A value together with the node version it was read at: the token for
 /// [`SharedValue::try_set_value`].
@@ -35,13 +35,6 @@ struct Snapshot {
     bytes: Vec<u8>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
-}
-
 struct Inner<T, C> {
     client: CuratorFramework,
     path: String,
@@ -49,9 +42,8 @@ struct Inner<T, C> {
     codec: C,
     current: Mutex<Option<Snapshot>>,
     listeners: ListenerContainer<VersionedValue<T>>,
-    lifecycle: Mutex<Lifecycle>,
-    cancel: CancellationToken,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    lifecycle: Lifecycle,
+    tasks: RecipeTasks,
     _value: PhantomData<fn() -> T>,
 }
 
@@ -75,14 +67,14 @@ struct Inner<T, C> {
 /// #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 /// struct Limits { max_jobs: u32 }
 ///
-/// let limits = SharedValue::<Limits>::new(client, "/config/limits", Limits { max_jobs: 4 })?;
+/// let limits = SharedValue::builder(client, "/config/limits", Limits { max_jobs: 4 }).build()?;
 /// limits.start().await?;
 /// let _listener = limits.listenable().add_listener(|v| println!("now {:?}", v.value));
 /// let seen = limits.versioned_value()?;
 /// if !limits.try_set_value(&seen, Limits { max_jobs: seen.value.max_jobs + 1 }).await? {
 ///     // someone else changed it first; read again and retry
 /// }
-/// limits.close().await;
+/// limits.close().await?;
 /// # Ok(()) }
 /// ```
 pub struct SharedValue<T, C = Json> {
@@ -113,43 +105,6 @@ where
     T: Clone + Send + Sync + 'static,
     C: Codec<T>,
 {
-    /// A shared value at `path` whose node is created with `seed` if missing, with the default
-    /// codec.
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path; [`Error::Decode`] when the codec cannot encode
-    /// `seed`.
-    pub fn new(client: CuratorFramework, path: &str, seed: T) -> Result<Self>
-    where
-        C: Default,
-    {
-        Self::with_codec(client, path, seed, C::default())
-    }
-
-    /// A shared value with an explicit codec.
-    ///
-    /// # Errors
-    /// As [`new`](Self::new).
-    pub fn with_codec(client: CuratorFramework, path: &str, seed: T, codec: C) -> Result<Self> {
-        paths::validate(path)?;
-        let seed = codec.encode(&seed).map_err(|e| codec::with_path(e, path))?;
-        let listeners = client.listener_container("shared value");
-        Ok(Self {
-            inner: Arc::new(Inner {
-                client,
-                path: path.to_owned(),
-                seed,
-                codec,
-                current: Mutex::new(None),
-                listeners,
-                lifecycle: Mutex::new(Lifecycle::Latent),
-                cancel: CancellationToken::new(),
-                task: Mutex::new(None),
-                _value: PhantomData,
-            }),
-        })
-    }
-
     /// The node's path.
     pub fn path(&self) -> &str {
         &self.inner.path
@@ -159,21 +114,13 @@ where
     /// Returns once the first value is known.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when already started, [`Error::Closed`] after `close`;
+    /// [`Error::AlreadyStarted`] when already started, [`Error::Closed`] after `close`;
     /// connection errors (the instance is then not started and `start` may be called again).
     ///
     /// # Cancellation safety
     /// Dropping the future before it returns leaves the instance not started.
     pub async fn start(&self) -> Result<()> {
-        match *self.inner.lifecycle.lock() {
-            Lifecycle::Latent => {}
-            Lifecycle::Started => {
-                return Err(Error::InvalidArgument(
-                    "the shared value is already started".into(),
-                ));
-            }
-            Lifecycle::Closed => return Err(Error::Closed),
-        }
+        self.inner.lifecycle.ensure_startable()?;
         let created = self
             .inner
             .client
@@ -194,31 +141,27 @@ where
             .for_path(&self.inner.path)
             .await?;
         self.inner.observe(bytes, &stat);
-        {
-            let mut lifecycle = self.inner.lifecycle.lock();
-            match *lifecycle {
-                Lifecycle::Latent => *lifecycle = Lifecycle::Started,
-                Lifecycle::Started => {
-                    return Err(Error::InvalidArgument(
-                        "the shared value is already started".into(),
-                    ));
-                }
-                Lifecycle::Closed => return Err(Error::Closed),
-            }
-        }
+        self.inner.lifecycle.start()?;
         let inner = Arc::clone(&self.inner);
-        *self.inner.task.lock() = Some(tokio::spawn(follow(inner, Some(watcher))));
+        self.inner
+            .tasks
+            .spawn(follow(inner, Some(watcher)))
+            .detach();
         Ok(())
     }
 
     /// Stops following the node (the node stays). Idempotent.
-    pub async fn close(&self) {
-        *self.inner.lifecycle.lock() = Lifecycle::Closed;
-        self.inner.cancel.cancel();
-        let task = self.inner.task.lock().take();
-        if let Some(task) = task {
-            let _ = task.await;
+    ///
+    /// # Errors
+    /// None today; the signature leaves room for recipes whose close can fail.
+    ///
+    /// # Cancellation safety
+    /// Safe: following stops at the first poll; dropping the future only stops the wait.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.lifecycle.close() {
+            self.inner.tasks.close().await;
         }
+        Ok(())
     }
 
     /// The value this instance last saw.
@@ -339,6 +282,93 @@ where
     }
 }
 
+impl<T> SharedValue<T, Json>
+where
+    T: Clone + Send + Sync + 'static,
+    Json: Codec<T>,
+{
+    /// Settings for a shared value at `path` whose node is created with `seed` if missing
+    /// (JSON unless [`codec`](SharedValueBuilder::codec) says otherwise).
+    pub fn builder(client: CuratorFramework, path: &str, seed: T) -> SharedValueBuilder<T, Json> {
+        SharedValueBuilder {
+            client,
+            path: path.to_owned(),
+            seed,
+            codec: Json,
+        }
+    }
+}
+
+/// Settings of a [`SharedValue`].
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_counters::SharedValue;
+/// use curator_framework::codec::Utf8;
+/// let motd = SharedValue::builder(client, "/config/motd", String::from("hello"))
+///     .codec(Utf8)
+///     .build()?;
+/// # let _ = motd;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until built"]
+pub struct SharedValueBuilder<T, C> {
+    client: CuratorFramework,
+    path: String,
+    seed: T,
+    codec: C,
+}
+
+impl<T, C> SharedValueBuilder<T, C>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    /// Stores the value with `codec` instead.
+    pub fn codec<D: Codec<T>>(self, codec: D) -> SharedValueBuilder<T, D> {
+        SharedValueBuilder {
+            client: self.client,
+            path: self.path,
+            seed: self.seed,
+            codec,
+        }
+    }
+
+    /// The shared value (not started).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::Decode`] when the codec cannot encode the
+    /// seed.
+    pub fn build(self) -> Result<SharedValue<T, C>> {
+        let SharedValueBuilder {
+            client,
+            path,
+            seed,
+            codec,
+        } = self;
+        paths::validate(&path)?;
+        let seed = codec
+            .encode(&seed)
+            .map_err(|e| codec::with_path(e, &path))?;
+        let listeners = client.listener_container("shared value");
+        let tasks = client.recipe_tasks("shared value");
+        Ok(SharedValue {
+            inner: Arc::new(Inner {
+                client,
+                path,
+                seed,
+                codec,
+                current: Mutex::new(None),
+                listeners,
+                lifecycle: Lifecycle::new(),
+                tasks,
+                _value: PhantomData,
+            }),
+        })
+    }
+}
+
 impl<T, C> Inner<T, C>
 where
     T: Clone + Send + Sync + 'static,
@@ -385,7 +415,8 @@ where
     }
 }
 
-/// Follows the node: re-read on every change and after every reconnect.
+/// Follows the node: re-read on every change and after every reconnect, until the recipe's
+/// tasks are cancelled (by `close` or the client's close).
 async fn follow<T, C>(
     inner: Arc<Inner<T, C>>,
     mut watcher: Option<curator_framework::watcher::Watcher>,
@@ -394,11 +425,9 @@ async fn follow<T, C>(
     C: Codec<T>,
 {
     let mut states = inner.client.connection_state_stream();
-    let cancel = inner.cancel.clone();
     loop {
         if let Some(current) = watcher.take() {
             tokio::select! {
-                () = cancel.cancelled() => return,
                 _ = current.changed() => {}
                 () = states.next_connected() => {}
             }
@@ -429,19 +458,13 @@ async fn follow<T, C>(
                 Err(error) => Err(error),
             }
         };
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            result = read => match result {
-                Ok(next) => watcher = next,
-                Err(Error::Closed) => return,
-                Err(error) => {
-                    tracing::debug!(%error, path = %inner.path, "shared value read failed; waiting for the connection");
-                    tokio::select! {
-                        () = cancel.cancelled() => return,
-                        () = states.next_connected() => {}
-                    }
-                }
-            },
+        match read.await {
+            Ok(next) => watcher = next,
+            Err(Error::Closed) => return,
+            Err(error) => {
+                tracing::debug!(%error, path = %inner.path, "shared value read failed; waiting for the connection");
+                states.next_connected().await;
+            }
         }
     }
 }

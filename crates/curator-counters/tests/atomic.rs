@@ -20,8 +20,12 @@ async fn numbers_are_stored_as_curator_stores_them() {
     let server = TestingServer::start().await.unwrap();
     let c = client(&server.connect_string()).await;
     let root = unique_root("atomic-encoding");
-    let long = DistributedAtomicLong::new(c.clone(), &format!("{root}/long"), patient()).unwrap();
-    let int = DistributedAtomicInteger::new(c.clone(), &format!("{root}/int"), patient()).unwrap();
+    let long = DistributedAtomicLong::builder(c.clone(), &format!("{root}/long"), patient())
+        .build()
+        .unwrap();
+    let int = DistributedAtomicInteger::builder(c.clone(), &format!("{root}/int"), patient())
+        .build()
+        .unwrap();
 
     assert_eq!(
         long.get().await.unwrap().post_value,
@@ -60,8 +64,9 @@ async fn compare_and_set_try_set_force_set_and_initialize() {
     let server = TestingServer::start().await.unwrap();
     let c = client(&server.connect_string()).await;
     let path = format!("{}/n", unique_root("atomic-ops"));
-    let n =
-        DistributedAtomicLong::new(c.clone(), &path, RetryOneTime::new(Duration::ZERO)).unwrap();
+    let n = DistributedAtomicLong::builder(c.clone(), &path, RetryOneTime::new(Duration::ZERO))
+        .build()
+        .unwrap();
 
     assert!(n.initialize(5).await.unwrap());
     assert!(!n.initialize(7).await.unwrap(), "initialize only creates");
@@ -82,8 +87,9 @@ async fn compare_and_set_try_set_force_set_and_initialize() {
     assert_eq!(n.get().await.unwrap().post_value, 42);
 
     // The bytes-level value on another node.
-    let bytes =
-        DistributedAtomicValue::new(c.clone(), &format!("{path}-bytes"), patient()).unwrap();
+    let bytes = DistributedAtomicValue::builder(c.clone(), &format!("{path}-bytes"), patient())
+        .build()
+        .unwrap();
     assert!(bytes.compare_and_set(b"", b"init").await.unwrap().succeeded);
     assert!(
         !bytes
@@ -136,7 +142,8 @@ async fn contend(
         promoted += task.await.unwrap();
     }
     let c = client(connect).await;
-    let total = DistributedAtomicLong::new(c, path, patient())
+    let total = DistributedAtomicLong::builder(c, path, patient())
+        .build()
         .unwrap()
         .get()
         .await
@@ -150,7 +157,9 @@ async fn eight_clients_increment_to_the_exact_total() {
     let server = TestingServer::start().await.unwrap();
     let path = format!("{}/hits", unique_root("atomic-contention"));
     let (successes, total, _) = contend(&server.connect_string(), &path, 8, 40, |c| {
-        DistributedAtomicLong::new(c, &path, patient()).unwrap()
+        DistributedAtomicLong::builder(c, &path, patient())
+            .build()
+            .unwrap()
     })
     .await;
     assert_eq!(successes, 320, "the patient policy never gives up");
@@ -171,9 +180,9 @@ async fn promoted_increments_reach_the_exact_total() {
     let lock = format!("{root}/lock");
     // No optimistic retry at all: every conflict goes to the lock.
     let (successes, total, promoted) = contend(&server.connect_string(), &path, 8, 25, |c| {
-        DistributedAtomicLong::new(c, &path, RetryNTimes::new(0, Duration::ZERO))
-            .unwrap()
+        DistributedAtomicLong::builder(c, &path, RetryNTimes::new(0, Duration::ZERO))
             .promoted_to_lock(PromotedToLock::new(&lock, patient()))
+            .build()
             .unwrap()
     })
     .await;
@@ -192,14 +201,15 @@ async fn a_lost_reply_is_applied_exactly_once() {
     for markers in [true, false] {
         let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
         let path = format!("{}/n", unique_root("atomic-lost-reply"));
-        let counter =
-            DistributedAtomicLong::new(client(&proxy.connect_string()).await, &path, patient())
-                .unwrap();
+        let builder =
+            DistributedAtomicLong::builder(client(&proxy.connect_string()).await, &path, patient());
         let counter = if markers {
-            counter
+            builder
         } else {
-            counter.without_markers()
-        };
+            builder.without_markers()
+        }
+        .build()
+        .unwrap();
         assert!(counter.initialize(0).await.unwrap());
 
         // Replies stop between the read and the write: the write goes out, its answer never
@@ -221,7 +231,9 @@ async fn a_lost_reply_is_applied_exactly_once() {
                     .await
             }
         });
-        let reader = DistributedAtomicLong::new(observer.clone(), &path, patient()).unwrap();
+        let reader = DistributedAtomicLong::builder(observer.clone(), &path, patient())
+            .build()
+            .unwrap();
         eventually("the write reached the server", || async {
             reader.get().await.unwrap().post_value == 1
         })
@@ -260,7 +272,9 @@ async fn no_increment_is_lost_or_doubled_across_restart_and_expiry() {
     for _ in 0..8 {
         let c = client(&connect).await;
         clients.push(c.clone());
-        let counter = DistributedAtomicLong::new(c, &path, patient()).unwrap();
+        let counter = DistributedAtomicLong::builder(c, &path, patient())
+            .build()
+            .unwrap();
         let (stop, successes, failures) = (
             Arc::clone(&stop),
             Arc::clone(&successes),
@@ -302,7 +316,8 @@ async fn no_increment_is_lost_or_doubled_across_restart_and_expiry() {
     for task in tasks {
         task.await.unwrap();
     }
-    let total = DistributedAtomicLong::new(client(&connect).await, &path, patient())
+    let total = DistributedAtomicLong::builder(client(&connect).await, &path, patient())
+        .build()
         .unwrap()
         .get()
         .await
@@ -338,9 +353,13 @@ async fn cached_longs_hand_out_unique_numbers() {
     let path = format!("{}/ids", unique_root("atomic-cached"));
     let mut tasks = Vec::new();
     for _ in 0..3 {
-        let counter =
-            DistributedAtomicLong::new(client(&server.connect_string()).await, &path, patient())
-                .unwrap();
+        let counter = DistributedAtomicLong::builder(
+            client(&server.connect_string()).await,
+            &path,
+            patient(),
+        )
+        .build()
+        .unwrap();
         let cached = CachedAtomicLong::new(counter, 7).unwrap();
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
@@ -364,8 +383,13 @@ async fn cached_longs_hand_out_unique_numbers() {
     assert_eq!(all.len(), before, "unique");
     assert!(matches!(
         CachedAtomicLong::new(
-            DistributedAtomicLong::new(client(&server.connect_string()).await, &path, patient())
-                .unwrap(),
+            DistributedAtomicLong::builder(
+                client(&server.connect_string()).await,
+                &path,
+                patient()
+            )
+            .build()
+            .unwrap(),
             0
         ),
         Err(Error::InvalidArgument(_))

@@ -17,6 +17,7 @@ async fn ids_are_unique_increasing_and_leave_no_node() {
             "type2-job-",
         )
         .unwrap();
+        generator.start().await.unwrap();
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
             for _ in 0..10 {
@@ -69,6 +70,7 @@ async fn ids_stay_unique_and_increasing_across_a_server_restart() {
     let generator =
         SequentialIdGenerator::new(client(&server.connect_string()).await, &parent, "job-")
             .unwrap();
+    generator.start().await.unwrap();
     let (first_tx, mut first_rx) = tokio::sync::mpsc::unbounded_channel();
     let producing = tokio::spawn(async move {
         let mut got = Vec::new();

@@ -48,11 +48,12 @@ async fn shared_counts_and_atomic_longs_are_shared_with_java() {
     assert_eq!(value.value, 40000);
 
     // Atomic longs: each reads the other's writes, and concurrent increments add up.
-    let long = DistributedAtomicLong::new(
+    let long = DistributedAtomicLong::builder(
         client(&server.connect_string()).await,
         &long_path,
         patient(),
     )
+    .build()
     .unwrap();
     assert!(long.subtract(5).await.unwrap().succeeded);
     assert_eq!(ask(&mut java, "long").await, "long -5");
@@ -81,5 +82,5 @@ async fn shared_counts_and_atomic_longs_are_shared_with_java() {
     assert_eq!(rust_successes, 100);
     assert_eq!(long.get().await.unwrap().post_value, 205);
     assert_eq!(ask(&mut java, "long").await, "long 205");
-    count.close().await;
+    count.close().await.unwrap();
 }

@@ -52,8 +52,8 @@ async fn counts_are_seeded_once_shared_and_set_by_version() {
     }
     assert_eq!(heard, VersionedValue::new(2, 5));
     assert_eq!(first.count().unwrap(), 5);
-    first.close().await;
-    second.close().await;
+    first.close().await.unwrap();
+    second.close().await.unwrap();
     assert_eq!(first.start().await, Err(Error::Closed));
 }
 
@@ -119,7 +119,7 @@ async fn typed_values_round_trip_and_bad_data_is_a_typed_error() {
     let server = TestingServer::start().await.unwrap();
     let c = client(&server.connect_string()).await;
     let path = format!("{}/limits", unique_root("shared-typed"));
-    let limits = SharedValue::<Limits>::new(
+    let limits = SharedValue::builder(
         c.clone(),
         &path,
         Limits {
@@ -127,6 +127,7 @@ async fn typed_values_round_trip_and_bad_data_is_a_typed_error() {
             queue: "default".into(),
         },
     )
+    .build()
     .unwrap();
     limits.start().await.unwrap();
     assert_eq!(raw(&c, &path).await, br#"{"max_jobs":4,"queue":"default"}"#);
@@ -154,12 +155,14 @@ async fn typed_values_round_trip_and_bad_data_is_a_typed_error() {
     );
 
     // Raw bytes need no serde.
-    let bytes =
-        SharedValue::with_codec(c.clone(), &format!("{path}-raw"), vec![1u8, 2], Raw).unwrap();
+    let bytes = SharedValue::builder(c.clone(), &format!("{path}-raw"), vec![1u8, 2])
+        .codec(Raw)
+        .build()
+        .unwrap();
     bytes.start().await.unwrap();
     assert_eq!(bytes.value().unwrap(), vec![1, 2]);
-    limits.close().await;
-    bytes.close().await;
+    limits.close().await.unwrap();
+    bytes.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -307,6 +307,20 @@ impl Lifecycle {
         }
     }
 
+    /// `Ok` when [`start`](Self::start) would succeed now: for recipes whose start does its
+    /// I/O first and calls `start()` only once that succeeded (so a failed start can be tried
+    /// again).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn ensure_startable(&self) -> Result<()> {
+        match self.state() {
+            RecipeState::Latent => Ok(()),
+            RecipeState::Started => Err(Error::AlreadyStarted),
+            RecipeState::Closed => Err(Error::Closed),
+        }
+    }
+
     /// `→ Closed`; `true` the first time (whether or not it was started), so the caller does
     /// its cleanup once.
     pub fn close(&self) -> bool {
