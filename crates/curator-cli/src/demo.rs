@@ -243,11 +243,12 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
         async move {
             let mutex = InterProcessMutex::new(worker.client.clone(), &lock_path)
                 .map_err(failed("making a lock"))?;
-            let counter = DistributedAtomicLong::new(
+            let counter = DistributedAtomicLong::builder(
                 worker.client.clone(),
                 &counter_path,
                 RetryNTimes::new(50, Duration::from_millis(10)),
             )
+            .build()
             .map_err(failed("making a counter"))?;
             for _ in 0..TURNS_PER_WORKER {
                 let guard = within("acquiring the lock", mutex.acquire())
@@ -291,11 +292,12 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
         "{} turns, never two holders at once, fencing tokens strictly increasing",
         tokens.len()
     ));
-    let total = DistributedAtomicLong::new(
+    let total = DistributedAtomicLong::builder(
         client.clone(),
         &counter_path,
         RetryNTimes::new(3, Duration::ZERO),
     )
+    .build()
     .map_err(failed("making a counter"))?
     .get()
     .await

@@ -18,11 +18,12 @@ pub(crate) async fn run(
     op: CounterOp,
 ) -> CliResult {
     let what = format!("counter {path}");
-    let counter = DistributedAtomicLong::new(
+    let counter = DistributedAtomicLong::builder(
         client.clone(),
         path,
         RetryNTimes::new(50, Duration::from_millis(10)),
     )
+    .build()
     .map_err(|error| CliError::zk(&what, error))?;
     let (previous, value) = match op {
         CounterOp::Get => {
