@@ -560,13 +560,13 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         });
     }
     if child_count(&admin, &paths.safe_queue).await != Some(0) {
-        let drain = workloads::safe_consumer(&ctx, admin.clone(), "drain".into());
+        let drain = workloads::safe_consumer(&ctx, admin.clone(), "drain".into()).await;
         let emptied = wait_until(timing.wait(), || async {
             child_count(&admin, &paths.safe_queue).await == Some(0)
         })
         .await;
         if let Some(drain) = drain {
-            drain.close().await;
+            let _ = drain.close().await;
         }
         if !emptied {
             let sessions: Vec<String> = clients

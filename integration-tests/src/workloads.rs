@@ -10,7 +10,7 @@ use curator_framework::ops::transaction::TransactionOp;
 use curator_framework::retry::RetryNTimes;
 use curator_framework::{CreateMode, CuratorFramework, Error, paths};
 use curator_locks::InterProcessMutex;
-use curator_queues::{DistributedQueue, QueueConsumer, SimpleDistributedQueue};
+use curator_queues::{DistributedQueue, SimpleDistributedQueue};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -423,21 +423,27 @@ pub async fn simple_consumer(ctx: Ctx, client: CuratorFramework, index: usize) {
     }
 }
 
-/// A lock-safe queue's consumer that records every delivery as taken by `by`.
-pub fn safe_consumer(ctx: &Ctx, client: CuratorFramework, by: String) -> Option<QueueConsumer> {
+/// A started lock-safe queue consumer that records every delivery as taken by `by`.
+pub async fn safe_consumer(
+    ctx: &Ctx,
+    client: CuratorFramework,
+    by: String,
+) -> Option<DistributedQueue<String>> {
+    let record = Arc::clone(&ctx.record);
     let queue = DistributedQueue::<String>::builder(client, &ctx.paths.safe_queue)
         .lock_path(&ctx.paths.safe_queue_locks)
+        .consumer(move |item: String| {
+            record.lock().safe_takes.push(Take {
+                item,
+                by: by.clone(),
+                across_fault: false,
+            });
+            async { Ok::<(), std::convert::Infallible>(()) }
+        })
         .build()
         .ok()?;
-    let record = Arc::clone(&ctx.record);
-    Some(queue.start_consumer(move |item: String| {
-        record.lock().safe_takes.push(Take {
-            item,
-            by: by.clone(),
-            across_fault: false,
-        });
-        async { Ok::<(), std::convert::Infallible>(()) }
-    }))
+    queue.start().await.ok()?;
+    Some(queue)
 }
 
 /// Puts unique items into the lock-safe queue until the producers stop, and consumes it (with
@@ -450,7 +456,14 @@ pub async fn safe_queue_worker(ctx: Ctx, client: CuratorFramework, index: usize,
     else {
         return;
     };
-    let consumer = safe_consumer(&ctx, client.clone(), format!("c{index}"));
+    // Started until it is (a start that met a fault is tried again).
+    while queue.start().await.is_err_and(|e| e != Error::AlreadyStarted) {
+        if ctx.stop_producers.is_cancelled() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let consumer = safe_consumer(&ctx, client.clone(), format!("c{index}")).await;
     let mut n = 0u64;
     while !ctx.stop_producers.is_cancelled() {
         backlog_room(&ctx, true).await;
@@ -468,7 +481,7 @@ pub async fn safe_queue_worker(ctx: Ctx, client: CuratorFramework, index: usize,
     }
     ctx.stop.cancelled().await;
     if let Some(consumer) = consumer {
-        consumer.close().await;
+        let _ = consumer.close().await;
     }
 }
 

@@ -155,6 +155,49 @@ impl RecipeTasks {
         }
     }
 
+    /// Runs `task` in the background like [`spawn`](Self::spawn), except that cancellation does
+    /// not drop it: the task is told through the [`Cancelled`] it is given and ends by itself, so
+    /// it can finish what it has in hand (a queue consumer finishes its item). `close()` waits
+    /// for it like for any task (bounded).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) {
+    /// let tasks = client.recipe_tasks("consumer");
+    /// tasks.spawn_cooperative(|cancelled| async move {
+    ///     while !cancelled.is_cancelled() {
+    ///         // take one item and finish it, whatever happens meanwhile
+    ///         tokio::select! {
+    ///             () = cancelled.cancelled() => break,
+    ///             () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+    ///         }
+    ///     }
+    /// }).detach();
+    /// tasks.close().await; // returns once the loop has seen the cancellation
+    /// # }
+    /// ```
+    pub fn spawn_cooperative<F, Fut>(&self, task: F) -> TaskHandle
+    where
+        F: FnOnce(Cancelled) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let token = self.token.child_token();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::error!(recipe = %self.name, "no Tokio runtime to run recipe work on");
+            token.cancel();
+            return TaskHandle {
+                token,
+                detached: true,
+            };
+        };
+        let future = task(Cancelled(token.clone()));
+        self.client_tracker
+            .spawn_on(self.tracker.track_future(future), &runtime);
+        TaskHandle {
+            token,
+            detached: false,
+        }
+    }
+
     /// A child set of tasks (for a part of the recipe with a shorter life): cancelled with this
     /// one, and counted by the client.
     pub fn child(&self, name: &str) -> RecipeTasks {
@@ -243,6 +286,26 @@ impl Drop for TaskHandle {
         if !self.detached {
             self.token.cancel();
         }
+    }
+}
+
+/// What a cooperative task ([`RecipeTasks::spawn_cooperative`]) is told its cancellation
+/// through.
+#[derive(Debug, Clone)]
+pub struct Cancelled(CancellationToken);
+
+impl Cancelled {
+    /// Whether the task was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Resolves once the task is cancelled.
+    ///
+    /// # Cancellation safety
+    /// Safe.
+    pub async fn cancelled(&self) {
+        self.0.cancelled().await;
     }
 }
 

@@ -7,7 +7,7 @@ mod simple;
 
 pub use queue::{
     DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue,
-    ErrorMode, PutEvent, QUEUE_PREFIX, QueueBuilder, QueueConsumer,
+    ErrorMode, PutEvent, QUEUE_PREFIX, Queue, QueueBuilder, kind,
 };
-pub use sharder::{QueueSharder, SharderSettings};
+pub use sharder::{QueueSharder, QueueSharderBuilder};
 pub use simple::{SIMPLE_PREFIX, SimpleDistributedQueue};

@@ -4,71 +4,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::{CloseMode, LeaderLatch};
+use curator_framework::recipe::{Lifecycle, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use rand::Rng;
-use tokio_util::sync::CancellationToken;
 
 use crate::queue::QUEUE_PREFIX;
 
-/// When a [`QueueSharder`] adds shards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SharderSettings {
-    /// A shard with this many item nodes or more calls for a new shard (default 10,000).
-    pub new_shard_threshold: usize,
-    /// How often the leader looks (default 30 s).
-    pub check_interval: Duration,
-    /// At most this many shards (default 10).
-    pub max_shards: usize,
-}
-
-impl Default for SharderSettings {
-    fn default() -> Self {
-        Self {
-            new_shard_threshold: 10_000,
-            check_interval: Duration::from_secs(30),
-            max_shards: 10,
-        }
-    }
-}
-
-impl SharderSettings {
-    /// The default settings with another threshold.
-    pub fn with_threshold(mut self, threshold: usize) -> Self {
-        self.new_shard_threshold = threshold;
-        self
-    }
-
-    /// The default settings with another check interval.
-    pub fn with_check_interval(mut self, interval: Duration) -> Self {
-        self.check_interval = interval;
-        self
-    }
-
-    /// The default settings with another shard limit.
-    pub fn with_max_shards(mut self, max_shards: usize) -> Self {
-        self.max_shards = max_shards;
-        self
-    }
-}
-
 /// Spreads one logical queue over shard queues `<path>/queue-<uuid>` (Curator's
 /// `QueueSharder` layout): a [`LeaderLatch`] at `leader_path` elects the process that adds a
-/// shard when one holds `new_shard_threshold` items or more (up to `max_shards`); every process
+/// shard when one holds [`threshold`](QueueSharderBuilder::threshold) items or more (up to
+/// [`max_shards`](QueueSharderBuilder::max_shards)); every process
 /// sees the shard list. Producers put into [`pick`](Self::pick)'s shard; consumers consume
 /// every shard in [`shards`](Self::shards). This keeps each shard's child list small, which is
 /// what limits a ZooKeeper queue (a child listing must fit in one 1 MiB response).
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-/// use curator_queues::{DistributedQueue, QueueSharder, SharderSettings};
-/// let sharder = QueueSharder::new(client.clone(), "/queues/events", "/queues/events-leader",
-///     SharderSettings::default().with_threshold(5_000))?;
+/// use curator_queues::{DistributedQueue, QueueSharder};
+/// let sharder = QueueSharder::builder(client.clone(), "/queues/events", "/queues/events-leader")
+///     .threshold(5_000)
+///     .build()?;
 /// sharder.start().await?;
-/// let shard = sharder.pick();
-/// DistributedQueue::<String>::builder(client, &shard).build()?.put(&"e1".to_owned()).await?;
-/// sharder.close().await;
+/// let shard = DistributedQueue::<String>::builder(client, &sharder.pick()).build()?;
+/// shard.start().await?;
+/// shard.put(&"e1".to_owned()).await?;
+/// sharder.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -80,69 +41,138 @@ pub struct QueueSharder {
 struct Inner {
     client: CuratorFramework,
     path: String,
-    settings: SharderSettings,
+    threshold: usize,
+    check_interval: Duration,
+    max_shards: usize,
     latch: LeaderLatch,
     shards: Mutex<Vec<String>>,
-    cancel: CancellationToken,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    lifecycle: Lifecycle,
+    tasks: RecipeTasks,
 }
 
-impl QueueSharder {
-    /// A sharder for the queue at `path`, electing its shard-adder at `leader_path`.
+/// Settings of a [`QueueSharder`].
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use std::time::Duration;
+/// use curator_queues::QueueSharder;
+/// let sharder = QueueSharder::builder(client, "/queues/events", "/queues/events-leader")
+///     .threshold(5_000)
+///     .check_interval(Duration::from_secs(10))
+///     .max_shards(20)
+///     .build()?;
+/// # let _ = sharder;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until built"]
+pub struct QueueSharderBuilder {
+    client: CuratorFramework,
+    path: String,
+    leader_path: String,
+    threshold: usize,
+    check_interval: Duration,
+    max_shards: usize,
+}
+
+impl QueueSharderBuilder {
+    /// A shard with this many item nodes or more calls for a new shard (default 10,000).
+    pub fn threshold(mut self, threshold: usize) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// How often the leader looks (default 30 s).
+    pub fn check_interval(mut self, interval: Duration) -> Self {
+        self.check_interval = interval;
+        self
+    }
+
+    /// At most this many shards (default 10).
+    pub fn max_shards(mut self, max_shards: usize) -> Self {
+        self.max_shards = max_shards;
+        self
+    }
+
+    /// The sharder (not started).
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for bad paths; [`Error::InvalidArgument`] for a zero threshold or
     /// shard limit.
-    pub fn new(
-        client: CuratorFramework,
-        path: &str,
-        leader_path: &str,
-        settings: SharderSettings,
-    ) -> Result<Self> {
-        paths::validate(path)?;
-        if settings.new_shard_threshold == 0 || settings.max_shards == 0 {
+    pub fn build(self) -> Result<QueueSharder> {
+        paths::validate(&self.path)?;
+        if self.threshold == 0 || self.max_shards == 0 {
             return Err(Error::InvalidArgument(
                 "a queue sharder needs a positive threshold and shard limit".into(),
             ));
         }
-        let latch = LeaderLatch::new(client.clone(), leader_path, "")?;
-        Ok(Self {
+        let latch = LeaderLatch::new(self.client.clone(), &self.leader_path, "")?;
+        let tasks = self.client.recipe_tasks("queue sharder");
+        Ok(QueueSharder {
             inner: Arc::new(Inner {
-                client,
-                path: path.to_owned(),
-                settings,
+                client: self.client,
+                path: self.path,
+                threshold: self.threshold,
+                check_interval: self.check_interval,
+                max_shards: self.max_shards,
                 latch,
                 shards: Mutex::new(Vec::new()),
-                cancel: CancellationToken::new(),
-                task: Mutex::new(None),
+                lifecycle: Lifecycle::new(),
+                tasks,
             }),
         })
     }
+}
 
-    /// Joins the election, makes sure one shard exists, and starts watching the shards.
+impl QueueSharder {
+    /// Settings for a sharder of the queue at `path`, electing its shard-adder at
+    /// `leader_path`.
+    pub fn builder(client: CuratorFramework, path: &str, leader_path: &str) -> QueueSharderBuilder {
+        QueueSharderBuilder {
+            client,
+            path: path.to_owned(),
+            leader_path: leader_path.to_owned(),
+            threshold: 10_000,
+            check_interval: Duration::from_secs(30),
+            max_shards: 10,
+        }
+    }
+
+    /// Makes sure one shard exists, joins the election, and starts watching the shards.
     ///
     /// # Errors
-    /// Connection errors.
+    /// [`Error::AlreadyStarted`], [`Error::Closed`]; connection errors (the sharder is then not
+    /// started and `start` may be called again).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the sharder not started.
     pub async fn start(&self) -> Result<()> {
-        self.inner.latch.start().await?;
+        self.inner.lifecycle.ensure_startable()?;
         self.inner.refresh().await?;
         if self.inner.shards.lock().is_empty() {
             self.inner.add_shard().await?;
             self.inner.refresh().await?;
         }
+        self.inner.lifecycle.start()?;
+        self.inner.latch.start().await?;
         let inner = Arc::clone(&self.inner);
-        *self.inner.task.lock() = Some(tokio::spawn(run(inner)));
+        self.inner.tasks.spawn(run(inner)).detach();
         Ok(())
     }
 
-    /// Stops the background work and leaves the election.
-    pub async fn close(&self) {
-        self.inner.cancel.cancel();
-        let task = self.inner.task.lock().take();
-        if let Some(task) = task {
-            let _ = task.await;
+    /// Stops the background work and leaves the election. Idempotent.
+    ///
+    /// # Errors
+    /// Connection errors from leaving the election (its node then goes with the session).
+    ///
+    /// # Cancellation safety
+    /// Safe: the background work stops at the first poll.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.lifecycle.close() {
+            self.inner.tasks.close().await;
+            self.inner.latch.close(CloseMode::Silent).await?;
         }
-        let _ = self.inner.latch.close(CloseMode::Silent).await;
+        Ok(())
     }
 
     /// The shard queue paths, as last seen.
@@ -206,15 +236,13 @@ impl Inner {
 
     async fn check(&self) -> Result<usize> {
         let shards = self.refresh().await?;
-        if !self.latch.has_leadership() || shards.len() >= self.settings.max_shards {
+        if !self.latch.has_leadership() || shards.len() >= self.max_shards {
             return Ok(shards.len());
         }
         let mut full = false;
         for shard in &shards {
             if let Some(stat) = self.client.check_exists().for_path(shard).await? {
-                if usize::try_from(stat.num_children).unwrap_or(0)
-                    >= self.settings.new_shard_threshold
-                {
+                if usize::try_from(stat.num_children).unwrap_or(0) >= self.threshold {
                     full = true;
                     break;
                 }
@@ -230,10 +258,7 @@ impl Inner {
 
 async fn run(inner: Arc<Inner>) {
     loop {
-        tokio::select! {
-            () = inner.cancel.cancelled() => return,
-            () = tokio::time::sleep(inner.settings.check_interval) => {}
-        }
+        tokio::time::sleep(inner.check_interval).await;
         if let Err(error) = inner.check().await {
             tracing::debug!(%error, "queue sharder check failed; trying at the next interval");
         }

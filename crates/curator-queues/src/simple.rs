@@ -240,25 +240,20 @@ impl SimpleDistributedQueue {
             Err(Error::NoNode) => return Ok(None),
             Err(error) => return Err(error),
         };
-        let transitions = self.client.metrics().state_transitions;
+        // The item is ours when our versioned delete applies. `idempotent`: a retry after a
+        // lost reply that finds the item gone counts as ours, delivering rather than losing it
+        // (at least once across faults: another consumer may have taken it meanwhile).
         match self
             .client
             .delete()
             .with_version(stat.version)
+            .idempotent()
             .for_path(&path)
             .await
         {
             Ok(()) => Ok(Some(data)),
-            Err(Error::NoNode) if self.client.metrics().state_transitions != transitions => {
-                // The connection dropped during the delete: our own delete may have been the
-                // one applied. Deliver rather than lose (at least once across faults).
-                tracing::warn!(
-                    path,
-                    "queue item taken across a connection loss; it may be delivered twice"
-                );
-                Ok(Some(data))
-            }
-            Err(Error::NoNode) => Ok(None),
+            // Another consumer took it (or changed it) first.
+            Err(Error::NoNode | Error::BadVersion) => Ok(None),
             Err(error) => Err(error),
         }
     }

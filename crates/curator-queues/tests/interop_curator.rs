@@ -55,19 +55,20 @@ async fn rust_and_java_share_queues_both_ways() {
     assert_eq!(simple.take().await.unwrap(), b"j2");
 
     // DistributedQueue: Java puts, a Rust lock-safe consumer gets them in order...
-    let queue = DistributedQueue::<String>::builder(c.clone(), &queue_path)
-        .codec(Utf8)
-        .lock_path(&lock_path)
-        .build()
-        .unwrap();
     for item in ["j1", "j2", "j3"] {
         assert_eq!(ask(&mut java, &format!("put {item}")).await, "ok");
     }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let consumer = queue.start_consumer(move |item: String| {
-        let _ = tx.send(item);
-        futures::future::ready(Ok::<_, String>(()))
-    });
+    let consumer = DistributedQueue::<String>::builder(c.clone(), &queue_path)
+        .codec(Utf8)
+        .lock_path(&lock_path)
+        .consumer(move |item: String| {
+            let _ = tx.send(item);
+            futures::future::ready(Ok::<_, String>(()))
+        })
+        .build()
+        .unwrap();
+    consumer.start().await.unwrap();
     let mut got = Vec::new();
     for _ in 0..3 {
         got.push(
@@ -78,7 +79,12 @@ async fn rust_and_java_share_queues_both_ways() {
         );
     }
     assert_eq!(got, ["j1", "j2", "j3"]);
-    consumer.close().await;
+    consumer.close().await.unwrap();
+    let queue = DistributedQueue::<String>::builder(c.clone(), &queue_path)
+        .codec(Utf8)
+        .build()
+        .unwrap();
+    queue.start().await.unwrap();
     curator_testkit::eventually("Java's items are deleted", || async {
         queue.is_empty().await.unwrap()
     })

@@ -9,23 +9,24 @@ use std::time::{Duration, SystemTime};
 
 use curator_framework::Error;
 use curator_framework::codec::Utf8;
-use curator_queues::{DistributedQueue, ErrorMode, QueueConsumer};
+use curator_queues::{
+    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue,
+    ErrorMode,
+};
 use curator_test::{TestingServer, Timing, unique_root};
 use curator_testkit::{client, raw};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+type Forward = Box<dyn Fn(String) -> futures::future::Ready<Result<(), String>> + Send + Sync>;
+
 /// A consumer that forwards every item to a channel.
-fn forward<Q>(
-    start: impl FnOnce(
-        Box<dyn Fn(String) -> futures::future::Ready<Result<(), String>> + Send + Sync>,
-    ) -> Q,
-) -> (Q, mpsc::UnboundedReceiver<String>) {
+fn forward() -> (Forward, mpsc::UnboundedReceiver<String>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let consumer = start(Box::new(move |item: String| {
+    let consumer: Forward = Box::new(move |item: String| {
         let _ = tx.send(item);
         futures::future::ready(Ok(()))
-    }));
+    });
     (consumer, rx)
 }
 
@@ -45,7 +46,13 @@ async fn items_are_stored_as_curator_stores_them_and_consumed_in_order() {
         .codec(Utf8)
         .build()
         .unwrap();
-    let mut puts = queue.put_listenable().stream();
+    assert_eq!(
+        queue.put(&"early".to_owned()).await,
+        Err(Error::NotStarted),
+        "puts wait for start, as in Curator"
+    );
+    queue.start().await.unwrap();
+    let mut puts = queue.stream();
     queue.put(&"hi".to_owned()).await.unwrap();
     let put = puts.next().await.unwrap();
     assert_eq!(put.items, 1);
@@ -66,7 +73,13 @@ async fn items_are_stored_as_curator_stores_them_and_consumed_in_order() {
     for i in 0..5 {
         queue.put(&format!("n{i}")).await.unwrap();
     }
-    let (consumer, mut rx) = forward(|f| queue.start_consumer(f));
+    let (forwarding, mut rx) = forward();
+    let consumer = DistributedQueue::<String>::builder(c.clone(), &path)
+        .codec(Utf8)
+        .consumer(forwarding)
+        .build()
+        .unwrap();
+    consumer.start().await.unwrap();
     let mut got = Vec::new();
     for _ in 0..8 {
         got.push(next(&mut rx).await);
@@ -75,7 +88,7 @@ async fn items_are_stored_as_curator_stores_them_and_consumed_in_order() {
     // Items put while the consumer waits arrive too.
     queue.put(&"later".to_owned()).await.unwrap();
     assert_eq!(next(&mut rx).await, "later");
-    consumer.close().await;
+    consumer.close().await.unwrap();
     assert!(queue.is_empty().await.unwrap());
 
     // Too large: a typed error, nothing written.
@@ -92,26 +105,34 @@ async fn failing_items_are_requeued_or_deleted_per_error_mode() {
     let server = TestingServer::start().await.unwrap();
     for mode in [ErrorMode::Requeue, ErrorMode::Delete] {
         let root = unique_root("queue-errors");
+        let failed_once = Arc::new(AtomicBool::new(false));
+        let (tx, mut rx) = mpsc::unbounded_channel();
         let queue = DistributedQueue::<String>::builder(
             client(&server.connect_string()).await,
             &format!("{root}/q"),
         )
         .lock_path(&format!("{root}/locks"))
         .error_mode(mode)
-        .build()
-        .unwrap();
-        queue.put(&"flaky".to_owned()).await.unwrap();
-        queue.put(&"fine".to_owned()).await.unwrap();
-        let failed_once = Arc::new(AtomicBool::new(false));
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let consumer = queue.start_consumer({
+        .consumer({
             let failed_once = Arc::clone(&failed_once);
             move |item: String| {
                 let fail = item == "flaky" && !failed_once.swap(true, Ordering::SeqCst);
                 let _ = tx.send((item, fail));
                 async move { if fail { Err("not now") } else { Ok(()) } }
             }
-        });
+        })
+        .build()
+        .unwrap();
+        let producer = DistributedQueue::<String>::builder(
+            client(&server.connect_string()).await,
+            &format!("{root}/q"),
+        )
+        .build()
+        .unwrap();
+        producer.start().await.unwrap();
+        producer.put(&"flaky".to_owned()).await.unwrap();
+        producer.put(&"fine".to_owned()).await.unwrap();
+        queue.start().await.unwrap();
         let mut seen = vec![
             tokio::time::timeout(Timing::new().wait(), rx.recv())
                 .await
@@ -145,7 +166,7 @@ async fn failing_items_are_requeued_or_deleted_per_error_mode() {
             queue.is_empty().await.unwrap()
         })
         .await;
-        consumer.close().await;
+        queue.close().await.unwrap();
         assert!(
             tokio::time::timeout(Duration::from_millis(200), rx.recv())
                 .await
@@ -161,34 +182,37 @@ async fn a_dead_consumers_item_goes_to_another_consumer() {
     let root = unique_root("queue-lock-safe");
     let (path, locks) = (format!("{root}/q"), format!("{root}/locks"));
     let doomed_client = client(&server.connect_string()).await;
-    let doomed = DistributedQueue::<String>::builder(doomed_client.clone(), &path)
-        .lock_path(&locks)
-        .build()
-        .unwrap();
-    doomed.put(&"precious".to_owned()).await.unwrap();
     // The doomed consumer takes the item and hangs in it.
     let (got_tx, mut got_rx) = mpsc::unbounded_channel();
     let release = Arc::new(tokio::sync::Notify::new());
-    let doomed_consumer: QueueConsumer = doomed.start_consumer({
-        let release = Arc::clone(&release);
-        move |item: String| {
-            let _ = got_tx.send(item);
+    let doomed = DistributedQueue::<String>::builder(doomed_client.clone(), &path)
+        .lock_path(&locks)
+        .consumer({
             let release = Arc::clone(&release);
-            async move {
-                release.notified().await;
-                Ok::<_, String>(())
+            move |item: String| {
+                let _ = got_tx.send(item);
+                let release = Arc::clone(&release);
+                async move {
+                    release.notified().await;
+                    Ok::<_, String>(())
+                }
             }
-        }
-    });
+        })
+        .build()
+        .unwrap();
+    doomed.start().await.unwrap();
+    doomed.put(&"precious".to_owned()).await.unwrap();
     assert_eq!(next(&mut got_rx).await, "precious");
 
     // A second consumer waits: the item is locked.
+    let (forwarding, mut rx) = forward();
     let healthy =
         DistributedQueue::<String>::builder(client(&server.connect_string()).await, &path)
             .lock_path(&locks)
+            .consumer(forwarding)
             .build()
             .unwrap();
-    let (healthy_consumer, mut rx) = forward(|f| healthy.start_consumer(f));
+    healthy.start().await.unwrap();
     assert!(
         tokio::time::timeout(Duration::from_millis(300), rx.recv())
             .await
@@ -203,8 +227,8 @@ async fn a_dead_consumers_item_goes_to_another_consumer() {
     })
     .await;
     release.notify_one();
-    doomed_consumer.close().await;
-    healthy_consumer.close().await;
+    doomed.close().await.unwrap();
+    healthy.close().await.unwrap();
     let c = client(&server.connect_string()).await;
     assert!(
         c.get_children()
@@ -222,48 +246,70 @@ async fn priority_delay_and_id_queues_order_their_items() {
     let server = TestingServer::start().await.unwrap();
     let c = client(&server.connect_string()).await;
 
-    let priority = DistributedQueue::<String>::builder(c.clone(), &unique_root("queue-priority"))
-        .build_priority()
+    // Each kind: a producer handle puts, then a consumer handle on the same path consumes.
+    let path = unique_root("queue-priority");
+    let priority = DistributedPriorityQueue::<String>::builder(c.clone(), &path)
+        .build()
         .unwrap();
+    priority.start().await.unwrap();
     for (item, p) in [("low", 10), ("urgent", -5), ("normal", 0), ("urgent2", -5)] {
         priority.put(&item.to_owned(), p).await.unwrap();
     }
-    let (consumer, mut rx) = forward(|f| priority.start_consumer(f));
+    let (forwarding, mut rx) = forward();
+    let consumer = DistributedPriorityQueue::<String>::builder(c.clone(), &path)
+        .consumer(forwarding)
+        .build()
+        .unwrap();
+    consumer.start().await.unwrap();
     let mut got = Vec::new();
     for _ in 0..4 {
         got.push(next(&mut rx).await);
     }
     assert_eq!(got, ["urgent", "urgent2", "normal", "low"]);
-    consumer.close().await;
+    consumer.close().await.unwrap();
 
-    let delay = DistributedQueue::<String>::builder(c.clone(), &unique_root("queue-delay"))
-        .build_delay()
+    let path = unique_root("queue-delay");
+    let delay = DistributedDelayQueue::<String>::builder(c.clone(), &path)
+        .build()
         .unwrap();
+    delay.start().await.unwrap();
     let later = SystemTime::now() + Duration::from_millis(700);
     delay.put_at(&"later".to_owned(), later).await.unwrap();
     delay
         .put_after(&"now".to_owned(), Duration::ZERO)
         .await
         .unwrap();
-    let (consumer, mut rx) = forward(|f| delay.start_consumer(f));
+    let (forwarding, mut rx) = forward();
+    let consumer = DistributedDelayQueue::<String>::builder(c.clone(), &path)
+        .consumer(forwarding)
+        .build()
+        .unwrap();
+    consumer.start().await.unwrap();
     assert_eq!(next(&mut rx).await, "now");
     assert_eq!(next(&mut rx).await, "later");
     assert!(SystemTime::now() >= later, "not before its time");
-    consumer.close().await;
+    consumer.close().await.unwrap();
 
-    let ids = DistributedQueue::<String>::builder(c.clone(), &unique_root("queue-id"))
-        .build_id()
+    let path = unique_root("queue-id");
+    let ids = DistributedIdQueue::<String>::builder(c.clone(), &path)
+        .build()
         .unwrap();
+    ids.start().await.unwrap();
     ids.put(&"a1".to_owned(), "a").await.unwrap();
     ids.put(&"b1".to_owned(), "b/x").await.unwrap();
     ids.put(&"a2".to_owned(), "a").await.unwrap();
     ids.put(&"c1".to_owned(), "c").await.unwrap();
     assert_eq!(ids.remove("a").await.unwrap(), 2);
     assert_eq!(ids.remove("nobody").await.unwrap(), 0);
-    let (consumer, mut rx) = forward(|f| ids.start_consumer(f));
+    let (forwarding, mut rx) = forward();
+    let consumer = DistributedIdQueue::<String>::builder(c.clone(), &path)
+        .consumer(forwarding)
+        .build()
+        .unwrap();
+    consumer.start().await.unwrap();
     assert_eq!(next(&mut rx).await, "b1");
     assert_eq!(next(&mut rx).await, "c1");
-    consumer.close().await;
+    consumer.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,19 +322,22 @@ async fn a_server_restart_loses_no_item_of_a_lock_safe_queue() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut consumers = Vec::new();
     for _ in 0..2 {
+        let tx = tx.clone();
         let queue = DistributedQueue::<String>::builder(client(&connect).await, &path)
             .lock_path(&locks)
+            .consumer(move |item: String| {
+                let _ = tx.send(item);
+                futures::future::ready(Ok::<_, String>(()))
+            })
             .build()
             .unwrap();
-        let tx = tx.clone();
-        consumers.push(queue.start_consumer(move |item: String| {
-            let _ = tx.send(item);
-            futures::future::ready(Ok::<_, String>(()))
-        }));
+        queue.start().await.unwrap();
+        consumers.push(queue);
     }
     let producer = DistributedQueue::<String>::builder(client(&connect).await, &path)
         .build()
         .unwrap();
+    producer.start().await.unwrap();
     let producing = tokio::spawn(async move {
         for i in 0..total {
             producer.put(&format!("item-{i}")).await.unwrap();
@@ -314,34 +363,30 @@ async fn a_server_restart_loses_no_item_of_a_lock_safe_queue() {
         seen.len() - distinct.len()
     );
     for consumer in consumers {
-        consumer.close().await;
+        consumer.close().await.unwrap();
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sharder_adds_shards_as_they_fill_up() {
-    use curator_queues::{QueueSharder, SharderSettings};
+    use curator_queues::QueueSharder;
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("queue-sharder");
-    let settings = SharderSettings::default()
-        .with_threshold(5)
-        .with_max_shards(2)
-        .with_check_interval(Duration::from_secs(3600));
-    let leader = QueueSharder::new(
-        client(&server.connect_string()).await,
-        &format!("{root}/q"),
-        &format!("{root}/leader"),
-        settings,
-    )
-    .unwrap();
+    let sharder = async || {
+        QueueSharder::builder(
+            client(&server.connect_string()).await,
+            &format!("{root}/q"),
+            &format!("{root}/leader"),
+        )
+        .threshold(5)
+        .max_shards(2)
+        .check_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap()
+    };
+    let leader = sharder().await;
     leader.start().await.unwrap();
-    let follower = QueueSharder::new(
-        client(&server.connect_string()).await,
-        &format!("{root}/q"),
-        &format!("{root}/leader"),
-        settings,
-    )
-    .unwrap();
+    let follower = sharder().await;
     follower.start().await.unwrap();
     assert_eq!(leader.shards().len(), 1, "one shard to begin with");
     assert_eq!(follower.shards(), leader.shards());
@@ -349,6 +394,7 @@ async fn the_sharder_adds_shards_as_they_fill_up() {
     let queue = DistributedQueue::<String>::builder(client(&server.connect_string()).await, &shard)
         .build()
         .unwrap();
+    queue.start().await.unwrap();
     for i in 0..5 {
         queue.put(&format!("e{i}")).await.unwrap();
     }
@@ -361,6 +407,6 @@ async fn the_sharder_adds_shards_as_they_fill_up() {
     }
     assert_eq!(leader.check_now().await.unwrap(), 2, "never over the limit");
     assert_eq!(follower.check_now().await.unwrap(), 2);
-    leader.close().await;
-    follower.close().await;
+    leader.close().await.unwrap();
+    follower.close().await.unwrap();
 }
