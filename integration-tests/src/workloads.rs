@@ -457,7 +457,11 @@ pub async fn safe_queue_worker(ctx: Ctx, client: CuratorFramework, index: usize,
         return;
     };
     // Started until it is (a start that met a fault is tried again).
-    while queue.start().await.is_err_and(|e| e != Error::AlreadyStarted) {
+    while queue
+        .start()
+        .await
+        .is_err_and(|e| e != Error::AlreadyStarted)
+    {
         if ctx.stop_producers.is_cancelled() {
             return;
         }

@@ -220,6 +220,9 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
                     );
                 }
                 None => {
+                    // A stand-alone container belongs to no client: its dispatcher ends when
+                    // the container's last clone is dropped (the queue closes).
+                    #[allow(clippy::disallowed_methods)]
                     handle.spawn(dispatch(listeners, pending));
                 }
             }
