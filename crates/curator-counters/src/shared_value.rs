@@ -429,7 +429,11 @@ async fn follow<T, C>(
         if let Some(current) = watcher.take() {
             tokio::select! {
                 _ = current.changed() => {}
-                () = states.next_connected() => {}
+                connected = states.next_connected() => {
+                    if connected.is_err() {
+                        return;
+                    }
+                }
             }
         }
         // `Ok(None)`: read again at once.
@@ -463,7 +467,9 @@ async fn follow<T, C>(
             Err(Error::Closed) => return,
             Err(error) => {
                 tracing::debug!(%error, path = %inner.path, "shared value read failed; waiting for the connection");
-                states.next_connected().await;
+                if states.next_connected().await.is_err() {
+                    return;
+                }
             }
         }
     }

@@ -287,7 +287,7 @@ impl<P: Payload> Registration<P> {
                     tokio::select! {
                         () = self.cancel.cancelled() => return,
                         _ = watcher.changed() => {}
-                        () = states.next_connected() => {}
+                        _ = states.next_connected() => {}
                         () = self.poke.notified() => {}
                     }
                 }
@@ -297,7 +297,7 @@ impl<P: Payload> Registration<P> {
                     tokio::select! {
                         () = self.cancel.cancelled() => return,
                         () = tokio::time::sleep(backoff) => {}
-                        () = states.next_connected() => {}
+                        _ = states.next_connected() => {}
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }

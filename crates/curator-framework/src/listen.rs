@@ -30,7 +30,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
 /// A listener implemented as a type rather than a closure.
@@ -93,6 +93,8 @@ struct Listeners<E> {
     entries: Mutex<Vec<(u64, Entry<E>)>>,
     next_id: AtomicU64,
     errors: Option<ListenerContainer<UnhandledError>>,
+    /// Cancelled when the owning client closes: streams end then.
+    closed: Option<CancellationToken>,
 }
 
 /// Where the dispatcher runs: on the client's task tracker, ending at its cancellation.
@@ -186,6 +188,7 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
             entries: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
             errors,
+            closed: runtime.as_ref().map(|runtime| runtime.cancel.clone()),
         });
         Self {
             shared: Arc::new(Shared {
@@ -300,12 +303,17 @@ fn report_panic<E>(listeners: &Listeners<E>, panic: &(dyn std::any::Any + Send))
 /// source.
 trait Source<E>: Send + Sync {
     fn name(&self) -> &str;
+    fn closed(&self) -> Option<CancellationToken>;
     fn add(self: Arc<Self>, entry: Entry<E>) -> ListenerHandle;
 }
 
 impl<E: Send + 'static> Source<E> for Listeners<E> {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn closed(&self) -> Option<CancellationToken> {
+        self.closed.clone()
     }
 
     fn add(self: Arc<Self>, entry: Entry<E>) -> ListenerHandle {
@@ -332,6 +340,10 @@ struct Mapped<S, E> {
 impl<S: Send + 'static, E: Send + 'static> Source<E> for Mapped<S, E> {
     fn name(&self) -> &str {
         self.source.name()
+    }
+
+    fn closed(&self) -> Option<CancellationToken> {
+        self.source.closed()
     }
 
     fn add(self: Arc<Self>, entry: Entry<E>) -> ListenerHandle {
@@ -401,12 +413,17 @@ impl<E: Clone + Send + 'static> Listenable<E> {
         })))
     }
 
-    /// Every event from now on, as a stream; dropping the stream removes the listener.
+    /// Every event from now on, as a stream; dropping the stream removes the listener. The
+    /// stream of a client's container ends (yields `None`) once the client is closed.
     pub fn stream(&self) -> ListenerStream<E> {
         let (sender, receiver) = mpsc::unbounded_channel();
         let handle = self.add_sender(sender);
         ListenerStream {
             receiver,
+            closed: self
+                .source
+                .closed()
+                .map(|token| Box::pin(token.cancelled_owned())),
             _handle: handle,
         }
     }
@@ -488,47 +505,64 @@ impl Drop for ListenerHandle {
     }
 }
 
-/// A stream of events from a [`Listenable`]; dropping it removes its listener.
-#[derive(Debug)]
+/// A stream of events from a [`Listenable`]; dropping it removes its listener. It ends once
+/// the client that owns its container is closed.
 pub struct ListenerStream<E> {
     receiver: mpsc::UnboundedReceiver<E>,
+    closed: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     _handle: ListenerHandle,
+}
+
+impl<E> fmt::Debug for ListenerStream<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListenerStream")
+            .field("queued", &self.receiver.len())
+            .field("tied_to_a_client", &self.closed.is_some())
+            .finish()
+    }
 }
 
 impl<E> futures::Stream for ListenerStream<E> {
     type Item = E;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
+        if let Some(closed) = &mut self.closed {
+            if closed.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+        }
         self.receiver.poll_recv(cx)
     }
 }
 
 impl ListenerStream<crate::ConnectionState> {
-    /// Waits for the next `Connected` or `Reconnected` transition (forever, once the client
-    /// is closed and the stream has ended). Recipes use it to act again after a reconnect or a
-    /// new session.
+    /// Waits for the next `Connected` or `Reconnected` transition. Recipes use it to act again
+    /// after a reconnect or a new session.
     ///
     /// ```no_run
-    /// # async fn demo(client: curator_framework::CuratorFramework) {
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
     /// let mut states = client.connection_state_stream();
-    /// states.next_connected().await;
+    /// states.next_connected().await?;
     /// println!("connected again; re-check what the session held");
-    /// # }
+    /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    /// [`Error::Closed`](crate::Error::Closed) once the client is closed (the stream ended).
     ///
     /// # Cancellation safety
     /// Safe: transitions not yet looked at stay in the stream.
-    pub async fn next_connected(&mut self) {
+    pub async fn next_connected(&mut self) -> crate::Result<()> {
         use futures::StreamExt;
         while let Some(state) = self.next().await {
             if matches!(
                 state,
                 crate::ConnectionState::Connected | crate::ConnectionState::Reconnected
             ) {
-                return;
+                return Ok(());
             }
         }
-        std::future::pending::<()>().await;
+        Err(crate::Error::Closed)
     }
 }
 

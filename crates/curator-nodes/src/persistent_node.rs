@@ -361,7 +361,7 @@ async fn keep(inner: Arc<Inner>) {
                 tokio::select! {
                     () = cancel.cancelled() => return,
                     _ = watcher.changed() => {}
-                    () = states.next_connected() => {}
+                    _ = states.next_connected() => {}
                     () = inner.poke.notified() => {}
                 }
             }
