@@ -92,7 +92,7 @@ impl PromotedToLock {
         Self {
             lock_path: lock_path.to_owned(),
             timeout: None,
-            retry_policy: Arc::new(retry_policy),
+            retry_policy: SharedRetryPolicy::new(retry_policy),
         }
     }
 
@@ -165,7 +165,7 @@ impl DistributedAtomicValue {
         DistributedAtomicValueBuilder {
             client,
             path: path.to_owned(),
-            retry_policy: Arc::new(retry_policy),
+            retry_policy: SharedRetryPolicy::new(retry_policy),
             promoted: None,
             markers: true,
         }

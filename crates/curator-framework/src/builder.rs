@@ -121,7 +121,7 @@ impl Default for CuratorFrameworkBuilder {
             session_timeout: Duration::from_secs(60),
             connection_timeout: Duration::from_secs(15),
             max_close_wait: Duration::from_secs(1),
-            retry_policy: Arc::new(
+            retry_policy: SharedRetryPolicy::new(
                 ExponentialBackoffRetry::new(Duration::from_millis(100), 5)
                     .with_max_sleep(Duration::from_secs(5)),
             ),
@@ -179,7 +179,7 @@ impl CuratorFrameworkBuilder {
 
     /// The retry policy of every operation.
     pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
-        self.retry_policy = Arc::new(policy);
+        self.retry_policy = SharedRetryPolicy::new(policy);
         self
     }
 

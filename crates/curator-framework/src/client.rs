@@ -444,7 +444,7 @@ impl CuratorFramework {
         let inner = &self.inner;
         Counters::bump(&inner.counters.operations);
         let result = crate::retry::run(
-            &*inner.settings.retry_policy,
+            &inner.settings.retry_policy,
             |n| {
                 let attempt = &attempt;
                 async move {

@@ -126,7 +126,7 @@ where
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        let policy = &*inner.settings.retry_policy;
+        let policy = &inner.settings.retry_policy;
         let Some(sleep) = crate::retry::decide(policy, retry_count, start, &error) else {
             return Err(error);
         };

@@ -47,8 +47,32 @@ impl<P: RetryPolicy + ?Sized> RetryPolicy for Box<P> {
     }
 }
 
-/// A cheaply cloned, shared retry policy.
-pub type SharedRetryPolicy = Arc<dyn RetryPolicy>;
+/// A cheaply cloned, shared retry policy: what the client and recipes keep of the policy they
+/// were given.
+///
+/// ```
+/// use std::time::Duration;
+/// use curator_framework::Error;
+/// use curator_framework::retry::{RetryNTimes, RetryPolicy, SharedRetryPolicy};
+/// let shared = SharedRetryPolicy::new(RetryNTimes::new(1, Duration::from_millis(5)));
+/// let clone = shared.clone();
+/// assert_eq!(clone.allow_retry(0, Duration::ZERO, &Error::ConnectionLoss), Some(Duration::from_millis(5)));
+/// ```
+#[derive(Debug, Clone)]
+pub struct SharedRetryPolicy(Arc<dyn RetryPolicy>);
+
+impl SharedRetryPolicy {
+    /// Shares `policy`.
+    pub fn new(policy: impl RetryPolicy + 'static) -> Self {
+        Self(Arc::new(policy))
+    }
+}
+
+impl RetryPolicy for SharedRetryPolicy {
+    fn allow_retry(&self, retry_count: u32, elapsed: Duration, error: &Error) -> Option<Duration> {
+        self.0.allow_retry(retry_count, elapsed, error)
+    }
+}
 
 /// `base` stretched by up to `±jitter` (a fraction, clamped to `0..=1`).
 fn jittered(base: Duration, jitter: f64) -> Duration {

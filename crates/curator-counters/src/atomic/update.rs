@@ -92,7 +92,7 @@ impl Core {
         };
         let started = Instant::now();
         let mut outcome = run
-            .attempts(&*self.retry_policy, attempts, Tries::Optimistic)
+            .attempts(&self.retry_policy, attempts, Tries::Optimistic)
             .await?;
         run.stats.optimistic_time = started.elapsed();
         if let (Outcome::GaveUp { .. }, Some(promoted), Attempts::UnderPolicy) =
@@ -106,7 +106,7 @@ impl Core {
             };
             if let Some(guard) = guard {
                 let result = run
-                    .attempts(&*promoted.retry_policy, attempts, Tries::Promoted)
+                    .attempts(&promoted.retry_policy, attempts, Tries::Promoted)
                     .await;
                 if let Err(error) = guard.release().await {
                     tracing::debug!(%error, "releasing the promotion lock failed; it is released in the background");
