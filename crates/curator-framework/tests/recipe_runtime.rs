@@ -81,9 +81,9 @@ async fn after_close_no_listener_hears_and_streams_end() {
     let container = client.listener_container::<u32>("test events");
     let heard = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&heard);
-    let _listener = container
-        .listenable()
-        .add_listener(move |_| drop(counter.fetch_add(1, Ordering::SeqCst)));
+    let _listener = container.listenable().add_listener(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
     let mut events = container.listenable().map(|n| n * 2).stream();
     let mut states = client.connection_state_stream();
     container.publish(1);
