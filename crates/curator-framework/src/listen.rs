@@ -4,7 +4,8 @@
 //! listeners through its [`Listenable`] view: closures, async closures, trait objects, channels, or
 //! a [`Stream`](futures::Stream). Events are delivered in publication order on a task of their
 //! own, so a slow listener never stalls the session, and calling the client from a listener is
-//! fine. A listener that panics is caught, reported to the client's unhandled-error listeners,
+//! fine. For each event, the listeners of a container are called one after the other in the
+//! order they were added (a recipe may rely on a listener it added first having seen the event). A listener that panics is caught, reported to the client's unhandled-error listeners,
 //! and keeps receiving later events.
 //!
 //! ```no_run

@@ -147,8 +147,7 @@ impl RecipeTasks {
                 () = future => {}
             }
         };
-        self.client_tracker
-            .spawn_on(self.tracker.track_future(task), &runtime);
+        self.spawn_tracked(task, &runtime);
         TaskHandle {
             token,
             detached: false,
@@ -190,12 +189,23 @@ impl RecipeTasks {
             };
         };
         let future = task(Cancelled(token.clone()));
-        self.client_tracker
-            .spawn_on(self.tracker.track_future(future), &runtime);
+        self.spawn_tracked(future, &runtime);
         TaskHandle {
             token,
             detached: false,
         }
+    }
+
+    /// Spawns `future` counted by both trackers. The client's count is released first, so once
+    /// `close()` (which waits on this recipe's tracker) returns, the client no longer counts the
+    /// task either.
+    fn spawn_tracked(
+        &self,
+        future: impl Future<Output = ()> + Send + 'static,
+        runtime: &tokio::runtime::Handle,
+    ) {
+        self.tracker
+            .spawn_on(self.client_tracker.track_future(future), runtime);
     }
 
     /// A child set of tasks (for a part of the recipe with a shorter life): cancelled with this
