@@ -678,17 +678,18 @@ impl Engine {
         self.mean_data_len = (self.mean_data_len * 7 + data.len()) / 8;
         let data = self.config.cache_data.then(|| Arc::<[u8]>::from(data));
         let mut events = Vec::new();
-        let (fresh, had_children) = {
-            let mut nodes = self.shared.nodes.write();
-            nodes.upsert(path, stat, data, &mut events)
-        };
+        let upserted = self
+            .shared
+            .nodes
+            .write()
+            .upsert(path, stat, data, &mut events);
         self.shared.publish_all(events);
         let depth = self.depth(path);
         let descend = depth < self.config.max_depth && self.trace(path);
         let list = if self.one_shot {
-            fresh || fetch.walk
+            upserted.fresh || fetch.walk
         } else {
-            fetch.walk && (stat.num_children > 0 || had_children)
+            fetch.walk && (stat.num_children > 0 || upserted.had_children)
         };
         if descend && list {
             let children = usize::try_from(stat.num_children).unwrap_or(0);
