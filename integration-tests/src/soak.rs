@@ -425,8 +425,8 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         curator: CuratorCache::builder(clients[0].clone(), &paths.cache).build()?,
         tree: TreeCache::builder(clients[1].clone(), &paths.cache).build()?,
     };
-    caches.curator.start()?;
-    caches.tree.start()?;
+    caches.curator.start().await?;
+    caches.tree.start().await?;
     caches.curator.initialized().await;
     caches.tree.initialized().await;
 
@@ -648,8 +648,8 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         (operations, notes)
     };
 
-    caches.curator.close().await;
-    caches.tree.close().await;
+    let _ = caches.curator.close().await;
+    let _ = caches.tree.close().await;
     futures::future::join_all(clients.iter().chain([&admin]).map(CuratorFramework::close)).await;
     drop(cluster);
 

@@ -393,7 +393,7 @@ impl Driver {
         let cache = loaded_cache(client, path).await?;
         let took = elapsed_ns(t);
         let loaded = cache.len();
-        cache.close().await;
+        let _ = cache.close().await;
         if loaded < latencies.len() {
             return Err(format!("loaded only {loaded} nodes"));
         }
@@ -415,7 +415,7 @@ impl Driver {
         }
         let after = ALLOCATOR.allocated();
         let loaded = cache.len().max(1) as u64;
-        cache.close().await;
+        let _ = cache.close().await;
         latencies.fill(after.saturating_sub(before) as u64 / loaded);
         Ok(())
     }
@@ -440,14 +440,14 @@ impl Driver {
             .build()
             .map_err(|e| e.to_string())?;
         let (changes, mut seen) = tokio::sync::mpsc::unbounded_channel();
-        let _listening = cache.add_listener(
+        let _listening = cache.listenable().add_listener_object(std::sync::Arc::new(
             CuratorCacheListener::builder()
                 .for_changes(move |_, node| {
                     let _ = changes.send(node.data().map(<[u8]>::to_vec));
                 })
                 .build(),
-        );
-        cache.start().map_err(|e| e.to_string())?;
+        ));
+        cache.start().await.map_err(|e| e.to_string())?;
         cache.initialized().await;
         for (i, slot) in latencies.iter_mut().enumerate() {
             let value = i.to_string();
@@ -466,7 +466,7 @@ impl Driver {
             }
             *slot = elapsed_ns(t);
         }
-        cache.close().await;
+        let _ = cache.close().await;
         Ok(())
     }
 }
@@ -476,7 +476,7 @@ async fn loaded_cache(client: &CuratorFramework, path: &str) -> Result<CuratorCa
     let cache = CuratorCache::builder(client.clone(), path)
         .build()
         .map_err(|e| e.to_string())?;
-    cache.start().map_err(|e| e.to_string())?;
+    cache.start().await.map_err(|e| e.to_string())?;
     cache.initialized().await;
     Ok(cache)
 }

@@ -6,6 +6,7 @@
 //! cargo run -p curator-caches --example config_cache
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use curator_caches::{CuratorCache, CuratorCacheListener, TypedEvent};
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Limits {
     max_connections: u32,
     timeout_ms: u64,
@@ -55,7 +56,7 @@ async fn main() -> Result {
         .await?;
 
     let cache = CuratorCache::builder(reader.clone(), &root).build()?;
-    let _printing = cache.add_listener(
+    let _printing = cache.listenable().add_listener_object(Arc::new(
         CuratorCacheListener::builder()
             .for_creates(|node| {
                 println!(
@@ -75,10 +76,10 @@ async fn main() -> Result {
             .for_deletes(|old| println!("deleted {}", old.path()))
             .for_initialized(|| println!("initial load done"))
             .build(),
-    );
+    ));
     let limits = cache.typed::<Limits>();
     let mut decoded = limits.stream();
-    cache.start()?;
+    cache.start().await?;
     cache.initialized().await;
     println!("cached: {:?}", limits.get(&format!("{root}/limits")));
 
@@ -101,12 +102,12 @@ async fn main() -> Result {
         .for_path(&format!("{root}/limits"), b"not json")
         .await?;
     while let Some(event) = decoded.next().await {
-        if let TypedEvent::Error(error) = event {
+        if let TypedEvent::Undecodable { error, .. } = event {
             println!("reported, not a panic: {error}");
             break;
         }
     }
-    cache.close().await;
+    cache.close().await?;
     writer
         .delete()
         .deleting_children_if_needed()

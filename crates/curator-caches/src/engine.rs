@@ -23,21 +23,26 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::listen::ListenerContainer;
+use curator_framework::listen::{ListenerContainer, ListenerStream};
 use curator_framework::ops::multi_read::ReadResult;
+use curator_framework::recipe::{Backoff, RecipeTasks, TaskHandle};
 use curator_framework::types::{EventType, KeeperState, WatchedEvent};
 use curator_framework::watcher::{PersistentWatcher, Watcher};
 use curator_framework::{ConnectionState, CuratorFramework, Error, Stat, paths};
 use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::core::{DEFAULT_MAX_CHILDREN, DEFAULT_MAX_IN_FLIGHT};
 use crate::event::{CacheError, CacheEvent, ChildData};
 use crate::selector::TreeCacheSelector;
 use crate::store::Store;
+
+/// Default bound on reads in flight at once during a load.
+pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+/// Default bound on the children listed per node.
+pub(crate) const DEFAULT_MAX_CHILDREN: usize = 100_000;
 
 /// How a cache hears about changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -176,14 +181,14 @@ pub(crate) enum Phase {
     Stopped,
 }
 
-/// Starts an engine task. It stops when `stop` fires or its sender is dropped, or the client
-/// closes.
+/// Starts an engine task on `tasks`. It stops when its handle is dropped, when `tasks` are
+/// cancelled or closed, and when the client closes; the cache's watches go with it.
 pub(crate) fn spawn(
+    tasks: &RecipeTasks,
     client: CuratorFramework,
     config: Config,
     shared: Arc<Shared>,
-    stop: oneshot::Receiver<()>,
-) -> tokio::task::JoinHandle<()> {
+) -> TaskHandle {
     let states = client.connection_state_stream();
     let engine = Engine {
         client,
@@ -203,14 +208,18 @@ pub(crate) fn spawn(
         persistent: None,
         one_shot: false,
         retry_at: None,
-        backoff: INITIAL_BACKOFF,
+        backoff: Backoff::new(MIN_BACKOFF, MAX_BACKOFF),
         walk_failed: false,
     };
     let span = tracing::debug_span!("cache", name = engine.config.name, root = %engine.config.root);
-    tokio::spawn(tracing::Instrument::instrument(
-        engine.run(states, stop),
-        span,
-    ))
+    // However the task ends (cancelled even before its first poll), dropping the future drops
+    // the guard, which records that the cache stopped.
+    let stopped = StopGuard(Arc::clone(&engine.shared));
+    let run = async move {
+        let _stopped = stopped;
+        engine.follow(states).await;
+    };
+    tasks.spawn(tracing::Instrument::instrument(run, span))
 }
 
 /// The most reads in one multi-read.
@@ -220,7 +229,9 @@ const BATCH_BYTES: usize = 512 * 1024;
 /// The data length assumed per read before any was seen, and at least.
 const MIN_EXPECTED_DATA_LEN: usize = 256;
 
-const INITIAL_BACKOFF: Duration = Duration::from_millis(200);
+/// The pause before walking again after a failed read: from this, doubling...
+const MIN_BACKOFF: Duration = Duration::from_millis(200);
+/// ... up to this, and back to the shortest after a walk that went through.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,27 +300,15 @@ struct Engine {
     one_shot: bool,
     /// When to walk again after a failed read.
     retry_at: Option<Instant>,
-    backoff: Duration,
+    backoff: Backoff,
     /// A read of the current walk failed with a connection or session error.
     walk_failed: bool,
 }
 
 impl Engine {
-    async fn run(
-        self,
-        states: curator_framework::listen::ListenerStream<ConnectionState>,
-        stop: oneshot::Receiver<()>,
-    ) {
-        let shared = Arc::clone(&self.shared);
-        self.follow(states, stop).await;
-        shared.stopped();
-    }
-
-    async fn follow(
-        mut self,
-        mut states: curator_framework::listen::ListenerStream<ConnectionState>,
-        mut stop: oneshot::Receiver<()>,
-    ) {
+    /// Follows the tree until the client closes; the task's cancellation (the cache's close)
+    /// drops the engine with its watches and reads in flight.
+    async fn follow(mut self, mut states: ListenerStream<ConnectionState>) {
         if !self.resync().await {
             return;
         }
@@ -318,8 +317,6 @@ impl Engine {
             let retry_at = self.retry_at;
             tokio::select! {
                 biased;
-                // Returning drops the engine with its watches and reads in flight.
-                _ = &mut stop => return,
                 Some(state) = states.next() => {
                     if state == ConnectionState::Reconnected && !self.resync().await {
                         return;
@@ -421,8 +418,7 @@ impl Engine {
 
     fn schedule_retry(&mut self) {
         if self.retry_at.is_none() {
-            self.retry_at = Some(Instant::now() + self.backoff);
-            self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+            self.retry_at = Some(Instant::now() + self.backoff.next_pause());
         }
     }
 
@@ -495,14 +491,11 @@ impl Engine {
                     results.into_iter().map(Ok).collect()
                 }
                 Ok(results) => {
-                    let error = Error::Other {
-                        code: 0,
-                        message: format!(
-                            "a multi-read of {} reads answered {}",
-                            fetches.len(),
-                            results.len()
-                        ),
-                    };
+                    let error = Error::UnexpectedReply(format!(
+                        "a multi-read of {} reads answered {}",
+                        fetches.len(),
+                        results.len()
+                    ));
                     vec![Err(error); fetches.len()]
                 }
                 Err(error) => vec![Err(error); fetches.len()],
@@ -523,10 +516,8 @@ impl Engine {
                             Outcome::Children(Ok((children, None)))
                         }
                         (_, Ok(other)) => {
-                            let error = Error::Other {
-                                code: 0,
-                                message: format!("a multi-read answered {other:?}"),
-                            };
+                            let error =
+                                Error::UnexpectedReply(format!("a multi-read answered {other:?}"));
                             match fetch.kind {
                                 FetchKind::Children { .. } => Outcome::Children(Err(error)),
                                 _ => Outcome::Data(Err(error)),
@@ -615,7 +606,7 @@ impl Engine {
         if self.walk_failed {
             self.schedule_retry();
         } else {
-            self.backoff = INITIAL_BACKOFF;
+            self.backoff.reset();
         }
         if !self.initialized {
             self.initialized = true;
@@ -678,17 +669,18 @@ impl Engine {
         self.mean_data_len = (self.mean_data_len * 7 + data.len()) / 8;
         let data = self.config.cache_data.then(|| Arc::<[u8]>::from(data));
         let mut events = Vec::new();
-        let (fresh, had_children) = {
-            let mut nodes = self.shared.nodes.write();
-            nodes.upsert(path, stat, data, &mut events)
-        };
+        let upserted = self
+            .shared
+            .nodes
+            .write()
+            .upsert(path, stat, data, &mut events);
         self.shared.publish_all(events);
         let depth = self.depth(path);
         let descend = depth < self.config.max_depth && self.trace(path);
         let list = if self.one_shot {
-            fresh || fetch.walk
+            upserted.fresh || fetch.walk
         } else {
-            fetch.walk && (stat.num_children > 0 || had_children)
+            fetch.walk && (stat.num_children > 0 || upserted.had_children)
         };
         if descend && list {
             let children = usize::try_from(stat.num_children).unwrap_or(0);
@@ -874,6 +866,15 @@ impl Engine {
             || path
                 .strip_prefix(root)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+}
+
+/// Records that the cache stopped when the engine ends, however it ends.
+struct StopGuard(Arc<Shared>);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        self.0.stopped();
     }
 }
 

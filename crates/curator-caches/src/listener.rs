@@ -15,11 +15,13 @@ type PlainFn = Arc<dyn Fn() + Send + Sync>;
 type AllFn = Arc<dyn Fn(&CacheEvent) + Send + Sync>;
 type ErrorFn = Arc<dyn Fn(&CacheError) + Send + Sync>;
 
-/// A cache listener built from closures, as Curator's `CuratorCacheListener.builder()`.
-/// Add it with `cache.add_listener(listener)`; it works with every cache in this crate that
-/// reports [`CacheEvent`]s.
+/// A cache listener built from closures, as Curator's `CuratorCacheListener.builder()`. It is a
+/// [`Listener<CacheEvent>`] object: add it with
+/// `cache.listenable().add_listener_object(Arc::new(listener))`, on every cache in this crate
+/// that reports [`CacheEvent`]s.
 ///
 /// ```
+/// use std::sync::Arc;
 /// use curator_caches::CuratorCacheListener;
 /// let listener = CuratorCacheListener::builder()
 ///     .for_creates(|node| println!("created {}", node.path()))
@@ -27,6 +29,9 @@ type ErrorFn = Arc<dyn Fn(&CacheError) + Send + Sync>;
 ///     .for_deletes(|old| println!("deleted {}", old.path()))
 ///     .for_initialized(|| println!("initial load done"))
 ///     .build();
+/// # async fn demo(cache: curator_caches::CuratorCache, listener: CuratorCacheListener) {
+/// let _listening = cache.listenable().add_listener_object(Arc::new(listener));
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct CuratorCacheListener {

@@ -1,16 +1,17 @@
 //! [`PathChildrenCache`]: the children of one node, with or without their data.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
-use curator_framework::listen::{Listenable, ListenerContainer, ListenerHandle};
+use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
 use crate::core::Core;
 use crate::engine::{Config, Shared, WatchMode};
 use crate::event::{CacheError, CacheEvent, ChildData};
 
-/// How [`PathChildrenCache::start`] treats the initial load (Curator's `StartMode`).
+/// How a [`PathChildrenCache`] treats the initial load (Curator's `StartMode`); set with
+/// [`PathChildrenCacheBuilder::with_start_mode`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum StartMode {
@@ -18,8 +19,9 @@ pub enum StartMode {
     /// `Initialized` event.
     #[default]
     Normal,
-    /// `start` returns once the initial children are loaded; they produce no events (read them
-    /// with [`PathChildrenCache::current_data`]); no `Initialized` event.
+    /// [`start`](PathChildrenCache::start) returns once the initial children are loaded; they
+    /// produce no events (read them with [`PathChildrenCache::current_data`]); no
+    /// `Initialized` event.
     BuildInitialCache,
     /// Start in the background; the initial children arrive as `ChildAdded` events, then one
     /// `Initialized` event carrying them.
@@ -49,25 +51,41 @@ pub enum PathChildrenCacheEvent {
 /// Like Curator, [`start`](Self::start) creates the node itself (and its parents) as containers
 /// when missing.
 ///
+/// Its events are the cache engine's, translated as each listener receives them (a
+/// [`Listenable::filter_map`] view): one dispatch, whatever the number of listeners.
+///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_caches::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
-/// let cache = PathChildrenCache::builder(client, "/workers").build()?;
+/// let cache = PathChildrenCache::builder(client, "/workers")
+///     .with_start_mode(StartMode::BuildInitialCache)
+///     .build()?;
 /// let _listening = cache.listenable().add_listener(|event| match event {
 ///     PathChildrenCacheEvent::ChildAdded(child) => println!("+ {}", child.name()),
 ///     PathChildrenCacheEvent::ChildRemoved(child) => println!("- {}", child.name()),
 ///     _ => {}
 /// });
-/// cache.start(StartMode::BuildInitialCache).await?;
+/// cache.start().await?;
 /// println!("{} workers", cache.current_data().len());
+/// cache.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct PathChildrenCache {
     core: Arc<Core>,
-    events: ListenerContainer<PathChildrenCacheEvent>,
-    /// The listener translating the engine's events, added by the first `start`.
-    bridge: Arc<OnceLock<ListenerHandle>>,
+    view: Arc<View>,
+}
+
+/// What the translation of the engine's events needs besides the event.
+#[derive(Debug)]
+struct View {
+    mode: StartMode,
+    /// Whether the engine's `Initialized` has been dispatched. Set on the dispatch task, when
+    /// that event reaches the first listener (ours, below, or a user's view): every listener
+    /// then reads, for each event, whether it came before or after `Initialized`.
+    initialized: Arc<AtomicBool>,
+    /// Sets `initialized` even while no user listens.
+    _tracking: ListenerHandle,
 }
 
 impl PathChildrenCache {
@@ -76,21 +94,25 @@ impl PathChildrenCache {
         PathChildrenCacheBuilder {
             client,
             config: Config::new("PathChildrenCache", path, WatchMode::OneShot, 1),
+            mode: StartMode::default(),
         }
     }
 
-    /// Creates the node as a container if missing, then starts the cache as `mode` says.
+    /// Creates the node as a container if missing, then starts the cache as its
+    /// [`StartMode`] says: in the background, or (with [`StartMode::BuildInitialCache`]) once
+    /// the initial children are loaded.
     ///
     /// # Errors
-    /// The framework's error when the node cannot be created;
-    /// [`Error::InvalidArgument`] when already started or closed; [`Error::Closed`] when the
-    /// cache or its client closes before the initial load (with
+    /// [`Error::AlreadyStarted`] when started, [`Error::Closed`] when closed; the framework's
+    /// error when the node cannot be created (the cache then stays unstarted: start it again);
+    /// [`Error::Closed`] when the cache or its client closes before the initial load (with
     /// [`StartMode::BuildInitialCache`]).
     ///
     /// # Cancellation safety
-    /// With [`StartMode::BuildInitialCache`], dropping the future after the cache started
-    /// leaves it running.
-    pub async fn start(&self, mode: StartMode) -> Result<()> {
+    /// Dropping the future before the node is created leaves the cache unstarted; after that,
+    /// the cache runs (with [`StartMode::BuildInitialCache`], its load goes on).
+    pub async fn start(&self) -> Result<()> {
+        self.core.check_latent()?;
         let created = self
             .core
             .client
@@ -103,34 +125,40 @@ impl PathChildrenCache {
             Ok(_) | Err(Error::NodeExists) => {}
             Err(error) => return Err(error),
         }
-        // Only once: a second start fails below, and must not replace the translator (whose
-        // state says whether `Initialized` went by).
-        self.bridge.get_or_init(|| {
-            self.core.listenable().add_listener(translator(
-                Arc::clone(&self.core.root),
-                mode,
-                Arc::clone(&self.core.shared),
-                self.events.clone(),
-            ))
-        });
         self.core.start()?;
-        if mode == StartMode::BuildInitialCache && !self.core.shared.wait_initialized().await {
+        if self.view.mode == StartMode::BuildInitialCache && !self.core.initialized().await {
             return Err(Error::Closed);
         }
         Ok(())
     }
 
-    /// Stops following the children and removes the cache's watches. Idempotent.
+    /// Stops following the children and removes the cache's watches, and waits for its task
+    /// to end. The content stays readable. Idempotent; a cache that never started closes too.
+    ///
+    /// # Errors
+    /// None so far; the `Result` is the contract every recipe keeps.
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
-    pub async fn close(&self) {
+    pub async fn close(&self) -> Result<()> {
         self.core.close().await;
+        Ok(())
     }
 
     /// Where to add listeners of [`PathChildrenCacheEvent`]s.
     pub fn listenable(&self) -> Listenable<PathChildrenCacheEvent> {
-        self.events.listenable()
+        let root = Arc::clone(&self.core.root);
+        let shared = Arc::clone(&self.core.shared);
+        let mode = self.view.mode;
+        let initialized = Arc::clone(&self.view.initialized);
+        self.core
+            .listenable()
+            .filter_map(move |event| translate(&root, mode, &shared, &initialized, event))
+    }
+
+    /// Every [`PathChildrenCacheEvent`] from now on, as a stream (`listenable().stream()`).
+    pub fn stream(&self) -> ListenerStream<PathChildrenCacheEvent> {
+        self.listenable().stream()
     }
 
     /// The cached children, sorted by path.
@@ -147,39 +175,35 @@ impl PathChildrenCache {
     }
 }
 
-fn translator(
-    root: Arc<str>,
+/// The children cache's event for one of the engine's events, if any.
+fn translate(
+    root: &str,
     mode: StartMode,
-    shared: Arc<Shared>,
-    events: ListenerContainer<PathChildrenCacheEvent>,
-) -> impl Fn(CacheEvent) + Send + Sync + 'static {
-    let initialized = AtomicBool::new(false);
-    move |event| {
-        let before_initialized = !initialized.load(Ordering::SeqCst);
-        let is_child = |node: &ChildData| paths::parent(node.path()) == Some(&*root);
-        let translated = match event {
-            CacheEvent::Initialized => {
-                initialized.store(true, Ordering::SeqCst);
-                if mode != StartMode::PostInitializedEvent {
-                    return;
-                }
-                PathChildrenCacheEvent::Initialized(shared.children(&root))
+    shared: &Shared,
+    initialized: &AtomicBool,
+    event: CacheEvent,
+) -> Option<PathChildrenCacheEvent> {
+    let is_child = |node: &ChildData| paths::parent(node.path()) == Some(root);
+    let translated = match event {
+        CacheEvent::Initialized => {
+            initialized.store(true, Ordering::SeqCst);
+            if mode != StartMode::PostInitializedEvent {
+                return None;
             }
-            _ if before_initialized && mode == StartMode::BuildInitialCache => return,
-            CacheEvent::Created { node } if is_child(&node) => {
-                PathChildrenCacheEvent::ChildAdded(node)
-            }
-            CacheEvent::Changed { node, .. } if is_child(&node) => {
-                PathChildrenCacheEvent::ChildUpdated(node)
-            }
-            CacheEvent::Deleted { old } if is_child(&old) => {
-                PathChildrenCacheEvent::ChildRemoved(old)
-            }
-            CacheEvent::Error(error) => PathChildrenCacheEvent::Error(error),
-            _ => return,
-        };
-        events.publish(translated);
-    }
+            PathChildrenCacheEvent::Initialized(shared.children(root))
+        }
+        _ if mode == StartMode::BuildInitialCache && !initialized.load(Ordering::SeqCst) => {
+            return None;
+        }
+        CacheEvent::Created { node } if is_child(&node) => PathChildrenCacheEvent::ChildAdded(node),
+        CacheEvent::Changed { node, .. } if is_child(&node) => {
+            PathChildrenCacheEvent::ChildUpdated(node)
+        }
+        CacheEvent::Deleted { old } if is_child(&old) => PathChildrenCacheEvent::ChildRemoved(old),
+        CacheEvent::Error(error) => PathChildrenCacheEvent::Error(error),
+        _ => return None,
+    };
+    Some(translated)
 }
 
 /// Options of a [`PathChildrenCache`].
@@ -188,9 +212,17 @@ fn translator(
 pub struct PathChildrenCacheBuilder {
     client: CuratorFramework,
     config: Config,
+    mode: StartMode,
 }
 
 impl PathChildrenCacheBuilder {
+    /// How [`start`](PathChildrenCache::start) treats the initial load (default
+    /// [`StartMode::Normal`]); Curator passes it to `start`.
+    pub fn with_start_mode(mut self, mode: StartMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
     /// Keeps the children's stats only, not their data (Curator's `cacheData = false`).
     pub fn without_data(mut self) -> Self {
         self.config.cache_data = false;
@@ -209,13 +241,23 @@ impl PathChildrenCacheBuilder {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path.
     pub fn build(self) -> Result<PathChildrenCache> {
-        let events = self
-            .client
-            .listener_container::<PathChildrenCacheEvent>("PathChildrenCache");
+        let core = Core::build(self.client, self.config)?;
+        let initialized = Arc::new(AtomicBool::new(false));
+        let tracking = core.listenable().add_listener({
+            let initialized = Arc::clone(&initialized);
+            move |event| {
+                if matches!(event, CacheEvent::Initialized) {
+                    initialized.store(true, Ordering::SeqCst);
+                }
+            }
+        });
         Ok(PathChildrenCache {
-            core: Core::build(self.client, self.config)?,
-            events,
-            bridge: Arc::new(OnceLock::new()),
+            core,
+            view: Arc::new(View {
+                mode: self.mode,
+                initialized,
+                _tracking: tracking,
+            }),
         })
     }
 }

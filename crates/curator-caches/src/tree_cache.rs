@@ -2,11 +2,15 @@
 
 use std::sync::Arc;
 
+use curator_framework::codec::{Codec, Json};
+use curator_framework::listen::{Listenable, ListenerStream};
 use curator_framework::{CuratorFramework, Result};
 
-use crate::core::{Core, builder_options, subtree_methods};
+use crate::core::Core;
 use crate::engine::{Config, WatchMode};
+use crate::event::{CacheEvent, ChildData};
 use crate::selector::TreeCacheSelector;
+use crate::typed::TypedCache;
 
 /// A local copy of the subtree at a path, down to a maximum depth, of the nodes a
 /// [`TreeCacheSelector`] accepts (Curator's `TreeCache`). It sets a data watch and a children
@@ -21,11 +25,12 @@ use crate::selector::TreeCacheSelector;
 ///     .max_depth(2)
 ///     .selector(FnSelector::new(|_| true, |path| !path.ends_with("/tmp")))
 ///     .build()?;
-/// cache.start()?;
+/// cache.start().await?;
 /// cache.initialized().await;
 /// for node in cache.children("/services") {
 ///     println!("{}", node.name());
 /// }
+/// cache.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -42,7 +47,95 @@ impl TreeCache {
         }
     }
 
-    subtree_methods!();
+    /// Starts loading and following the tree, in the background; returns at once (wait for
+    /// the load with [`initialized`](Self::initialized)). Add listeners first to hear the
+    /// initial load's `Created` events.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyStarted`](curator_framework::Error::AlreadyStarted) when started,
+    /// [`Error::Closed`](curator_framework::Error::Closed) when closed.
+    ///
+    /// # Cancellation safety
+    /// Safe: it does not wait for anything.
+    pub async fn start(&self) -> Result<()> {
+        self.core.start()
+    }
+
+    /// Stops following the server and removes the cache's watches, and waits for its task to
+    /// end. The content stays readable. Idempotent; a cache that never started closes too.
+    ///
+    /// # Errors
+    /// None so far; the `Result` is the contract every recipe keeps.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future leaves the cache stopping in the background.
+    pub async fn close(&self) -> Result<()> {
+        self.core.close().await;
+        Ok(())
+    }
+
+    /// Where to add listeners of [`CacheEvent`]s: closures, [`CuratorCacheListener`]s (as
+    /// objects: `add_listener_object(Arc::new(listener))`), senders.
+    ///
+    /// [`CuratorCacheListener`]: crate::CuratorCacheListener
+    pub fn listenable(&self) -> Listenable<CacheEvent> {
+        self.core.listenable()
+    }
+
+    /// Every [`CacheEvent`] from now on, as a stream (`listenable().stream()`).
+    pub fn stream(&self) -> ListenerStream<CacheEvent> {
+        self.listenable().stream()
+    }
+
+    /// Waits until the initial load is done (when `Initialized` is published): `true` then,
+    /// `false` when the cache stopped first (closed, or its client closed).
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
+    pub async fn initialized(&self) -> bool {
+        self.core.initialized().await
+    }
+
+    /// Whether the initial load is done.
+    pub fn is_initialized(&self) -> bool {
+        self.core.shared.is_initialized()
+    }
+
+    /// The cached node at `path` (Curator's `getCurrentData`).
+    pub fn get(&self, path: &str) -> Option<ChildData> {
+        self.core.get(path)
+    }
+
+    /// The cached children of `path`, sorted by path (Curator's `getCurrentChildren`).
+    pub fn children(&self, path: &str) -> Vec<ChildData> {
+        self.core.shared.children(path)
+    }
+
+    /// Every cached node, sorted by path.
+    pub fn snapshot(&self) -> Vec<ChildData> {
+        self.core.shared.snapshot()
+    }
+
+    /// How many nodes are cached.
+    pub fn len(&self) -> usize {
+        self.core.shared.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A view that decodes node data as `T` with JSON.
+    pub fn typed<T: serde::Serialize + serde::de::DeserializeOwned>(&self) -> TypedCache<T, Json> {
+        TypedCache::new(Arc::clone(&self.core), Json)
+    }
+
+    /// A view that decodes node data as `T` with `codec` (any of
+    /// [`curator_framework::codec`], or your own).
+    pub fn typed_with<T, C: Codec<T>>(&self, codec: C) -> TypedCache<T, C> {
+        TypedCache::new(Arc::clone(&self.core), codec)
+    }
 }
 
 /// Options of a [`TreeCache`].
@@ -67,7 +160,26 @@ impl TreeCacheBuilder {
         self
     }
 
-    builder_options!();
+    /// Keeps stats only, not data (Curator's `DO_NOT_CACHE_DATA`): events and reads carry
+    /// `data() == None`.
+    pub fn without_data(mut self) -> Self {
+        self.config.cache_data = false;
+        self
+    }
+
+    /// Nodes with more children than this are not listed; the cache reports
+    /// [`CacheError::TooManyChildren`](crate::CacheError::TooManyChildren) instead
+    /// (default 100,000).
+    pub fn max_children(mut self, limit: usize) -> Self {
+        self.config.max_children = limit;
+        self
+    }
+
+    /// How many reads a load keeps in flight at once (default 256, at least 1).
+    pub fn max_in_flight(mut self, reads: usize) -> Self {
+        self.config.max_in_flight = reads.max(1);
+        self
+    }
 
     /// The cache, not started.
     ///

@@ -5,9 +5,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use curator_framework::codec::{self, Codec};
-use curator_framework::listen::ListenerHandle;
+use curator_framework::listen::{Listenable, ListenerStream};
 use curator_framework::{Error, Result};
-use futures::{Stream, StreamExt};
 
 use crate::core::Core;
 use crate::event::{CacheError, CacheEvent, ChildData};
@@ -49,18 +48,20 @@ pub enum TypedEvent<T> {
     Error(CacheError),
 }
 
-/// A view of a cache that decodes node data as `T` (see `typed()` on the caches).
+/// A view of a cache that decodes node data as `T` (see `typed()` on the caches). Its events
+/// ([`listenable`](Self::listenable), [`stream`](Self::stream)) are the cache's, decoded as each
+/// listener receives them; they need `T: Clone`.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-/// #[derive(serde::Serialize, serde::Deserialize, Debug)]
+/// #[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 /// struct Endpoint { host: String, port: u16 }
 /// let cache = curator_caches::CuratorCache::builder(client, "/endpoints").build()?;
 /// let endpoints = cache.typed::<Endpoint>();
 /// // Any framework codec: here the data as text.
 /// let texts = cache.typed_with::<String, _>(curator_framework::codec::Utf8);
-/// let _listening = endpoints.add_listener(|event| println!("{event:?}"));
-/// cache.start()?;
+/// let _listening = endpoints.listenable().add_listener(|event| println!("{event:?}"));
+/// cache.start().await?;
 /// cache.initialized().await;
 /// match endpoints.get("/endpoints/a") {
 ///     Some(Ok(endpoint)) => println!("{endpoint:?}"),
@@ -68,6 +69,7 @@ pub enum TypedEvent<T> {
 ///     None => println!("absent"),
 /// }
 /// println!("{:?}", texts.get("/endpoints/a"));
+/// cache.close().await?;
 /// # Ok(()) }
 /// ```
 pub struct TypedCache<T, C> {
@@ -133,25 +135,19 @@ impl<T, C: Codec<T>> TypedCache<T, C> {
     }
 }
 
-impl<T: Send + 'static, C: Codec<T>> TypedCache<T, C> {
-    /// Adds a listener of decoded events; dropping the handle removes it.
-    pub fn add_listener(
-        &self,
-        listener: impl Fn(TypedEvent<T>) + Send + Sync + 'static,
-    ) -> ListenerHandle {
+impl<T: Clone + Send + 'static, C: Codec<T>> TypedCache<T, C> {
+    /// Where to add listeners of decoded events: the cache's events, each decoded as its
+    /// listener receives it (a [`Listenable::map`] view; no dispatch of its own).
+    pub fn listenable(&self) -> Listenable<TypedEvent<T>> {
         let codec = Arc::clone(&self.codec);
         self.core
             .listenable()
-            .add_listener(move |event| listener(typed_event(&*codec, event)))
+            .map(move |event| typed_event(&*codec, event))
     }
 
-    /// Decoded events from now on, as a stream.
-    pub fn stream(&self) -> impl Stream<Item = TypedEvent<T>> + Send + Unpin + 'static {
-        let codec = Arc::clone(&self.codec);
-        self.core
-            .listenable()
-            .stream()
-            .map(move |event| typed_event(&*codec, event))
+    /// Decoded events from now on, as a stream (`listenable().stream()`).
+    pub fn stream(&self) -> ListenerStream<TypedEvent<T>> {
+        self.listenable().stream()
     }
 }
 

@@ -156,6 +156,7 @@ fn children_only(tree: &Tree, root: &str) -> Tree {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caches_converge_through_reconnects_restarts_and_expiries() {
+    support::init_logging();
     let seed = std::env::var("CACHE_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -167,8 +168,8 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     let proxy = FaultProxy::start(&connect).await.unwrap();
     let root = unique_root("convergence");
     let session = Timing::new().scale(Duration::from_secs(20));
-    let writer = support::client_with(&connect, session).await;
-    let writer2 = support::client_with(&connect, session).await;
+    let writer = curator_testkit::client_with(&connect, session).await;
+    let writer2 = curator_testkit::client_with(&connect, session).await;
     writer
         .create()
         .creating_parents_if_needed()
@@ -179,10 +180,10 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     // The caches' clients go through the proxy, so they can be partitioned from the server
     // while the writers go on, and their sessions expired at the server.
     let through_proxy = proxy.connect_string();
-    let persistent_client = support::client_with(&through_proxy, session).await;
-    let one_shot_client = support::client_with(&through_proxy, session).await;
-    let tree_client = support::client_with(&through_proxy, session).await;
-    let children_client = support::client_with(&through_proxy, session).await;
+    let persistent_client = curator_testkit::client_with(&through_proxy, session).await;
+    let one_shot_client = curator_testkit::client_with(&through_proxy, session).await;
+    let tree_client = curator_testkit::client_with(&through_proxy, session).await;
+    let children_client = curator_testkit::client_with(&through_proxy, session).await;
 
     let persistent = CuratorCache::builder(persistent_client.clone(), &root)
         .with_mode(WatchMode::Persistent)
@@ -196,19 +197,17 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
         .build()
         .unwrap();
     let children = PathChildrenCache::builder(children_client.clone(), &root)
+        .with_start_mode(StartMode::PostInitializedEvent)
         .build()
         .unwrap();
     let mut persistent_log = Recorder::new(&persistent.listenable());
     let mut one_shot_log = Recorder::new(&one_shot.listenable());
     let mut tree_log = Recorder::new(&tree.listenable());
     let mut children_log: ListenerStream<PathChildrenCacheEvent> = children.listenable().stream();
-    persistent.start().unwrap();
-    one_shot.start().unwrap();
-    tree.start().unwrap();
-    children
-        .start(StartMode::PostInitializedEvent)
-        .await
-        .unwrap();
+    persistent.start().await.unwrap();
+    one_shot.start().await.unwrap();
+    tree.start().await.unwrap();
+    children.start().await.unwrap();
     for (cache, log) in [
         ("persistent", &mut persistent_log),
         ("one-shot", &mut one_shot_log),
@@ -385,10 +384,10 @@ async fn caches_converge_through_reconnects_restarts_and_expiries() {
     assert!(initialized <= 1);
 
     for cache in [&persistent, &one_shot] {
-        cache.close().await;
+        cache.close().await.unwrap();
     }
-    tree.close().await;
-    children.close().await;
+    tree.close().await.unwrap();
+    children.close().await.unwrap();
 }
 
 fn value(node: &curator_caches::ChildData) -> (String, i32) {

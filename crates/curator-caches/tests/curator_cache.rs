@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_caches::{CacheEvent, CuratorCache, CuratorCacheListener, WatchMode};
-use curator_framework::CuratorFramework;
+use curator_framework::{CuratorFramework, Error};
 use curator_test::{TestingServer, unique_root};
 use support::{Recorder, cache_tree, replay, server_tree};
 
@@ -31,7 +31,7 @@ async fn started(
         .build()
         .unwrap();
     let mut recorder = Recorder::new(&cache.listenable());
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     recorder
         .until("Initialized", |e| matches!(e, CacheEvent::Initialized))
         .await;
@@ -41,7 +41,7 @@ async fn started(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creates_changes_and_deletes_arrive_with_their_data() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     for mode in MODES {
         let root = unique_root("cc-events");
         client
@@ -121,15 +121,15 @@ async fn creates_changes_and_deletes_arrive_with_their_data() {
             )
             .await;
         assert!(cache.is_empty());
-        cache.close().await;
-        cache.close().await; // idempotent
+        cache.close().await.unwrap();
+        cache.close().await.unwrap(); // idempotent
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rapid_updates_of_one_node_arrive_in_order_without_duplicates() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     for mode in MODES {
         let root = unique_root("cc-order");
         let node = format!("{root}/hot");
@@ -141,7 +141,7 @@ async fn rapid_updates_of_one_node_arrive_in_order_without_duplicates() {
             .unwrap();
         let (cache, mut events) = started(&client, &root, mode).await;
         // 200 writes in flight at once, from another session.
-        let writer = support::client(&server.connect_string()).await;
+        let writer = curator_testkit::client(&server.connect_string()).await;
         let writes: Vec<_> = (1..=200)
             .map(|i| {
                 writer
@@ -179,14 +179,14 @@ async fn rapid_updates_of_one_node_arrive_in_order_without_duplicates() {
             "{mode:?}: versions strictly increase: {versions:?}"
         );
         assert!(events.drain(Duration::from_millis(300)).await.is_empty());
-        cache.close().await;
+        cache.close().await.unwrap();
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_root_is_picked_up_when_created() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     for mode in MODES {
         let root = unique_root("cc-missing");
         let (cache, mut events) = started(&client, &root, mode).await;
@@ -208,14 +208,14 @@ async fn a_missing_root_is_picked_up_when_created() {
             cache.get(&format!("{root}/x")).unwrap().data(),
             Some(&b"x"[..])
         );
-        cache.close().await;
+        cache.close().await.unwrap();
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_listener_builder_routes_each_kind_of_event() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("cc-listener");
     client
         .create()
@@ -238,23 +238,23 @@ async fn the_listener_builder_routes_each_kind_of_event() {
         record(&seen, "delete"),
     );
     let i = record(&seen, "initialized");
-    let _all = cache.add_listener(
+    let _all = cache.listenable().add_listener_object(Arc::new(
         CuratorCacheListener::builder()
             .for_creates(move |n| c(n.name()))
             .for_changes(move |_, n| u(n.name()))
             .for_deletes(move |n| d(n.name()))
             .for_initialized(move || i("-"))
             .build(),
-    );
+    ));
     let a = record(&later, "create");
-    let _after = cache.add_listener(
+    let _after = cache.listenable().add_listener_object(Arc::new(
         CuratorCacheListener::builder()
             .for_creates_and_changes(move |old, n| a(&format!("{} {}", n.name(), old.is_some())))
             .after_initialized()
             .build(),
-    );
+    ));
     let mut events = Recorder::new(&cache.listenable());
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     cache.initialized().await;
     // One write at a time: a cache reports states, so a write made while the read of the
     // previous one is in flight may be folded into it.
@@ -302,13 +302,13 @@ async fn the_listener_builder_routes_each_kind_of_event() {
         *later.lock().unwrap(),
         ["create new false".to_owned(), "create new true".to_owned()]
     );
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_data_keeps_stats_only() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("cc-nodata");
     client
         .create()
@@ -320,22 +320,22 @@ async fn without_data_keeps_stats_only() {
         .without_data()
         .build()
         .unwrap();
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     cache.initialized().await;
     let a = cache.get(&format!("{root}/a")).unwrap();
     assert_eq!(a.data(), None);
     assert_eq!(a.stat().data_length, 7);
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_close_no_more_events_arrive() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     for mode in MODES {
         let root = unique_root("cc-close");
         let (cache, mut events) = started(&client, &root, mode).await;
-        cache.close().await;
+        cache.close().await.unwrap();
         client
             .create()
             .creating_parents_if_needed()
@@ -343,8 +343,9 @@ async fn after_close_no_more_events_arrive() {
             .await
             .unwrap();
         assert!(events.drain(Duration::from_millis(300)).await.is_empty());
-        assert!(
-            cache.start().is_err(),
+        assert_eq!(
+            cache.start().await,
+            Err(Error::Closed),
             "a closed cache does not start again"
         );
     }
@@ -353,7 +354,7 @@ async fn after_close_no_more_events_arrive() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_for_the_initial_load_ends_when_the_cache_stops_first() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("cc-stopped");
     let cache = CuratorCache::builder(client.clone(), &root)
         .build()
@@ -362,7 +363,7 @@ async fn waiting_for_the_initial_load_ends_when_the_cache_stops_first() {
         let cache = cache.clone();
         async move { cache.initialized().await }
     });
-    cache.close().await;
+    cache.close().await.unwrap();
     let loaded = tokio::time::timeout(curator_test::Timing::new().wait(), waiting)
         .await
         .unwrap()
@@ -374,8 +375,8 @@ async fn waiting_for_the_initial_load_ends_when_the_cache_stops_first() {
     let cache = CuratorCache::builder(client.clone(), &root)
         .build()
         .unwrap();
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     assert!(cache.initialized().await);
-    cache.close().await;
+    cache.close().await.unwrap();
     assert!(cache.is_initialized());
 }

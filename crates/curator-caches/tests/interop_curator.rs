@@ -30,11 +30,11 @@ async fn rust_caches_see_what_java_curator_writes() {
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("interop-java-writes");
     let mut java = tokio::task::block_in_place(|| java_peer(&server.connect_string(), &root));
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     // The one-shot caches get their own session: ZooKeeper before 3.9 keeps one watch mode per
     // path and session, so one-shot watches on the root of a persistent recursive watch, from
     // the same session, would turn that watch into a one-shot one (see the README).
-    let other = support::client(&server.connect_string()).await;
+    let other = curator_testkit::client(&server.connect_string()).await;
     let curator_cache = CuratorCache::builder(client.clone(), &root)
         .with_mode(WatchMode::Persistent)
         .build()
@@ -44,8 +44,8 @@ async fn rust_caches_see_what_java_curator_writes() {
     let mut curator_events = Recorder::new(&curator_cache.listenable());
     let mut tree_events = Recorder::new(&tree_cache.listenable());
     let mut node_events = Recorder::new(&node_cache.listenable());
-    curator_cache.start().unwrap();
-    tree_cache.start().unwrap();
+    curator_cache.start().await.unwrap();
+    tree_cache.start().await.unwrap();
     node_cache.start().await.unwrap();
     for events in [&mut curator_events, &mut tree_events, &mut node_events] {
         events
@@ -90,9 +90,9 @@ async fn rust_caches_see_what_java_curator_writes() {
     }
     assert_eq!(replay(&curator_events.log), expected);
     assert_eq!(node_cache.current_data().unwrap().data(), Some(&b"v3"[..]));
-    curator_cache.close().await;
-    tree_cache.close().await;
-    node_cache.close().await;
+    curator_cache.close().await.unwrap();
+    tree_cache.close().await.unwrap();
+    node_cache.close().await.unwrap();
 }
 
 /// Waits until the Java cache's content equals the server's tree.
@@ -121,7 +121,7 @@ async fn java_sees_the_server(java: &mut JavaPeer, client: &CuratorFramework, ro
 async fn a_java_curator_cache_sees_what_rust_writes() {
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("interop-rust-writes");
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     client
         .create()
         .creating_parents_if_needed()

@@ -12,7 +12,7 @@ use support::{Recorder, build_tree};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_tree_loads_with_reads_in_flight_together() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("large-load");
     build_tree(&client, &root, 20, 100).await;
     let expected = 1 + 20 + 20 * 100;
@@ -23,28 +23,28 @@ async fn a_large_tree_loads_with_reads_in_flight_together() {
             .build()
             .unwrap();
         let started = Instant::now();
-        cache.start().unwrap();
+        cache.start().await.unwrap();
         cache.initialized().await;
         println!("{name}: {expected} nodes loaded in {:?}", started.elapsed());
         assert_eq!(cache.len(), expected);
-        cache.close().await;
+        cache.close().await.unwrap();
     }
     let cache = TreeCache::builder(client.clone(), &root).build().unwrap();
     let started = Instant::now();
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     cache.initialized().await;
     println!(
         "TreeCache: {expected} nodes loaded in {:?}",
         started.elapsed()
     );
     assert_eq!(cache.len(), expected);
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_over_the_children_limit_is_reported_and_not_listed() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("large-limit");
     build_tree(&client, &root, 1, 10).await;
     let dir = format!("{root}/d00");
@@ -55,7 +55,7 @@ async fn a_node_over_the_children_limit_is_reported_and_not_listed() {
             .build()
             .unwrap();
         let mut events = Recorder::new(&cache.listenable());
-        cache.start().unwrap();
+        cache.start().await.unwrap();
         let error = events
             .until("the limit error", |e| matches!(e, CacheEvent::Error(_)))
             .await;
@@ -76,6 +76,6 @@ async fn a_node_over_the_children_limit_is_reported_and_not_listed() {
             2,
             "{mode:?}: the root and d00, not d00's children"
         );
-        cache.close().await;
+        cache.close().await.unwrap();
     }
 }

@@ -16,7 +16,7 @@ fn resident_bytes() -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_per_cached_node_stays_small() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("memory");
     support::build_tree(&client, &root, 100, 100).await;
     let nodes = 1 + 100 + 100 * 100;
@@ -28,7 +28,7 @@ async fn memory_per_cached_node_stays_small() {
         .with_mode(WatchMode::Persistent)
         .build()
         .unwrap();
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     cache.initialized().await;
     assert_eq!(cache.len(), nodes);
     let after = resident_bytes().unwrap();
@@ -38,5 +38,5 @@ async fn memory_per_cached_node_stays_small() {
         after.saturating_sub(before) / 1024
     );
     assert!(per_node < 1024, "{per_node} bytes per node");
-    cache.close().await;
+    cache.close().await.unwrap();
 }

@@ -9,7 +9,7 @@ use support::Recorder;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_cache_follows_its_node_through_create_change_and_delete() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("nc");
     let path = format!("{root}/parent/node");
     let cache = NodeCache::new(client.clone(), &path).unwrap();
@@ -78,15 +78,15 @@ async fn a_node_cache_follows_its_node_through_create_change_and_delete() {
         .filter(|e| matches!(e, CacheEvent::Initialized))
         .count();
     assert_eq!(initialized, 1);
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_cache_catches_up_after_a_partition_and_a_new_session() {
     let server = TestingServer::start().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let writer = support::client(&server.connect_string()).await;
-    let client = support::client(&proxy.connect_string()).await;
+    let writer = curator_testkit::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&proxy.connect_string()).await;
     let path = format!("{}/node", unique_root("nc-faults"));
     writer
         .create()
@@ -122,5 +122,5 @@ async fn a_node_cache_catches_up_after_a_partition_and_a_new_session() {
         other => panic!("expected the deletion, got {other:?}"),
     }
     assert!(cache.current_data().is_none());
-    cache.close().await;
+    cache.close().await.unwrap();
 }

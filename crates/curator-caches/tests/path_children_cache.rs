@@ -5,6 +5,7 @@ mod support;
 use std::time::Duration;
 
 use curator_caches::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_framework::Error;
 use curator_framework::listen::ListenerStream;
 use curator_test::{TestingServer, Timing, unique_root};
 use futures::StreamExt;
@@ -23,7 +24,7 @@ fn names(children: &[curator_caches::ChildData]) -> Vec<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_modes_decide_what_the_initial_load_reports() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("pcc-modes");
     for name in ["x", "y"] {
         client
@@ -36,10 +37,11 @@ async fn start_modes_decide_what_the_initial_load_reports() {
 
     // BuildInitialCache: loaded when start returns, and silent about it.
     let cache = PathChildrenCache::builder(client.clone(), &root)
+        .with_start_mode(StartMode::BuildInitialCache)
         .build()
         .unwrap();
     let mut events = cache.listenable().stream();
-    cache.start(StartMode::BuildInitialCache).await.unwrap();
+    cache.start().await.unwrap();
     assert_eq!(names(&cache.current_data()), ["x", "y"]);
     client
         .create()
@@ -50,14 +52,15 @@ async fn start_modes_decide_what_the_initial_load_reports() {
         PathChildrenCacheEvent::ChildAdded(child) => assert_eq!(child.name(), "z"),
         other => panic!("expected z, got {other:?}"),
     }
-    cache.close().await;
+    cache.close().await.unwrap();
 
     // PostInitializedEvent: adds, then Initialized with them.
     let cache = PathChildrenCache::builder(client.clone(), &root)
+        .with_start_mode(StartMode::PostInitializedEvent)
         .build()
         .unwrap();
     let mut events = cache.listenable().stream();
-    cache.start(StartMode::PostInitializedEvent).await.unwrap();
+    cache.start().await.unwrap();
     let mut added = Vec::new();
     loop {
         match next(&mut events).await {
@@ -70,14 +73,15 @@ async fn start_modes_decide_what_the_initial_load_reports() {
         }
     }
     assert_eq!(added, ["x", "y", "z"]);
-    cache.close().await;
+    cache.close().await.unwrap();
 
     // Normal: adds, no Initialized.
     let cache = PathChildrenCache::builder(client.clone(), &root)
+        .with_start_mode(StartMode::Normal)
         .build()
         .unwrap();
     let mut events = cache.listenable().stream();
-    cache.start(StartMode::Normal).await.unwrap();
+    cache.start().await.unwrap();
     for expected in ["x", "y", "z"] {
         match next(&mut events).await {
             PathChildrenCacheEvent::ChildAdded(child) => assert_eq!(child.name(), expected),
@@ -89,19 +93,20 @@ async fn start_modes_decide_what_the_initial_load_reports() {
             .await
             .is_err()
     );
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_are_added_updated_and_removed_and_grandchildren_ignored() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("pcc-events");
     let cache = PathChildrenCache::builder(client.clone(), &root)
+        .with_start_mode(StartMode::BuildInitialCache)
         .build()
         .unwrap();
     let mut events = cache.listenable().stream();
-    cache.start(StartMode::BuildInitialCache).await.unwrap();
+    cache.start().await.unwrap();
     // Created by start, as a container.
     assert!(
         client
@@ -144,20 +149,21 @@ async fn children_are_added_updated_and_removed_and_grandchildren_ignored() {
         other => panic!("expected a removal, got {other:?}"),
     }
     assert!(cache.current_data().is_empty());
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_start_fails_and_leaves_the_events_flowing() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("pcc-restart");
     let cache = PathChildrenCache::builder(client.clone(), &root)
+        .with_start_mode(StartMode::BuildInitialCache)
         .build()
         .unwrap();
     let mut events = cache.listenable().stream();
-    cache.start(StartMode::BuildInitialCache).await.unwrap();
-    assert!(cache.start(StartMode::BuildInitialCache).await.is_err());
+    cache.start().await.unwrap();
+    assert_eq!(cache.start().await, Err(Error::AlreadyStarted));
     client
         .create()
         .for_path(&format!("{root}/after"), b"")
@@ -167,5 +173,5 @@ async fn a_second_start_fails_and_leaves_the_events_flowing() {
         PathChildrenCacheEvent::ChildAdded(child) => assert_eq!(child.name(), "after"),
         other => panic!("expected the new child, got {other:?}"),
     }
-    cache.close().await;
+    cache.close().await.unwrap();
 }

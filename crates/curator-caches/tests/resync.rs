@@ -29,7 +29,7 @@ async fn caches(proxy: &FaultProxy, root: &str) -> Vec<UnderTest> {
         ("one-shot", Some(WatchMode::OneShot)),
         ("tree", None),
     ] {
-        let client = support::client(&proxy.connect_string()).await;
+        let client = curator_testkit::client(&proxy.connect_string()).await;
         let (mut events, cache): (Recorder, Box<dyn std::any::Any + Send>) = match mode {
             Some(mode) => {
                 let cache = CuratorCache::builder(client.clone(), root)
@@ -37,13 +37,13 @@ async fn caches(proxy: &FaultProxy, root: &str) -> Vec<UnderTest> {
                     .build()
                     .unwrap();
                 let events = Recorder::new(&cache.listenable());
-                cache.start().unwrap();
+                cache.start().await.unwrap();
                 (events, Box::new(cache))
             }
             None => {
                 let cache = TreeCache::builder(client.clone(), root).build().unwrap();
                 let events = Recorder::new(&cache.listenable());
-                cache.start().unwrap();
+                cache.start().await.unwrap();
                 (events, Box::new(cache))
             }
         };
@@ -92,9 +92,10 @@ async fn expect_exactly(name: &str, recorder: &mut Recorder, expected: &[String]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_yields_exactly_the_missed_changes() {
+    support::init_logging();
     let server = TestingServer::start().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let writer = support::client(&server.connect_string()).await;
+    let writer = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("resync-partition");
     for (node, data) in [("keep", "k"), ("change", "c1"), ("gone", "g")] {
         writer
@@ -151,9 +152,10 @@ async fn a_partition_yields_exactly_the_missed_changes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_session_with_nothing_changed_yields_no_events() {
+    support::init_logging();
     let server = TestingServer::start().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let writer = support::client(&server.connect_string()).await;
+    let writer = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("resync-expiry");
     for node in ["a", "a/b", "c"] {
         writer

@@ -28,12 +28,12 @@ fn paths(cache: &TreeCache, root: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_cache_follows_the_whole_subtree() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("tc-events");
     create(&client, &format!("{root}/a/b"), "ab").await;
     let cache = TreeCache::builder(client.clone(), &root).build().unwrap();
     let mut events = Recorder::new(&cache.listenable());
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     events
         .until("Initialized", |e| matches!(e, CacheEvent::Initialized))
         .await;
@@ -73,13 +73,13 @@ async fn a_tree_cache_follows_the_whole_subtree() {
         cache.get(&format!("{root}/a")).unwrap().data(),
         Some(&b"a2"[..])
     );
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_depth_limits_what_is_cached_and_watched() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("tc-depth");
     create(&client, &format!("{root}/a/b/c"), "").await;
     for (depth, expected) in [
@@ -91,10 +91,10 @@ async fn max_depth_limits_what_is_cached_and_watched() {
             .max_depth(depth)
             .build()
             .unwrap();
-        cache.start().unwrap();
+        cache.start().await.unwrap();
         cache.initialized().await;
         assert_eq!(paths(&cache, &root), expected, "depth {depth}");
-        cache.close().await;
+        cache.close().await.unwrap();
     }
 
     let cache = TreeCache::builder(client.clone(), &root)
@@ -102,7 +102,7 @@ async fn max_depth_limits_what_is_cached_and_watched() {
         .build()
         .unwrap();
     let mut events = Recorder::new(&cache.listenable());
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     events
         .until("Initialized", |e| matches!(e, CacheEvent::Initialized))
         .await;
@@ -121,13 +121,13 @@ async fn max_depth_limits_what_is_cached_and_watched() {
             .all(|e| !matches!(e, CacheEvent::Created { .. }))
     );
     assert_eq!(paths(&cache, &root), ["", "/a", "/shallow"]);
-    cache.close().await;
+    cache.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_selector_decides_what_is_descended_into_and_cached() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("tc-selector");
     for path in ["/keep/x", "/skip/y", "/opaque/z"] {
         create(&client, &format!("{root}{path}"), "").await;
@@ -140,7 +140,7 @@ async fn a_selector_decides_what_is_descended_into_and_cached() {
         .build()
         .unwrap();
     let mut events = Recorder::new(&cache.listenable());
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     cache.initialized().await;
     assert_eq!(paths(&cache, &root), ["", "/keep", "/keep/x", "/opaque"]);
 
@@ -157,5 +157,5 @@ async fn a_selector_decides_what_is_descended_into_and_cached() {
         paths(&cache, &root),
         ["", "/keep", "/keep/v", "/keep/x", "/opaque"]
     );
-    cache.close().await;
+    cache.close().await.unwrap();
 }

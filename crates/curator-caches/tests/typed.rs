@@ -18,7 +18,7 @@ struct Endpoint {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_decode_and_bad_data_is_reported_as_an_error_event() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("typed");
     client
         .create()
@@ -31,7 +31,7 @@ async fn values_decode_and_bad_data_is_reported_as_an_error_event() {
         .unwrap();
     let typed = cache.typed::<Endpoint>();
     let mut events = typed.stream();
-    cache.start().unwrap();
+    cache.start().await.unwrap();
     let mut next = async || {
         tokio::time::timeout(Timing::new().wait(), events.next())
             .await
@@ -110,5 +110,5 @@ async fn values_decode_and_bad_data_is_reported_as_an_error_event() {
             port: 3
         }
     );
-    cache.close().await;
+    cache.close().await.unwrap();
 }

@@ -455,7 +455,7 @@ async fn watch_published(
 ) -> Result<(), Error> {
     let cache = CuratorCache::builder(client, &dir).build()?;
     let mut events = cache.listenable().stream();
-    cache.start()?;
+    cache.start().await?;
     while let Some(event) = events.next().await {
         if let CacheEvent::Created { node } = event {
             if node.path() == dir {
@@ -470,6 +470,6 @@ async fn watch_published(
             });
         }
     }
-    cache.close().await;
+    cache.close().await?;
     Ok(())
 }

@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use curator_caches::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_framework::listen::{Listenable, ListenerContainer, ListenerHandle};
+use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
+use curator_framework::recipe::RecipeTasks;
 use curator_framework::{Error, Result, codec};
 use parking_lot::RwLock;
 use tokio::sync::watch;
@@ -15,7 +16,9 @@ use crate::discovery::ServiceDiscovery;
 use crate::instance::{ServiceInstance, validate_node_name};
 use crate::serializer::JsonInstanceSerializer;
 
-/// A change of a [`ServiceCache`], delivered in order.
+/// A change of a [`ServiceCache`], delivered in order. To keep a view of the instances from
+/// the events: `Added` and `Updated` put an instance in (`Updated` also for one whose data did
+/// not decode before), `Removed` and `Undecodable` take it out.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ServiceCacheEvent<P = serde_json::Value> {
@@ -27,7 +30,9 @@ pub enum ServiceCacheEvent<P = serde_json::Value> {
     Updated(ServiceInstance<P>),
     /// An instance went away (its last known value).
     Removed(ServiceInstance<P>),
-    /// A node under the service whose data is not an instance (the cache leaves it out).
+    /// A node under the service whose data is not an instance (the cache leaves it out; when
+    /// it held an instance there, that instance is gone from
+    /// [`instances`](ServiceCache::instances)).
     Undecodable {
         /// The node.
         path: String,
@@ -44,7 +49,8 @@ type Instances<P> = Arc<RwLock<BTreeMap<String, ServiceInstance<P>>>>;
 ///
 /// [`instances`](Self::instances) returns every instance, enabled or not; a
 /// [`ServiceProvider`](crate::ServiceProvider) skips disabled ones. Listeners get a
-/// [`ServiceCacheEvent`] per change, in order.
+/// [`ServiceCacheEvent`] per change, in order: the children cache's events, decoded as each
+/// listener receives them (one dispatch task, whatever the number of views and listeners).
 ///
 /// Like Curator, [`start`](Self::start) creates `<base path>/<name>` as a container node when it
 /// is missing (the server removes it again once it is empty).
@@ -62,28 +68,33 @@ type Instances<P> = Arc<RwLock<BTreeMap<String, ServiceInstance<P>>>>;
 /// for instance in cache.instances() {
 ///     println!("{:?}:{:?}", instance.address(), instance.port());
 /// }
-/// cache.close().await;
+/// cache.close().await?;
 /// # Ok(()) }
 /// ```
 pub struct ServiceCache<P = serde_json::Value> {
+    inner: Arc<CacheInner<P>>,
+}
+
+struct CacheInner<P> {
     name: Arc<str>,
     children: PathChildrenCache,
+    serializer: JsonInstanceSerializer,
+    /// The decoded instances, kept by `_keeper`.
     instances: Instances<P>,
-    events: ListenerContainer<ServiceCacheEvent<P>>,
+    /// Whether `_keeper` has seen the initial load (set on the children cache's dispatch task).
     initialized: watch::Sender<bool>,
-    /// The translation from the children cache's events, added by `build`.
-    _bridge: Arc<ListenerHandle>,
+    /// Cancelled by `close` and by the client's close: ends a `start` waiting for the load.
+    tasks: RecipeTasks,
+    /// Applies the children cache's events to `instances`, in order. Added before any other
+    /// listener, so it runs first for each event: a listener that hears an event reads
+    /// `instances` with that event applied.
+    _keeper: ListenerHandle,
 }
 
 impl<P> Clone for ServiceCache<P> {
     fn clone(&self) -> Self {
         Self {
-            name: Arc::clone(&self.name),
-            children: self.children.clone(),
-            instances: Arc::clone(&self.instances),
-            events: self.events.clone(),
-            initialized: self.initialized.clone(),
-            _bridge: Arc::clone(&self._bridge),
+            inner: Arc::clone(&self.inner),
         }
     }
 }
@@ -91,9 +102,9 @@ impl<P> Clone for ServiceCache<P> {
 impl<P> fmt::Debug for ServiceCache<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServiceCache")
-            .field("name", &self.name)
-            .field("instances", &self.instances.read().len())
-            .field("initialized", &*self.initialized.borrow())
+            .field("name", &self.inner.name)
+            .field("instances", &self.inner.instances.read().len())
+            .field("initialized", &*self.inner.initialized.borrow())
             .finish_non_exhaustive()
     }
 }
@@ -102,48 +113,66 @@ impl<P: Payload> ServiceCache<P> {
     /// Starts following the service and waits for the initial load.
     ///
     /// # Errors
-    /// The framework's errors creating the service node; [`Error::InvalidArgument`] when
-    /// already started or closed; [`Error::Closed`] when the cache or its client closes first.
+    /// [`Error::AlreadyStarted`] when started; [`Error::Closed`] after `close`, and when the
+    /// cache or its client closes before the initial load; the framework's errors creating the
+    /// service node.
     ///
     /// # Cancellation safety
     /// Dropping the future after the cache started leaves it running.
     pub async fn start(&self) -> Result<()> {
-        self.children.start(StartMode::PostInitializedEvent).await?;
-        let mut initialized = self.initialized.subscribe();
-        initialized
-            .wait_for(|done| *done)
-            .await
-            .map(|_| ())
-            .map_err(|_| Error::Closed)
+        self.inner.children.start().await?;
+        let mut initialized = self.inner.initialized.subscribe();
+        tokio::select! {
+            biased;
+            _ = initialized.wait_for(|done| *done) => Ok(()),
+            () = self.inner.tasks.cancelled() => {
+                if self.is_initialized() { Ok(()) } else { Err(Error::Closed) }
+            }
+        }
     }
 
     /// The cached instances (enabled or not), sorted by node name.
     pub fn instances(&self) -> Vec<ServiceInstance<P>> {
-        self.instances.read().values().cloned().collect()
+        self.inner.instances.read().values().cloned().collect()
     }
 
     /// The service's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.inner.name
     }
 
     /// Whether the initial load is done.
     pub fn is_initialized(&self) -> bool {
-        *self.initialized.borrow()
+        *self.inner.initialized.borrow()
     }
 
-    /// Where to add listeners of [`ServiceCacheEvent`]s (closures, objects, senders or a
-    /// stream); they run on a dispatch task of their own.
+    /// Where to add listeners of [`ServiceCacheEvent`]s (closures, objects, senders); they run
+    /// on the children cache's dispatch task.
     pub fn listenable(&self) -> Listenable<ServiceCacheEvent<P>> {
-        self.events.listenable()
+        let serializer = self.inner.serializer.clone();
+        let initialized = self.inner.initialized.subscribe();
+        self.inner
+            .children
+            .listenable()
+            .filter_map(move |event| service_event(&serializer, *initialized.borrow(), event))
     }
 
-    /// Stops following the service. The last instances stay readable. Idempotent.
+    /// Every [`ServiceCacheEvent`] from now on, as a stream (`listenable().stream()`).
+    pub fn stream(&self) -> ListenerStream<ServiceCacheEvent<P>> {
+        self.listenable().stream()
+    }
+
+    /// Stops following the service. The last instances stay readable. Idempotent: later calls
+    /// return `Ok(())`; closing a cache that never started is fine.
+    ///
+    /// # Errors
+    /// As [`PathChildrenCache::close`].
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
-    pub async fn close(&self) {
-        self.children.close().await;
+    pub async fn close(&self) -> Result<()> {
+        self.inner.tasks.close().await;
+        self.inner.children.close().await
     }
 }
 
@@ -194,91 +223,100 @@ impl<P: Payload> ServiceCacheBuilder<P> {
             return Err(Error::Closed);
         }
         let path = inner.path_for_name(&self.name);
-        let children = PathChildrenCache::builder(inner.client.clone(), &path).build()?;
+        let children = PathChildrenCache::builder(inner.client.clone(), &path)
+            .with_start_mode(StartMode::PostInitializedEvent)
+            .build()?;
         let instances: Instances<P> = Arc::default();
-        let events = inner
-            .client
-            .listener_container::<ServiceCacheEvent<P>>("ServiceCache");
         let initialized = watch::Sender::new(false);
-        let bridge = children.listenable().add_listener(translator(
+        let keeper = children.listenable().add_listener(keeper(
             inner.serializer.clone(),
             Arc::clone(&instances),
-            events.clone(),
             initialized.clone(),
         ));
         Ok(ServiceCache {
-            name: Arc::from(self.name.as_str()),
-            children,
-            instances,
-            events,
-            initialized,
-            _bridge: Arc::new(bridge),
+            inner: Arc::new(CacheInner {
+                name: Arc::from(self.name.as_str()),
+                children,
+                serializer: inner.serializer.clone(),
+                instances,
+                initialized,
+                tasks: inner.client.recipe_tasks("ServiceCache"),
+                _keeper: keeper,
+            }),
         })
     }
 }
 
-/// Applies the children cache's events to the decoded map, in order, and publishes ours.
-fn translator<P: Payload>(
+fn decode<P: Payload>(
+    serializer: &JsonInstanceSerializer,
+    child: &ChildData,
+) -> Result<ServiceInstance<P>> {
+    serializer
+        .deserialize(child.data().unwrap_or_default())
+        .map_err(|error| codec::with_path(error, child.path()))
+}
+
+/// Applies the children cache's events to the decoded instances, in order.
+fn keeper<P: Payload>(
     serializer: JsonInstanceSerializer,
     instances: Instances<P>,
-    events: ListenerContainer<ServiceCacheEvent<P>>,
     initialized: watch::Sender<bool>,
 ) -> impl Fn(PathChildrenCacheEvent) + Send + Sync + 'static {
-    let decode = move |child: &ChildData| -> std::result::Result<ServiceInstance<P>, Error> {
-        serializer
-            .deserialize(child.data().unwrap_or_default())
-            .map_err(|error| codec::with_path(error, child.path()))
-    };
     move |event| match event {
         PathChildrenCacheEvent::Initialized(children) => {
             let mut map = instances.write();
             map.clear();
             for child in &children {
-                match decode(child) {
-                    Ok(instance) => {
-                        map.insert(child.name().to_owned(), instance);
-                    }
-                    Err(error) => events.publish(undecodable(child, error)),
+                if let Ok(instance) = decode(&serializer, child) {
+                    map.insert(child.name().to_owned(), instance);
                 }
             }
             drop(map);
             initialized.send_replace(true);
-            events.publish(ServiceCacheEvent::Initialized);
         }
         PathChildrenCacheEvent::ChildAdded(child) | PathChildrenCacheEvent::ChildUpdated(child) => {
-            match decode(&child) {
+            match decode(&serializer, &child) {
                 Ok(instance) => {
-                    let old = instances
-                        .write()
-                        .insert(child.name().to_owned(), instance.clone());
-                    if *initialized.borrow() {
-                        events.publish(match old {
-                            Some(_) => ServiceCacheEvent::Updated(instance),
-                            None => ServiceCacheEvent::Added(instance),
-                        });
-                    }
+                    instances.write().insert(child.name().to_owned(), instance);
                 }
-                Err(error) => {
-                    let old = instances.write().remove(child.name());
-                    if *initialized.borrow() {
-                        if let Some(old) = old {
-                            events.publish(ServiceCacheEvent::Removed(old));
-                        }
-                        events.publish(undecodable(&child, error));
-                    }
+                Err(_) => {
+                    instances.write().remove(child.name());
                 }
             }
         }
         PathChildrenCacheEvent::ChildRemoved(child) => {
-            let old = instances.write().remove(child.name());
-            if let (Some(old), true) = (old, *initialized.borrow()) {
-                events.publish(ServiceCacheEvent::Removed(old));
-            }
+            instances.write().remove(child.name());
         }
         PathChildrenCacheEvent::Error(error) => {
             tracing::warn!(%error, "service cache");
         }
         _ => {}
+    }
+}
+
+/// The service event a children event means, if any: nothing for the instances of the initial
+/// load (they are in `instances()` when `start` returns, then `Initialized` comes), and
+/// `Undecodable` for a node whose data is not an instance, whenever it is seen.
+fn service_event<P: Payload>(
+    serializer: &JsonInstanceSerializer,
+    initialized: bool,
+    event: PathChildrenCacheEvent,
+) -> Option<ServiceCacheEvent<P>> {
+    match event {
+        PathChildrenCacheEvent::Initialized(_) => Some(ServiceCacheEvent::Initialized),
+        PathChildrenCacheEvent::ChildAdded(child) => match decode(serializer, &child) {
+            Ok(instance) => initialized.then_some(ServiceCacheEvent::Added(instance)),
+            Err(error) => Some(undecodable(&child, error)),
+        },
+        PathChildrenCacheEvent::ChildUpdated(child) => match decode(serializer, &child) {
+            Ok(instance) => initialized.then_some(ServiceCacheEvent::Updated(instance)),
+            Err(error) => Some(undecodable(&child, error)),
+        },
+        // A node that did not decode was no instance: its removal says nothing.
+        PathChildrenCacheEvent::ChildRemoved(child) if initialized => decode(serializer, &child)
+            .ok()
+            .map(ServiceCacheEvent::Removed),
+        _ => None,
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use curator_framework::recipe::{Lifecycle, RecipeState, RecipeTasks};
 use curator_framework::{CuratorFramework, Error, Result, codec, paths};
 use parking_lot::Mutex;
 
@@ -15,20 +16,15 @@ use crate::provider::ServiceProviderBuilder;
 use crate::registration::Registration;
 use crate::serializer::JsonInstanceSerializer;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
-}
-
 pub(crate) struct Inner<P> {
     pub(crate) client: CuratorFramework,
     pub(crate) base_path: String,
     pub(crate) serializer: JsonInstanceSerializer,
     watch_instances: bool,
     this_instance: Option<ServiceInstance<P>>,
-    lifecycle: Mutex<Lifecycle>,
+    lifecycle: Lifecycle,
+    /// The registrations' keepers (one child each).
+    tasks: RecipeTasks,
     /// Locally registered instances, by id (as Curator).
     registrations: tokio::sync::Mutex<HashMap<String, Arc<Registration<P>>>>,
     /// Caches made from this discovery (and its providers), closed with it.
@@ -45,7 +41,7 @@ impl<P> Inner<P> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        *self.lifecycle.lock() == Lifecycle::Closed
+        self.lifecycle.state() == RecipeState::Closed
     }
 
     pub(crate) fn track_cache(&self, cache: &ServiceCache<P>) {
@@ -103,7 +99,7 @@ impl<P> fmt::Debug for ServiceDiscovery<P> {
         f.debug_struct("ServiceDiscovery")
             .field("base_path", &self.inner.base_path)
             .field("watch_instances", &self.inner.watch_instances)
-            .field("lifecycle", &*self.inner.lifecycle.lock())
+            .field("lifecycle", &self.inner.lifecycle.state())
             .finish_non_exhaustive()
     }
 }
@@ -124,27 +120,17 @@ impl ServiceDiscovery {
 }
 
 impl<P: Payload> ServiceDiscovery<P> {
-    /// Registers the builder's instance, if any.
+    /// Registers the builder's instance, if any. (Registering, querying and caches work before
+    /// `start` too.)
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when already started; [`Error::Closed`] after `close`; the
-    /// errors of [`register_service`](Self::register_service).
+    /// [`Error::AlreadyStarted`] when started; [`Error::Closed`] after `close`; the errors of
+    /// [`register_service`](Self::register_service).
     ///
     /// # Cancellation safety
     /// Dropping the future may leave the instance registered (and kept).
     pub async fn start(&self) -> Result<()> {
-        {
-            let mut lifecycle = self.inner.lifecycle.lock();
-            match *lifecycle {
-                Lifecycle::Closed => return Err(Error::Closed),
-                Lifecycle::Started => {
-                    return Err(Error::InvalidArgument(
-                        "the service discovery is already started".into(),
-                    ));
-                }
-                Lifecycle::Latent => *lifecycle = Lifecycle::Started,
-            }
-        }
+        self.inner.lifecycle.start()?;
         if let Some(instance) = &self.inner.this_instance {
             self.register_service(instance).await?;
         }
@@ -172,6 +158,7 @@ impl<P: Payload> ServiceDiscovery<P> {
         }
         let registration = Registration::new(
             self.inner.client.clone(),
+            self.inner.tasks.child("registration"),
             self.inner.serializer.clone(),
             self.inner.path_for_instance(instance.name(), instance.id()),
             instance.clone(),
@@ -242,6 +229,9 @@ impl<P: Payload> ServiceDiscovery<P> {
 
     /// The instances this discovery registered and keeps, as last registered, updated or
     /// (with `watch_instances`) changed by others.
+    ///
+    /// # Cancellation safety
+    /// Safe.
     pub async fn registered_instances(&self) -> Vec<ServiceInstance<P>> {
         let registrations = self.inner.registrations.lock().await;
         let mut instances: Vec<_> = registrations.values().map(|r| r.instance()).collect();
@@ -251,6 +241,9 @@ impl<P: Payload> ServiceDiscovery<P> {
 
     /// The node path of a registered instance (for `DynamicSequential` instances, with the
     /// sequence suffix once created); `None` when this discovery did not register the id.
+    ///
+    /// # Cancellation safety
+    /// Safe.
     pub async fn registered_path(&self, id: &str) -> Option<String> {
         let registrations = self.inner.registrations.lock().await;
         registrations.get(id).and_then(|r| r.actual_path())
@@ -260,6 +253,9 @@ impl<P: Payload> ServiceDiscovery<P> {
     ///
     /// # Errors
     /// The framework's errors.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only reads.
     pub async fn query_for_names(&self) -> Result<Vec<String>> {
         match self
             .inner
@@ -282,6 +278,9 @@ impl<P: Payload> ServiceDiscovery<P> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an invalid name; the framework's errors.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only reads.
     pub async fn query_for_instances(&self, name: &str) -> Result<Vec<ServiceInstance<P>>> {
         validate_node_name("service name", name)?;
         let parent = self.inner.path_for_name(name);
@@ -321,6 +320,9 @@ impl<P: Payload> ServiceDiscovery<P> {
     /// # Errors
     /// [`Error::InvalidArgument`] for an invalid name or id; [`Error::Decode`] when the node's
     /// data is not an instance; the framework's errors.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only reads.
     pub async fn query_for_instance(
         &self,
         name: &str,
@@ -363,34 +365,39 @@ impl<P: Payload> ServiceDiscovery<P> {
     }
 
     /// Closes the caches and providers made from this discovery, then unregisters its
-    /// instances (except [`ServiceType::Permanent`] ones, which stay, no longer kept).
-    /// Idempotent; afterwards registering fails with [`Error::Closed`].
+    /// instances (except [`ServiceType::Permanent`] ones, which stay, no longer kept), and
+    /// waits for their keepers to end. Idempotent: later calls return `Ok(())`; closing a
+    /// discovery that never started is fine. Afterwards registering fails with
+    /// [`Error::Closed`].
     ///
     /// # Errors
-    /// The first error deleting a node (every instance is still unregistered; the deletes go
-    /// on in the background).
+    /// The first error closing a cache or deleting a node (every cache is still closed and
+    /// every instance unregistered; the deletes go on in the background).
     ///
     /// # Cancellation safety
     /// Dropping the future may leave some instances registered but no longer kept.
     pub async fn close(&self) -> Result<()> {
         let mut registrations = self.inner.registrations.lock().await;
-        *self.inner.lifecycle.lock() = Lifecycle::Closed;
-        let caches = std::mem::take(&mut *self.inner.caches.lock());
-        for cache in caches {
-            cache.close().await;
+        if !self.inner.lifecycle.close() {
+            return Ok(());
         }
         let mut result = Ok(());
+        let caches = std::mem::take(&mut *self.inner.caches.lock());
+        for cache in caches {
+            if let Err(error) = cache.close().await {
+                result = result.and(Err(error));
+            }
+        }
         for (_, registration) in registrations.drain() {
             if registration.instance().service_type() == ServiceType::Permanent {
                 registration.stop().await;
                 continue;
             }
             if let Err(error) = registration.unregister().await {
-                if result.is_ok() {
-                    result = Err(error);
-                }
+                result = result.and(Err(error));
             }
         }
+        self.inner.tasks.close().await;
         result
     }
 }
@@ -481,12 +488,13 @@ impl<P: Payload> ServiceDiscoveryBuilder<P> {
         }
         Ok(ServiceDiscovery {
             inner: Arc::new(Inner {
+                tasks: self.client.recipe_tasks("ServiceDiscovery"),
                 client: self.client,
                 base_path: self.base_path,
                 serializer: self.serializer,
                 watch_instances: self.watch_instances,
                 this_instance: self.this_instance,
-                lifecycle: Mutex::new(Lifecycle::Latent),
+                lifecycle: Lifecycle::new(),
                 registrations: tokio::sync::Mutex::new(HashMap::new()),
                 caches: Mutex::new(Vec::new()),
             }),

@@ -129,7 +129,7 @@ type Filter<P> = Arc<dyn Fn(&ServiceInstance<P>) -> bool + Send + Sync>;
 ///     // ... and when a call to it fails:
 ///     provider.note_error(&instance);
 /// }
-/// provider.close().await;
+/// provider.close().await?;
 /// # Ok(()) }
 /// ```
 pub struct ServiceProvider<P = serde_json::Value> {
@@ -166,7 +166,8 @@ impl<P: Payload> ServiceProvider<P> {
     /// Starts the provider's cache and waits for its initial load.
     ///
     /// # Errors
-    /// As [`ServiceCache::start`].
+    /// As [`ServiceCache::start`] ([`Error::AlreadyStarted`](curator_framework::Error::AlreadyStarted)
+    /// when started).
     ///
     /// # Cancellation safety
     /// Dropping the future after the cache started leaves it running.
@@ -206,12 +207,16 @@ impl<P: Payload> ServiceProvider<P> {
         &self.inner.cache
     }
 
-    /// Closes the provider's cache. Idempotent.
+    /// Closes the provider's cache. Idempotent: later calls return `Ok(())`; closing a
+    /// provider that never started is fine.
+    ///
+    /// # Errors
+    /// As [`ServiceCache::close`].
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
-    pub async fn close(&self) {
-        self.inner.cache.close().await;
+    pub async fn close(&self) -> Result<()> {
+        self.inner.cache.close().await
     }
 }
 

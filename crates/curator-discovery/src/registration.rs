@@ -4,13 +4,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
+use curator_framework::recipe::{Backoff, RecipeTasks, TaskHandle};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use crate::Payload;
 use crate::instance::ServiceInstance;
@@ -40,8 +39,9 @@ pub(crate) struct Registration<P> {
     /// adoption of a change made by others never interleave.
     write: tokio::sync::Mutex<()>,
     poke: Notify,
-    cancel: CancellationToken,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The keeper task (a child of the discovery's tasks).
+    tasks: RecipeTasks,
+    keeper: Mutex<Option<TaskHandle>>,
 }
 
 impl<P> fmt::Debug for Registration<P> {
@@ -57,6 +57,7 @@ impl<P> fmt::Debug for Registration<P> {
 impl<P: Payload> Registration<P> {
     pub(crate) fn new(
         client: CuratorFramework,
+        tasks: RecipeTasks,
         serializer: JsonInstanceSerializer,
         path: String,
         instance: ServiceInstance<P>,
@@ -80,8 +81,8 @@ impl<P: Payload> Registration<P> {
             }),
             write: tokio::sync::Mutex::new(()),
             poke: Notify::new(),
-            cancel: CancellationToken::new(),
-            task: Mutex::new(None),
+            tasks,
+            keeper: Mutex::new(None),
         }))
     }
 
@@ -95,12 +96,13 @@ impl<P: Payload> Registration<P> {
         self.state.lock().actual.clone()
     }
 
-    /// Puts the node in place now, then keeps it in the background.
+    /// Puts the node in place now, then keeps it in the background (once stopped, never
+    /// again: the task would end at once).
     pub(crate) async fn register(self: &Arc<Self>) -> Result<()> {
         self.settle().await?;
-        let mut task = self.task.lock();
-        if task.is_none() && !self.cancel.is_cancelled() {
-            *task = Some(tokio::spawn(Arc::clone(self).keep()));
+        let mut keeper = self.keeper.lock();
+        if keeper.is_none() {
+            *keeper = Some(self.tasks.spawn(Arc::clone(self).keep()));
         }
         Ok(())
     }
@@ -144,11 +146,8 @@ impl<P: Payload> Registration<P> {
 
     /// Stops keeping the node (waits for the keeper to end); deletes nothing.
     pub(crate) async fn stop(&self) {
-        self.cancel.cancel();
-        let task = self.task.lock().take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+        self.tasks.close().await;
+        self.keeper.lock().take();
     }
 
     /// Stops keeping the node and deletes it (guaranteed: retried in the background when the
@@ -273,21 +272,18 @@ impl<P: Payload> Registration<P> {
 
     /// Keeps the node: a pass, then wait for a change of the node, a reconnection or new
     /// data, and again.
+    /// Runs until its task is cancelled (`stop`, the discovery's close, the client's close) or
+    /// the client is closed.
     async fn keep(self: Arc<Self>) {
         let mut states = self.client.connection_state_stream();
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = Backoff::standard();
         loop {
-            let result = tokio::select! {
-                () = self.cancel.cancelled() => return,
-                result = self.settle() => result,
-            };
-            match result {
+            match self.settle().await {
                 Ok(watcher) => {
-                    backoff = Duration::from_millis(50);
+                    backoff.reset();
                     tokio::select! {
-                        () = self.cancel.cancelled() => return,
                         _ = watcher.changed() => {}
-                        _ = states.next_connected() => {}
+                        connected = states.next_connected() => if connected.is_err() { return },
                         () = self.poke.notified() => {}
                     }
                 }
@@ -295,11 +291,9 @@ impl<P: Payload> Registration<P> {
                 Err(error) => {
                     tracing::debug!(%error, path = %self.path, "instance not registered yet; trying again");
                     tokio::select! {
-                        () = self.cancel.cancelled() => return,
-                        () = tokio::time::sleep(backoff) => {}
-                        _ = states.next_connected() => {}
+                        () = backoff.wait() => {}
+                        connected = states.next_connected() => if connected.is_err() { return },
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
                 }
             }
         }

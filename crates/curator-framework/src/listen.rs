@@ -506,8 +506,8 @@ impl Drop for ListenerHandle {
     }
 }
 
-/// A stream of events from a [`Listenable`]; dropping it removes its listener. It ends once
-/// the client that owns its container is closed.
+/// A stream of events from a [`Listenable`]; dropping it removes its listener. Once the client
+/// that owns its container is closed, it hands out what was delivered before and then ends.
 pub struct ListenerStream<E> {
     receiver: mpsc::UnboundedReceiver<E>,
     closed: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
@@ -527,12 +527,14 @@ impl<E> futures::Stream for ListenerStream<E> {
     type Item = E;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
-        if let Some(closed) = &mut self.closed {
-            if closed.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(None);
-            }
+        // Events delivered before the close are still handed out; then the stream ends.
+        if let Poll::Ready(event) = self.receiver.poll_recv(cx) {
+            return Poll::Ready(event);
         }
-        self.receiver.poll_recv(cx)
+        match &mut self.closed {
+            Some(closed) => closed.as_mut().poll(cx).map(|()| None),
+            None => Poll::Pending,
+        }
     }
 }
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_caches::{CacheEvent, CuratorCache};
-use curator_framework::listen::{Listenable, ListenerContainer, ListenerHandle};
+use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
+use curator_framework::recipe::Lifecycle;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
-use parking_lot::Mutex;
 
 use crate::PersistentNode;
 
@@ -41,12 +41,13 @@ pub enum MemberEvent {
 }
 
 struct Inner {
-    path: String,
+    path: Arc<str>,
     id: String,
     node: PersistentNode,
     cache: CuratorCache,
-    events: ListenerContainer<MemberEvent>,
-    forwarding: Mutex<Option<ListenerHandle>>,
+    lifecycle: Lifecycle,
+    /// Logs the cache's errors (once, however many listen).
+    _logging: ListenerHandle,
 }
 
 /// Membership of a group (Curator's `GroupMember`): this process is the ephemeral node
@@ -55,7 +56,8 @@ struct Inner {
 ///
 /// - [`current_members`](Self::current_members) always contains this member with its latest
 ///   payload (as Curator's does), even before its node is created or while it is re-created.
-/// - Membership changes arrive as [`MemberEvent`]s through [`listenable`](Self::listenable).
+/// - Membership changes arrive as [`MemberEvent`]s through [`listenable`](Self::listenable):
+///   the cache's events, translated as each listener receives them (no dispatch of its own).
 /// - Two processes that join with the same id share one node: the later one replaces the
 ///   earlier one's node (ids must be unique within a group).
 ///
@@ -111,53 +113,49 @@ impl GroupMember {
             });
         }
         paths::validate(&node_path)?;
-        let node = PersistentNode::new(
-            client.clone(),
-            CreateMode::Ephemeral,
-            false,
-            &node_path,
-            payload,
-        )?;
+        let node =
+            PersistentNode::builder(client.clone(), &node_path, CreateMode::Ephemeral, payload)
+                .build()?;
         let cache = CuratorCache::builder(client, path).build()?;
+        let logging = cache.listenable().add_listener({
+            let group = path.to_owned();
+            move |event| {
+                if let CacheEvent::Error(error) = event {
+                    tracing::warn!(group, %error, "group membership cache error");
+                }
+            }
+        });
         Ok(Self {
             inner: Arc::new(Inner {
-                path: path.to_owned(),
+                path: Arc::from(path),
                 id: id.to_owned(),
                 node,
                 cache,
-                events: ListenerContainer::new("GroupMember"),
-                forwarding: Mutex::new(None),
+                lifecycle: Lifecycle::new(),
+                _logging: logging,
             }),
         })
     }
 
-    /// Joins the group (the node is created in the background) and starts following it.
+    /// Joins the group (the node is created in the background) and starts following it;
+    /// returns at once.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when already started; [`Error::Closed`] after `close`.
+    /// [`Error::AlreadyStarted`] when started; [`Error::Closed`] after `close`.
+    ///
+    /// # Cancellation safety
+    /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        {
-            let mut forwarding = self.inner.forwarding.lock();
-            if forwarding.is_some() {
-                return Err(Error::InvalidArgument(
-                    "the group member is already started".into(),
-                ));
-            }
-            let group = self.inner.path.clone();
-            let events = self.inner.events.clone();
-            *forwarding = Some(
-                self.inner
-                    .cache
-                    .listenable()
-                    .add_listener(move |event| forward(&group, &events, event)),
-            );
-        }
+        self.inner.lifecycle.start()?;
         self.inner.node.start().await?;
-        self.inner.cache.start()
+        self.inner.cache.start().await
     }
 
     /// Waits until the membership's initial load is done: `true` then, `false` when the member
     /// was closed first.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
     pub async fn initialized(&self) -> bool {
         self.inner.cache.initialized().await
     }
@@ -167,6 +165,9 @@ impl GroupMember {
     ///
     /// # Errors
     /// [`Error::Closed`] when closed meanwhile.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
     pub async fn wait_for_join(&self, timeout: Duration) -> Result<bool> {
         self.inner.node.wait_for_initial_create(timeout).await
     }
@@ -184,6 +185,9 @@ impl GroupMember {
     /// Sets this member's payload (Curator's `setThisData`).
     ///
     /// # Errors
+    /// As [`PersistentNode::set_data`].
+    ///
+    /// # Cancellation safety
     /// As [`PersistentNode::set_data`].
     pub async fn set_this_data(&self, payload: impl AsRef<[u8]>) -> Result<()> {
         self.inner.node.set_data(payload).await
@@ -210,30 +214,46 @@ impl GroupMember {
         paths::node_name(path)
     }
 
-    /// Where to add listeners of [`MemberEvent`]s (closures, objects, senders or a stream).
+    /// Where to add listeners of [`MemberEvent`]s (closures, objects, senders).
     pub fn listenable(&self) -> Listenable<MemberEvent> {
-        self.inner.events.listenable()
+        let group = Arc::clone(&self.inner.path);
+        self.inner
+            .cache
+            .listenable()
+            .filter_map(move |event| member_event(&group, event))
     }
 
-    /// Leaves the group (deletes this member's node) and stops following it. Idempotent.
+    /// Every [`MemberEvent`] from now on, as a stream (`listenable().stream()`).
+    pub fn stream(&self) -> ListenerStream<MemberEvent> {
+        self.listenable().stream()
+    }
+
+    /// Leaves the group (deletes this member's node) and stops following it. Idempotent: later
+    /// calls return `Ok(())`; closing a member that never started is fine.
     ///
     /// # Errors
     /// Connection errors deleting the node (the delete goes on in the background).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the node in place, no longer kept (it is ephemeral: it
+    /// goes with the session).
     pub async fn close(&self) -> Result<()> {
-        self.inner.forwarding.lock().take();
-        self.inner.cache.close().await;
+        if !self.inner.lifecycle.close() {
+            return Ok(());
+        }
+        self.inner.cache.close().await?;
         self.inner.node.close().await
     }
 }
 
-/// Publishes the membership events a cache event of the group's subtree means.
-fn forward(group: &str, events: &ListenerContainer<MemberEvent>, event: CacheEvent) {
+/// The membership event a cache event of the group's subtree means, if any.
+fn member_event(group: &str, event: CacheEvent) -> Option<MemberEvent> {
     let member = |path: &str| {
         (paths::parent(path) == Some(group)).then(|| paths::node_name(path).to_owned())
     };
     let data =
         |node: &curator_caches::ChildData| node.data().map(<[u8]>::to_vec).unwrap_or_default();
-    let event = match event {
+    match event {
         CacheEvent::Created { node } => member(node.path()).map(|id| MemberEvent::Joined {
             id,
             data: data(&node),
@@ -244,13 +264,7 @@ fn forward(group: &str, events: &ListenerContainer<MemberEvent>, event: CacheEve
         }),
         CacheEvent::Deleted { old } => member(old.path()).map(|id| MemberEvent::Left { id }),
         CacheEvent::Initialized => Some(MemberEvent::Initialized),
-        CacheEvent::Error(error) => {
-            tracing::warn!(group, %error, "group membership cache error");
-            None
-        }
+        // Logged by the member's own listener.
         _ => None,
-    };
-    if let Some(event) = event {
-        events.publish(event);
     }
 }

@@ -9,5 +9,5 @@ pub use group_member::{GroupMember, MemberEvent};
 pub use partitioner::{
     PartitionFn, PartitionState, SetPartitioner, SetPartitionerBuilder, round_robin,
 };
-pub use persistent_node::PersistentNode;
+pub use persistent_node::{PersistentNode, PersistentNodeBuilder};
 pub use ttl_node::{PersistentTtlNode, TOUCH_NODE};

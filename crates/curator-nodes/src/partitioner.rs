@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
+use curator_framework::recipe::{Lifecycle, RecipeTasks};
 use curator_framework::{ConnectionState, CuratorFramework, Error, Result, paths};
 use curator_locks::{InterProcessMutex, LockGuard};
 use futures::StreamExt;
@@ -12,7 +13,6 @@ use futures::future::join_all;
 use futures::stream::FuturesUnordered;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
 
 use crate::{GroupMember, MemberEvent};
 
@@ -158,6 +158,8 @@ impl SetPartitionerBuilder {
         }
         Ok(SetPartitioner {
             inner: Arc::new(Inner {
+                transitions: self.client.listener_container("SetPartitioner"),
+                tasks: self.client.recipe_tasks("SetPartitioner"),
                 client: self.client,
                 path: self.path,
                 id,
@@ -167,10 +169,9 @@ impl SetPartitionerBuilder {
                 partition: self.partition,
                 group,
                 state: watch::Sender::new(PartitionState::Allocating),
-                transitions: ListenerContainer::new("SetPartitioner"),
                 release: Notify::new(),
-                cancel: CancellationToken::new(),
-                task: Mutex::new(None),
+                lifecycle: Lifecycle::new(),
+                left_held: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -194,8 +195,11 @@ struct Inner {
     state: watch::Sender<PartitionState>,
     transitions: ListenerContainer<PartitionState>,
     release: Notify,
-    cancel: CancellationToken,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    lifecycle: Lifecycle,
+    /// The allocation loop.
+    tasks: RecipeTasks,
+    /// The locks the loop held when it was cancelled, for `close` to release.
+    left_held: Mutex<Vec<LockGuard>>,
 }
 
 impl Inner {
@@ -286,33 +290,24 @@ impl SetPartitioner {
         }
     }
 
-    /// Joins the group and starts allocating (in the background).
+    /// Joins the group and starts allocating (in the background; returns at once).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when already started; [`Error::Closed`] after `close`.
+    /// [`Error::AlreadyStarted`] when started; [`Error::Closed`] after `close`.
+    ///
+    /// # Cancellation safety
+    /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        let members = {
-            let mut task = self.inner.task.lock();
-            if self.inner.cancel.is_cancelled() {
-                return Err(Error::Closed);
-            }
-            if task.is_some() {
-                return Err(Error::InvalidArgument(
-                    "the set partitioner is already started".into(),
-                ));
-            }
-            // Subscribed before the group starts, so no membership change goes unheard.
-            let members = self.inner.group.listenable().stream();
-            let connection = self.inner.client.connection_state_stream();
-            *task = Some(tokio::spawn(run(
-                Arc::clone(&self.inner),
-                members,
-                connection,
-            )));
-            self.inner.set(PartitionState::Allocating);
-            self.inner.group.clone()
-        };
-        members.start().await
+        self.inner.lifecycle.start()?;
+        // Subscribed before the group starts, so no membership change goes unheard.
+        let members = self.inner.group.stream();
+        let connection = self.inner.client.connection_state_stream();
+        self.inner
+            .tasks
+            .spawn(run(Arc::clone(&self.inner), members, connection))
+            .detach();
+        self.inner.set(PartitionState::Allocating);
+        self.inner.group.start().await
     }
 
     /// This member's id.
@@ -343,10 +338,9 @@ impl SetPartitioner {
         self.inner.transitions.listenable()
     }
 
-    /// A receiver of the latest state (intermediate states may be skipped; use
-    /// [`listenable`](Self::listenable) to see each).
-    pub fn subscribe(&self) -> watch::Receiver<PartitionState> {
-        self.inner.state.subscribe()
+    /// Every state transition from now on, as a stream (`listenable().stream()`).
+    pub fn stream(&self) -> ListenerStream<PartitionState> {
+        self.listenable().stream()
     }
 
     /// In [`Release`](PartitionState::Release): lets the items go and waits until they are
@@ -354,6 +348,10 @@ impl SetPartitioner {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] in any other state (a `Failure` releases by itself).
+    ///
+    /// # Cancellation safety
+    /// Safe: the release is asked for at the first poll; dropping the future only stops the
+    /// wait.
     pub async fn release_set(&self) -> Result<()> {
         let mut state = self.inner.state.subscribe();
         if *state.borrow_and_update() != PartitionState::Release {
@@ -363,24 +361,33 @@ impl SetPartitioner {
             )));
         }
         self.inner.release.notify_one();
-        let _ = state.wait_for(|s| *s != PartitionState::Release).await;
+        tokio::select! {
+            _ = state.wait_for(|s| *s != PartitionState::Release) => {}
+            // The client closed: nothing releases any more (its session took the locks along).
+            () = self.inner.tasks.cancelled() => {}
+        }
         Ok(())
     }
 
-    /// Unlocks every item, leaves the group and stops. Idempotent.
+    /// Stops allocating, unlocks every item (and waits for it), leaves the group and stops.
+    /// Idempotent: later calls return `Ok(())`; closing a partitioner that never started is
+    /// fine.
     ///
     /// # Errors
     /// Connection errors leaving the group (the delete goes on in the background).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future leaves the locks released in the background (as guards dropped),
+    /// and may leave this member's node in place (ephemeral: it goes with the session).
     pub async fn close(&self) -> Result<()> {
-        self.inner.cancel.cancel();
-        let task = self.inner.task.lock().take();
-        if let Some(task) = task {
-            let _ = task.await;
+        if !self.inner.lifecycle.close() {
+            return Ok(());
         }
+        self.inner.tasks.close().await;
+        let held = std::mem::take(&mut *self.inner.left_held.lock());
+        release_all(held).await;
         let left = self.inner.group.close().await;
-        if *self.inner.state.borrow() != PartitionState::Closed {
-            self.inner.set(PartitionState::Closed);
-        }
+        self.inner.set(PartitionState::Closed);
         left
     }
 }
@@ -389,9 +396,32 @@ impl SetPartitioner {
 enum Interruption {
     Membership,
     Connection(ConnectionState),
-    Closed,
 }
 
+/// The locks the loop holds. If the loop's task is cancelled (the partitioner closes), they go
+/// to `Inner::left_held`, where `close` releases them and waits for it.
+struct Held {
+    inner: Arc<Inner>,
+    guards: Vec<LockGuard>,
+}
+
+impl Held {
+    /// Takes the guards, to release them here.
+    fn take(&mut self) -> Vec<LockGuard> {
+        std::mem::take(&mut self.guards)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.guards.is_empty() {
+            self.inner.left_held.lock().append(&mut self.guards);
+        }
+    }
+}
+
+/// The allocation loop: runs until its task is cancelled (the partitioner's or the client's
+/// close).
 async fn run(
     inner: Arc<Inner>,
     mut members: ListenerStream<MemberEvent>,
@@ -403,13 +433,9 @@ async fn run(
             inner.set(PartitionState::Allocating);
         }
         // Settle: the membership is loaded and unchanged for the settle time.
-        tokio::select! {
-            () = inner.cancel.cancelled() => return,
-            _ = inner.group.initialized() => {}
-        }
+        inner.group.initialized().await;
         loop {
             tokio::select! {
-                () = inner.cancel.cancelled() => return,
                 () = membership_change(&mut members) => continue,
                 () = tokio::time::sleep(inner.settle) => break,
             }
@@ -427,7 +453,6 @@ async fn run(
         };
         let acquire = join_all(share.iter().map(|&i| inner.locks[i].acquire()));
         let guards = tokio::select! {
-            () = inner.cancel.cancelled() => return,
             () = membership_change(&mut members) => continue,
             state = trouble(&mut connection, policy) => {
                 fail(&inner, format!("connection {state:?} while allocating")).await;
@@ -435,42 +460,39 @@ async fn run(
             }
             results = acquire => results,
         };
-        let (held, failed): (Vec<_>, Vec<_>) = guards.into_iter().partition(Result::is_ok);
-        let held: Vec<LockGuard> = held.into_iter().filter_map(Result::ok).collect();
+        let (ok, failed): (Vec<_>, Vec<_>) = guards.into_iter().partition(Result::is_ok);
+        let mut held = Held {
+            inner: Arc::clone(&inner),
+            guards: ok.into_iter().filter_map(Result::ok).collect(),
+        };
         if let Some(Err(error)) = failed.into_iter().next() {
-            release_all(held).await;
+            release_all(held.take()).await;
             fail(&inner, format!("allocation failed: {error}")).await;
             continue;
         }
         let items: Vec<String> = share.iter().map(|&i| inner.items[i].clone()).collect();
         inner.set(PartitionState::Acquired { items });
         // Any lock lost (its node gone) ends the share.
-        let mut lost: FuturesUnordered<_> = held.iter().map(LockGuard::lost).collect();
+        let mut lost: FuturesUnordered<_> = held.guards.iter().map(LockGuard::lost).collect();
         let why = tokio::select! {
-            () = inner.cancel.cancelled() => Interruption::Closed,
             () = membership_change(&mut members) => Interruption::Membership,
             state = trouble(&mut connection, policy) => Interruption::Connection(state),
-            Some(()) = lost.next(), if !held.is_empty() => {
+            Some(()) = lost.next(), if !held.guards.is_empty() => {
                 Interruption::Connection(ConnectionState::Lost)
             }
         };
         drop(lost);
         match why {
-            Interruption::Closed => {
-                release_all(held).await;
-                return;
-            }
             Interruption::Connection(state) => {
                 inner.set(PartitionState::Failure {
                     reason: format!("connection {state:?}: the items may be taken by others"),
                 });
-                release_all(held).await;
+                release_all(held.take()).await;
                 wait_connected(&inner).await;
             }
             Interruption::Membership => {
                 inner.set(PartitionState::Release);
                 let failure = tokio::select! {
-                    () = inner.cancel.cancelled() => None,
                     () = inner.release.notified() => None,
                     state = trouble(&mut connection, policy) => Some(state),
                 };
@@ -479,10 +501,7 @@ async fn run(
                         reason: format!("connection {state:?} while releasing"),
                     });
                 }
-                release_all(held).await;
-                if inner.cancel.is_cancelled() {
-                    return;
-                }
+                release_all(held.take()).await;
             }
         }
     }
@@ -494,18 +513,14 @@ async fn fail(inner: &Inner, reason: String) {
     wait_connected(inner).await;
 }
 
-/// Waits until the client is connected (or the partitioner closed), at least a settle time.
+/// Waits until the client is connected (or closed), at least a settle time.
 async fn wait_connected(inner: &Inner) {
-    tokio::select! {
-        () = inner.cancel.cancelled() => {}
-        () = async {
-            tokio::time::sleep(inner.settle).await;
-            // Until connected, or the client closed.
-            while let Err(Error::NotConnected { .. }) =
-                inner.client.block_until_connected(Duration::from_secs(60)).await
-            {}
-        } => {}
-    }
+    tokio::time::sleep(inner.settle).await;
+    while let Err(Error::NotConnected { .. }) = inner
+        .client
+        .block_until_connected(Duration::from_secs(60))
+        .await
+    {}
 }
 
 async fn release_all(held: Vec<LockGuard>) {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::ListenerStream;
+use curator_framework::recipe::{Backoff, Lifecycle, RecipeTasks};
 use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
 
 /// The non-sequential mode a sequential node is re-created with, so it keeps its path.
 fn recreate_mode(mode: CreateMode) -> CreateMode {
@@ -32,8 +32,9 @@ struct Inner {
     actual: watch::Sender<Option<String>>,
     /// Wakes the task when the data changes.
     poke: Notify,
-    cancel: CancellationToken,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    lifecycle: Lifecycle,
+    /// The keeper task.
+    tasks: RecipeTasks,
 }
 
 /// A node that the recipe keeps in place (Curator's `PersistentNode` /
@@ -48,12 +49,16 @@ struct Inner {
 ///   is adopted and given the latest data.
 /// - [`close`](Self::close) stops the recipe and deletes the node.
 ///
+/// The keeper is a task in the client's task tree: dropping the handles does not stop it;
+/// [`close`](Self::close) and the client's `close()` do.
+///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use std::time::Duration;
 /// use curator_framework::CreateMode;
 /// use curator_nodes::PersistentNode;
-/// let node = PersistentNode::new(client, CreateMode::Ephemeral, false, "/services/api/host-1", b"10.0.0.5:8080")?;
+/// let node = PersistentNode::builder(client, "/services/api/host-1", CreateMode::Ephemeral, b"10.0.0.5:8080")
+///     .build()?;
 /// node.start().await?;
 /// assert!(node.wait_for_initial_create(Duration::from_secs(10)).await?);
 /// node.set_data(b"10.0.0.5:8081").await?;
@@ -77,108 +82,52 @@ impl fmt::Debug for PersistentNode {
 }
 
 impl PersistentNode {
-    /// A node at `path` with `mode` (protected names when `protected`) holding `data`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for data over 1 MiB
-    /// or a TTL mode (use [`with_ttl`](Self::with_ttl)).
-    pub fn new(
+    /// Options of a node at `path` created with `mode` and holding `data` (Curator's
+    /// `PersistentNode(client, mode, useProtection, basePath, initData)`).
+    pub fn builder(
         client: CuratorFramework,
-        mode: CreateMode,
-        protected: bool,
         path: &str,
-        data: impl AsRef<[u8]>,
-    ) -> Result<Self> {
-        Self::build(client, mode, protected, path, data.as_ref(), None)
-    }
-
-    /// A persistent node with a TTL (`PersistentWithTtl` or `PersistentSequentialWithTtl`).
-    ///
-    /// # Errors
-    /// As [`new`](Self::new); [`Error::InvalidArgument`] for a mode without a TTL.
-    pub fn with_ttl(
-        client: CuratorFramework,
         mode: CreateMode,
-        path: &str,
         data: impl AsRef<[u8]>,
-        ttl: Duration,
-    ) -> Result<Self> {
-        if !matches!(
+    ) -> PersistentNodeBuilder {
+        PersistentNodeBuilder {
+            client,
+            path: path.to_owned(),
             mode,
-            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
-        ) {
-            return Err(Error::InvalidArgument(format!("{mode:?} takes no TTL")));
+            data: data.as_ref().to_vec(),
+            protected: false,
+            ttl: None,
         }
-        Self::build(client, mode, false, path, data.as_ref(), Some(ttl))
-    }
-
-    fn build(
-        client: CuratorFramework,
-        mode: CreateMode,
-        protected: bool,
-        path: &str,
-        data: &[u8],
-        ttl: Option<Duration>,
-    ) -> Result<Self> {
-        if mode.is_sequential() {
-            paths::validate_sequential(path)?;
-        } else {
-            paths::validate(path)?;
-        }
-        check_data(data)?;
-        if ttl.is_none()
-            && matches!(
-                mode,
-                CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
-            )
-        {
-            return Err(Error::InvalidArgument(
-                "a TTL mode needs PersistentNode::with_ttl".into(),
-            ));
-        }
-        Ok(Self {
-            inner: Arc::new(Inner {
-                client,
-                path: path.to_owned(),
-                mode,
-                protected,
-                ttl,
-                data: Mutex::new(data.to_vec()),
-                actual: watch::Sender::new(None),
-                poke: Notify::new(),
-                cancel: CancellationToken::new(),
-                task: Mutex::new(None),
-            }),
-        })
     }
 
     /// Starts keeping the node (in the background; returns at once).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when already started; [`Error::Closed`] after `close`.
+    /// [`Error::AlreadyStarted`] when started; [`Error::Closed`] after `close`.
+    ///
+    /// # Cancellation safety
+    /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        let mut task = self.inner.task.lock();
-        if self.inner.cancel.is_cancelled() {
-            return Err(Error::Closed);
-        }
-        if task.is_some() {
-            return Err(Error::InvalidArgument(
-                "the persistent node is already started".into(),
-            ));
-        }
-        *task = Some(tokio::spawn(keep(Arc::clone(&self.inner))));
+        self.inner.lifecycle.start()?;
+        self.inner
+            .tasks
+            .spawn(keep(Arc::clone(&self.inner)))
+            .detach();
         Ok(())
     }
 
     /// Waits until the node was created the first time; `false` when `timeout` passed first.
     ///
     /// # Errors
-    /// [`Error::Closed`] when the node was closed meanwhile.
+    /// [`Error::Closed`] when the node (or its client) was closed meanwhile.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
     pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<bool> {
         let mut actual = self.inner.actual.subscribe();
         let wait = actual.wait_for(Option::is_some);
         tokio::select! {
-            () = self.inner.cancel.cancelled() => Err(Error::Closed),
+            () = self.inner.tasks.cancelled() => Err(Error::Closed),
             result = tokio::time::timeout(timeout, wait) => Ok(result.is_ok()),
         }
     }
@@ -193,6 +142,9 @@ impl PersistentNode {
     /// # Errors
     /// [`Error::InvalidArgument`] for data over 1 MiB; connection errors writing it (the data
     /// is kept and written by the next re-creation).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future keeps the new data locally; the next re-creation writes it.
     pub async fn set_data(&self, data: impl AsRef<[u8]>) -> Result<()> {
         let data = data.as_ref();
         check_data(data)?;
@@ -215,22 +167,30 @@ impl PersistentNode {
         self.inner.data.lock().clone()
     }
 
-    /// Stops the background work without deleting the node.
-    pub(crate) async fn stop_keeping(&self) {
-        self.inner.cancel.cancel();
-        let task = self.inner.task.lock().take();
-        if let Some(task) = task {
-            let _ = task.await;
+    /// Closes the recipe and waits for its keeper to end, without deleting the node; `false`
+    /// when it was closed already.
+    pub(crate) async fn stop_keeping(&self) -> bool {
+        if !self.inner.lifecycle.close() {
+            return false;
         }
+        self.inner.tasks.close().await;
+        true
     }
 
     /// Stops keeping the node and deletes it (guaranteed: retried in the background if the
-    /// connection is down). Idempotent.
+    /// connection is down). Idempotent: later calls return `Ok(())`; closing a node that never
+    /// started is fine.
     ///
     /// # Errors
     /// Connection errors of the delete (it goes on in the background).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future after the keeper stopped may leave the node in place, no longer
+    /// kept (an ephemeral node goes with the session).
     pub async fn close(&self) -> Result<()> {
-        self.stop_keeping().await;
+        if !self.stop_keeping().await {
+            return Ok(());
+        }
         let actual = self.actual_path();
         match actual {
             Some(actual) => {
@@ -244,6 +204,111 @@ impl PersistentNode {
             }
             None => Ok(()),
         }
+    }
+}
+
+/// Options of a [`PersistentNode`]; see [`PersistentNode::builder`].
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use std::time::Duration;
+/// use curator_framework::CreateMode;
+/// use curator_nodes::PersistentNode;
+/// let member = PersistentNode::builder(client.clone(), "/members/m-", CreateMode::EphemeralSequential, b"host-1")
+///     .with_protection()
+///     .build()?;
+/// let lease = PersistentNode::builder(client, "/leases/job-7", CreateMode::PersistentWithTtl, b"")
+///     .with_ttl(Duration::from_secs(60))
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a builder does nothing until build()"]
+pub struct PersistentNodeBuilder {
+    client: CuratorFramework,
+    path: String,
+    mode: CreateMode,
+    data: Vec<u8>,
+    protected: bool,
+    ttl: Option<Duration>,
+}
+
+impl fmt::Debug for PersistentNodeBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PersistentNodeBuilder")
+            .field("path", &self.path)
+            .field("mode", &self.mode)
+            .field("data_len", &self.data.len())
+            .field("protected", &self.protected)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PersistentNodeBuilder {
+    /// Protected names for the first create (Curator's `useProtection`): a create whose reply
+    /// is lost is found again instead of made twice.
+    pub fn with_protection(mut self) -> Self {
+        self.protected = true;
+        self
+    }
+
+    /// The TTL of a `PersistentWithTtl` or `PersistentSequentialWithTtl` node (needed by those
+    /// modes, refused by the others).
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// The node's recipe, not started.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for data over 1 MiB, a
+    /// TTL mode without a TTL, or a TTL with another mode.
+    pub fn build(self) -> Result<PersistentNode> {
+        let Self {
+            client,
+            path,
+            mode,
+            data,
+            protected,
+            ttl,
+        } = self;
+        if mode.is_sequential() {
+            paths::validate_sequential(&path)?;
+        } else {
+            paths::validate(&path)?;
+        }
+        check_data(&data)?;
+        let ttl_mode = matches!(
+            mode,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
+        );
+        match (ttl_mode, ttl) {
+            (true, None) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{mode:?} needs a TTL (with_ttl)"
+                )));
+            }
+            (false, Some(_)) => {
+                return Err(Error::InvalidArgument(format!("{mode:?} takes no TTL")));
+            }
+            _ => {}
+        }
+        let tasks = client.recipe_tasks("PersistentNode");
+        Ok(PersistentNode {
+            inner: Arc::new(Inner {
+                client,
+                path,
+                mode,
+                protected,
+                ttl,
+                data: Mutex::new(data),
+                actual: watch::Sender::new(None),
+                poke: Notify::new(),
+                lifecycle: Lifecycle::new(),
+                tasks,
+            }),
+        })
     }
 }
 
@@ -335,11 +400,11 @@ impl Inner {
     }
 }
 
-/// Keeps the node: ensure it, watch it, and again on deletion, reconnection or new data.
+/// Keeps the node: ensure it, watch it, and again on deletion, reconnection or new data. Runs
+/// until its task is cancelled (the recipe's or the client's close) or the client is closed.
 async fn keep(inner: Arc<Inner>) {
     let mut states: ListenerStream<ConnectionState> = inner.client.connection_state_stream();
-    let cancel = inner.cancel.clone();
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::standard();
     loop {
         let step = async {
             let path = inner.ensure().await?;
@@ -351,17 +416,12 @@ async fn keep(inner: Arc<Inner>) {
                 .await?;
             Ok::<_, Error>((stat, watcher))
         };
-        let result = tokio::select! {
-            () = cancel.cancelled() => return,
-            result = step => result,
-        };
-        match result {
+        match step.await {
             Ok((Some(_), watcher)) => {
-                backoff = Duration::from_millis(50);
+                backoff.reset();
                 tokio::select! {
-                    () = cancel.cancelled() => return,
                     _ = watcher.changed() => {}
-                    _ = states.next_connected() => {}
+                    connected = states.next_connected() => if connected.is_err() { return },
                     () = inner.poke.notified() => {}
                 }
             }
@@ -369,11 +429,7 @@ async fn keep(inner: Arc<Inner>) {
             Err(Error::Closed) => return,
             Err(error) => {
                 tracing::debug!(%error, path = %inner.path, "persistent node not ensured; trying again");
-                tokio::select! {
-                    () = cancel.cancelled() => return,
-                    () = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
+                backoff.wait().await;
             }
         }
     }

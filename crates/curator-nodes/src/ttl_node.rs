@@ -4,9 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use curator_framework::recipe::{Lifecycle, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
-use parking_lot::Mutex;
-use tokio_util::sync::CancellationToken;
 
 use crate::PersistentNode;
 
@@ -27,17 +26,23 @@ pub const TOUCH_NODE: &str = "touch";
 /// let node = PersistentTtlNode::new(client, "/workers/w1", Duration::from_secs(60), b"busy")?;
 /// node.start().await?;
 /// // ... while it runs, /workers/w1 exists ...
-/// node.close().await; // stops touching; the server removes the node after the TTL
+/// node.close().await?; // stops touching; the server removes the node after the TTL
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct PersistentTtlNode {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     node: PersistentNode,
     client: CuratorFramework,
     touch_path: String,
     ttl: Duration,
-    cancel: CancellationToken,
-    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    lifecycle: Lifecycle,
+    /// The touching task.
+    tasks: RecipeTasks,
 }
 
 impl PersistentTtlNode {
@@ -55,36 +60,38 @@ impl PersistentTtlNode {
         if ttl.is_zero() {
             return Err(Error::InvalidArgument("a TTL node needs a TTL".into()));
         }
-        let node = PersistentNode::with_ttl(
-            client.clone(),
-            CreateMode::PersistentWithTtl,
-            path,
-            data,
-            ttl,
-        )?;
+        let node =
+            PersistentNode::builder(client.clone(), path, CreateMode::PersistentWithTtl, data)
+                .with_ttl(ttl)
+                .build()?;
         Ok(Self {
-            node,
-            client,
-            touch_path: paths::join(path, TOUCH_NODE),
-            ttl,
-            cancel: CancellationToken::new(),
-            task: Arc::new(Mutex::new(None)),
+            inner: Arc::new(Inner {
+                node,
+                touch_path: paths::join(path, TOUCH_NODE),
+                ttl,
+                lifecycle: Lifecycle::new(),
+                tasks: client.recipe_tasks("PersistentTtlNode"),
+                client,
+            }),
         })
     }
 
-    /// Starts keeping and touching the node.
+    /// Starts keeping and touching the node (in the background; returns at once).
     ///
     /// # Errors
-    /// As [`PersistentNode::start`].
+    /// [`Error::AlreadyStarted`] when started; [`Error::Closed`] after `close`.
+    ///
+    /// # Cancellation safety
+    /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        self.node.start().await?;
-        let (client, touch_path, ttl, cancel) = (
-            self.client.clone(),
-            self.touch_path.clone(),
-            self.ttl,
-            self.cancel.clone(),
+        self.inner.lifecycle.start()?;
+        self.inner.node.start().await?;
+        let (client, touch_path, ttl) = (
+            self.inner.client.clone(),
+            self.inner.touch_path.clone(),
+            self.inner.ttl,
         );
-        *self.task.lock() = Some(tokio::spawn(async move {
+        let touching = async move {
             loop {
                 let touched = client
                     .create()
@@ -93,15 +100,17 @@ impl PersistentTtlNode {
                     .or_set_data()
                     .for_path(&touch_path, [])
                     .await;
-                if let Err(error) = touched {
-                    tracing::debug!(%error, touch_path, "TTL node touch failed; the node may be missing, retrying at the next touch");
+                match touched {
+                    Err(Error::Closed) => return,
+                    Err(error) => {
+                        tracing::debug!(%error, touch_path, "TTL node touch failed; the node may be missing, retrying at the next touch");
+                    }
+                    Ok(_) => {}
                 }
-                tokio::select! {
-                    () = cancel.cancelled() => return,
-                    () = tokio::time::sleep(ttl / 2) => {}
-                }
+                tokio::time::sleep(ttl / 2).await;
             }
-        }));
+        };
+        self.inner.tasks.spawn(touching).detach();
         Ok(())
     }
 
@@ -109,27 +118,44 @@ impl PersistentTtlNode {
     ///
     /// # Errors
     /// As [`PersistentNode::wait_for_initial_create`].
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
     pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<bool> {
-        self.node.wait_for_initial_create(timeout).await
+        self.inner.node.wait_for_initial_create(timeout).await
     }
 
     /// Sets the node's data.
     ///
     /// # Errors
     /// As [`PersistentNode::set_data`].
+    ///
+    /// # Cancellation safety
+    /// As [`PersistentNode::set_data`].
     pub async fn set_data(&self, data: impl AsRef<[u8]>) -> Result<()> {
-        self.node.set_data(data).await
+        self.inner.node.set_data(data).await
     }
 
-    /// Stops touching (and keeping) the node without deleting it: the server removes it once
-    /// the TTL has passed.
-    pub async fn close(&self) {
-        self.cancel.cancel();
-        let task = self.task.lock().take();
-        if let Some(task) = task {
-            let _ = task.await;
+    /// The node's path (with its sequence, if any) once created.
+    pub fn actual_path(&self) -> Option<String> {
+        self.inner.node.actual_path()
+    }
+
+    /// Stops touching (and keeping) the node without deleting it, and waits for both tasks to
+    /// end: the server removes the node once the TTL has passed. Idempotent; closing a node
+    /// that never started is fine.
+    ///
+    /// # Errors
+    /// None so far; the `Result` is the contract every recipe keeps.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future leaves the tasks stopping in the background.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.lifecycle.close() {
+            self.inner.tasks.close().await;
+            // The keeper stops without its delete: the TTL removes the node.
+            self.inner.node.stop_keeping().await;
         }
-        // Stop the keeper without its delete: the TTL removes the node.
-        self.node.stop_keeping().await;
+        Ok(())
     }
 }

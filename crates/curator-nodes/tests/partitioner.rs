@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use curator_framework::{CuratorFramework, Error};
 use curator_nodes::{PartitionState, SetPartitioner, round_robin};
-use curator_test::{FaultProxy, TestingServer, unique_root};
+use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
 use curator_testkit::{client, eventually};
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -252,13 +252,14 @@ async fn bad_input_is_refused_and_release_needs_the_release_state() {
         .settle(Duration::from_millis(10))
         .build()
         .unwrap();
+    let mut states = p.stream();
     p.start().await.unwrap();
-    assert!(matches!(p.start().await, Err(Error::InvalidArgument(_))));
-    let mut state = p.subscribe();
-    state
-        .wait_for(|s| matches!(s, PartitionState::Acquired { .. }))
+    assert_eq!(p.start().await, Err(Error::AlreadyStarted));
+    let acquired =
+        async { while !matches!(states.next().await, Some(PartitionState::Acquired { .. })) {} };
+    tokio::time::timeout(Timing::new().wait(), acquired)
         .await
-        .unwrap();
+        .expect("acquired in time");
     assert_eq!(p.acquired(), ["x"]);
     assert!(matches!(
         p.release_set().await,

@@ -36,8 +36,9 @@ async fn an_ephemeral_node_comes_back_once_with_its_latest_data() {
     let path = format!("{root}/me");
     let owner = client(&server.connect_string()).await;
     let observer = client(&server.connect_string()).await;
-    let node =
-        PersistentNode::new(owner.clone(), CreateMode::Ephemeral, false, &path, b"v1").unwrap();
+    let node = PersistentNode::builder(owner.clone(), &path, CreateMode::Ephemeral, b"v1")
+        .build()
+        .unwrap();
     node.start().await.unwrap();
     assert!(
         node.wait_for_initial_create(Timing::new().wait())
@@ -86,13 +87,14 @@ async fn a_protected_sequential_node_keeps_its_path_through_expiry_and_restart()
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let root = unique_root("persistent-seq");
     let owner = client(&server.connect_string()).await;
-    let node = PersistentNode::new(
+    let node = PersistentNode::builder(
         owner.clone(),
-        CreateMode::EphemeralSequential,
-        true,
         &format!("{root}/member-"),
+        CreateMode::EphemeralSequential,
         b"m",
     )
+    .with_protection()
+    .build()
     .unwrap();
     node.start().await.unwrap();
     assert!(
@@ -138,8 +140,9 @@ async fn a_node_of_another_session_is_replaced() {
         .await
         .unwrap();
     let owner = client(&server.connect_string()).await;
-    let node =
-        PersistentNode::new(owner.clone(), CreateMode::Ephemeral, false, &path, b"fresh").unwrap();
+    let node = PersistentNode::builder(owner.clone(), &path, CreateMode::Ephemeral, b"fresh")
+        .build()
+        .unwrap();
     node.start().await.unwrap();
     eventually("ours now", || async {
         look(&owner, &root, &path)
@@ -151,8 +154,9 @@ async fn a_node_of_another_session_is_replaced() {
     // Persistent nodes are simply adopted, with our data.
     let kept = format!("{root}/config");
     owner.create().for_path(&kept, b"old").await.unwrap();
-    let config =
-        PersistentNode::new(owner.clone(), CreateMode::Persistent, false, &kept, b"new").unwrap();
+    let config = PersistentNode::builder(owner.clone(), &kept, CreateMode::Persistent, b"new")
+        .build()
+        .unwrap();
     config.start().await.unwrap();
     eventually("adopted with our data", || async {
         look(&owner, &root, &kept)
@@ -165,17 +169,23 @@ async fn a_node_of_another_session_is_replaced() {
     node.close().await.unwrap();
 
     assert!(matches!(
-        PersistentNode::new(
+        PersistentNode::builder(
             owner.clone(),
-            CreateMode::Ephemeral,
-            false,
             &path,
+            CreateMode::Ephemeral,
             vec![0; 2 << 20]
-        ),
+        )
+        .build(),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        PersistentNode::new(owner, CreateMode::PersistentWithTtl, false, &path, b""),
+        PersistentNode::builder(owner.clone(), &path, CreateMode::PersistentWithTtl, b"").build(),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        PersistentNode::builder(owner, &path, CreateMode::Ephemeral, b"")
+            .with_ttl(Duration::from_secs(1))
+            .build(),
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -214,7 +224,7 @@ async fn a_ttl_node_lives_while_touched_and_goes_after() {
             .unwrap();
         assert!(c.check_exists().for_path(&path).await.unwrap().is_some());
     }
-    node.close().await;
+    node.close().await.unwrap();
     eventually("gone after the TTL", || async {
         c.check_exists().for_path(&path).await.unwrap().is_none()
     })

@@ -1,5 +1,5 @@
-//! Helpers for the cache tests: connected clients, event recorders, the server's tree and the
-//! replay of an event log.
+//! Helpers for the cache tests (clients come from `curator-testkit`): logging, event recorders,
+//! the server's tree and the replay of an event log.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use curator_caches::{CacheEvent, ChildData};
 use curator_framework::listen::{Listenable, ListenerStream};
-use curator_framework::retry::RetryNTimes;
 use curator_framework::{CuratorFramework, Error, paths};
 use curator_test::Timing;
 use futures::StreamExt;
@@ -23,30 +22,6 @@ pub fn init_logging() {
             .with_test_writer()
             .try_init();
     }
-}
-
-/// A started, connected client with the given session timeout, and a retry policy that covers
-/// a server restart.
-pub async fn client_with(connect: &str, session_timeout: Duration) -> CuratorFramework {
-    init_logging();
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .session_timeout(session_timeout)
-        .connection_timeout(Timing::new().connection_timeout())
-        .retry_policy(RetryNTimes::new(40, Duration::from_millis(250)))
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
-}
-
-/// A started, connected client with a 15 s (scaled) session.
-pub async fn client(connect: &str) -> CuratorFramework {
-    client_with(connect, Timing::new().scale(Duration::from_secs(15))).await
 }
 
 /// Every event a cache publishes, in order, recorded from a stream.
