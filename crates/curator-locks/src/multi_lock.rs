@@ -16,8 +16,8 @@ use crate::mutex::{InterProcessMutex, LockGuard};
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_locks::{InterProcessMultiLock, InterProcessMutex};
 /// let both = InterProcessMultiLock::new(vec![
-///     InterProcessMutex::new(client.clone(), "/locks/a")?,
-///     InterProcessMutex::new(client.clone(), "/locks/b")?,
+///     InterProcessMutex::builder(client.clone(), "/locks/a").build()?,
+///     InterProcessMutex::builder(client.clone(), "/locks/b").build()?,
 /// ]);
 /// let guard = both.acquire().await?;
 /// guard.release().await?;

@@ -1,7 +1,5 @@
 //! `InterProcessReadWriteLock` against a real ZooKeeper server.
 
-mod support;
-
 use std::time::Duration;
 
 use curator_framework::paths;
@@ -14,10 +12,16 @@ const SHORT: Duration = Duration::from_millis(300);
 async fn readers_share_and_writers_exclude() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-matrix");
-    let a = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-        .unwrap();
-    let b = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-        .unwrap();
+    let a = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
+    let b = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
 
     // Read + read: together.
     let ra = a.read_lock().acquire().await.unwrap();
@@ -78,15 +82,21 @@ async fn readers_share_and_writers_exclude() {
 async fn a_reader_waits_for_a_writer_that_queued_before_it() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-order");
-    let first_reader =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-            .unwrap();
-    let writer =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-            .unwrap();
-    let late_reader =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-            .unwrap();
+    let first_reader = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
+    let writer = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
+    let late_reader = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
 
     let read = first_reader.read_lock().acquire().await.unwrap();
     let queued = tokio::spawn({
@@ -122,14 +132,18 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
 #[tokio::test]
 async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
     let server = TestingServer::start().await.unwrap();
-    let observer = support::client(&server.connect_string()).await;
+    let observer = curator_testkit::client(&server.connect_string()).await;
     let path = unique_root("rw-downgrade");
-    let lock =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-            .unwrap();
-    let other =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-            .unwrap();
+    let lock = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
+    let other = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
 
     let write = lock.write_lock().acquire().await.unwrap();
     let read = tokio::time::timeout(Timing::new().wait(), lock.read_lock().acquire())
@@ -188,10 +202,16 @@ async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
 async fn each_side_lists_only_its_own_participants() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-participants");
-    let a = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-        .unwrap();
-    let b = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-        .unwrap();
+    let a = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
+    let b = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
     let read = a.read_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
         let b = b.clone();
@@ -214,11 +234,13 @@ async fn each_side_lists_only_its_own_participants() {
 async fn a_writer_whose_session_ends_lets_waiting_readers_in_and_knows_it_lost() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-expiry");
-    let writer_client = support::client(&server.connect_string()).await;
+    let writer_client = curator_testkit::client(&server.connect_string()).await;
     let writer = InterProcessReadWriteLock::new(writer_client.clone(), &path).unwrap();
-    let reader =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
-            .unwrap();
+    let reader = InterProcessReadWriteLock::new(
+        curator_testkit::client(&server.connect_string()).await,
+        &path,
+    )
+    .unwrap();
     let held = writer.write_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
         let reader = reader.clone();
