@@ -26,6 +26,9 @@ impl Revoker {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the request written or not.
     pub async fn attempt_revoke(client: &CuratorFramework, node: &str) -> Result<()> {
         match client.set_data().for_path(node, REVOKE_MESSAGE).await {
             Ok(_) | Err(Error::NoNode) => Ok(()),

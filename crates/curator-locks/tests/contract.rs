@@ -169,6 +169,13 @@ async fn a_held_lock_is_released_by_the_clients_close_and_its_tasks_end() {
             .unwrap(),
     ]);
     let multi_guard = multi.acquire().await.unwrap();
+    let multi_holds: Vec<&Hold> = multi_guard.holds().collect();
+    assert_eq!(multi_holds.len(), 1);
+    assert!(
+        multi_holds[0]
+            .node_path()
+            .starts_with(&format!("{path}-a/"))
+    );
     assert_eq!(client.metrics().recipe_tasks, 2, "two revocation watches");
 
     client.close().await;
