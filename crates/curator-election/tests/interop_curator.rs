@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use curator_election::{LeaderLatch, LeaderSelector};
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 use tokio::time::Instant;
 
 fn java(connect: &str, path: &str, id: &str, kind: &str) -> JavaPeer {
@@ -46,7 +47,7 @@ async fn rust_and_java_leader_latches_elect_one_leader() {
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "latch"));
     java_says(&mut java, "leading", "yes").await;
     let rust = LeaderLatch::builder(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         "rust-1",
     )
@@ -89,7 +90,7 @@ async fn rust_and_java_leader_selectors_take_turns() {
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "selector"));
     java_says(&mut java, "leading", "yes").await;
     let rust = LeaderSelector::builder(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         "rust-1",
         |context| async move {

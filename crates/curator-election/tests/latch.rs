@@ -7,6 +7,7 @@ use curator_election::{CloseMode, LatchEvent, LeaderLatch};
 use curator_framework::listen::ListenerStream;
 use curator_framework::paths;
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -54,7 +55,7 @@ async fn one_of_several_leads_and_the_others_know_who() {
     let mut latches = Vec::new();
     for i in 0..3 {
         let latch = LeaderLatch::builder(
-            curator_testkit::client(&server.connect_string()).await,
+            testkit::client(&server.connect_string()).await,
             &path,
             format!("p{i}"),
         )
@@ -130,7 +131,7 @@ async fn an_expired_leader_steps_down_and_the_next_takes_over() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("latch-expiry");
     let log: Log = Arc::default();
-    let first_client = curator_testkit::client(&server.connect_string()).await;
+    let first_client = testkit::client(&server.connect_string()).await;
     let first = LeaderLatch::builder(first_client.clone(), &path, "first")
         .build()
         .unwrap();
@@ -143,7 +144,7 @@ async fn an_expired_leader_steps_down_and_the_next_takes_over() {
             .unwrap()
     );
     let second = LeaderLatch::builder(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         "second",
     )
@@ -181,7 +182,7 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
     let path = unique_root("latch-partition");
     let session_timeout = Timing::new().scale(Duration::from_secs(4));
     let leader = LeaderLatch::builder(
-        curator_testkit::client_with(&proxy.connect_string(), session_timeout).await,
+        testkit::client_with(&proxy.connect_string(), session_timeout).await,
         &path,
         "cut-off",
     )
@@ -195,7 +196,7 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
             .unwrap()
     );
     let other = LeaderLatch::builder(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         "other",
     )
@@ -235,7 +236,7 @@ async fn leadership_survives_a_server_restart_without_two_leaders() {
     let mut latches = Vec::new();
     for i in 0..2 {
         let latch = LeaderLatch::builder(
-            curator_testkit::client(&server.connect_string()).await,
+            testkit::client(&server.connect_string()).await,
             &path,
             format!("p{i}"),
         )
@@ -262,14 +263,11 @@ async fn close_modes() {
     use futures::StreamExt;
     for (mode, expect_event) in [(CloseMode::Silent, false), (CloseMode::NotifyLeader, true)] {
         let path = unique_root("latch-close");
-        let latch = LeaderLatch::builder(
-            curator_testkit::client(&server.connect_string()).await,
-            &path,
-            "x",
-        )
-        .close_mode(mode)
-        .build()
-        .unwrap();
+        let latch =
+            LeaderLatch::builder(testkit::client(&server.connect_string()).await, &path, "x")
+                .close_mode(mode)
+                .build()
+                .unwrap();
         let mut events = leadership(&latch);
         latch.start().await.unwrap();
         assert_eq!(events.next().await, Some(LatchEvent::IsLeader));

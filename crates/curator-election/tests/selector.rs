@@ -6,6 +6,7 @@ use std::time::Duration;
 use curator_election::LeaderSelector;
 use curator_framework::CuratorFramework;
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -53,7 +54,7 @@ async fn auto_requeue_cycles_leadership_without_overlap() {
         let id = format!("s{i}");
         let task_id = id.clone();
         let selector = LeaderSelector::builder(
-            curator_testkit::client(&server.connect_string()).await,
+            testkit::client(&server.connect_string()).await,
             &path,
             id,
             move |_context| {
@@ -153,8 +154,8 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
     let path = unique_root("selector-interrupt");
     let terms: Terms = Arc::default();
     let (a, b) = a_leads_b_waits(
-        curator_testkit::client(&server.connect_string()).await,
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         false,
@@ -185,8 +186,8 @@ async fn a_cut_off_leaders_task_is_cancelled_before_the_next_leader_starts() {
     let terms: Terms = Arc::default();
     let session_timeout = Timing::new().scale(Duration::from_secs(4));
     let (a, b) = a_leads_b_waits(
-        curator_testkit::client_with(&proxy.connect_string(), session_timeout).await,
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client_with(&proxy.connect_string(), session_timeout).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         false,
@@ -212,10 +213,10 @@ async fn an_expired_leader_hands_over() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("selector-expiry");
     let terms: Terms = Arc::default();
-    let a_client = curator_testkit::client(&server.connect_string()).await;
+    let a_client = testkit::client(&server.connect_string()).await;
     let (a, b) = a_leads_b_waits(
         a_client.clone(),
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         false,
@@ -238,8 +239,8 @@ async fn a_server_restart_ends_the_term_and_leadership_resumes_without_overlap()
     let path = unique_root("selector-restart");
     let terms: Terms = Arc::default();
     let (a, b) = a_leads_b_waits(
-        curator_testkit::client(&server.connect_string()).await,
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         true,

@@ -8,6 +8,7 @@ use curator_locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases,
 };
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 /// Runs a blocking exchange with the Java peer without stalling the runtime.
 async fn ask(peer: &mut JavaPeer, line: &str) -> String {
@@ -30,12 +31,9 @@ async fn rust_and_java_mutexes_exclude_each_other_both_ways() {
     let path = unique_root("interop-mutex");
     let mut java =
         tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "mutex"));
-    let rust = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
+    let rust = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
 
     // Java holds: Rust cannot acquire, and sees Java's node first in line.
     assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
@@ -90,11 +88,9 @@ async fn rust_and_java_read_write_locks_share_and_exclude() {
         tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "write"));
     let mut java_reader =
         tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "read"));
-    let rust = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
+    let rust =
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
 
     // A Java reader and a Rust reader hold together; then no writer, Java or Rust, gets in.
     assert_eq!(ask(&mut java_reader, "acquire 10000").await, "acquired");
@@ -155,7 +151,7 @@ async fn rust_and_java_semaphores_share_the_same_leases() {
         peer
     });
     let rust = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )

@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use curator_locks::{InterProcessMultiLock, InterProcessMutex, Revoker};
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 #[tokio::test]
 async fn a_multi_lock_takes_all_or_nothing() {
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("multi-lock");
     let (a, b) = (format!("{root}/a"), format!("{root}/b"));
-    let mine = curator_testkit::client(&server.connect_string()).await;
-    let other = curator_testkit::client(&server.connect_string()).await;
+    let mine = testkit::client(&server.connect_string()).await;
+    let other = testkit::client(&server.connect_string()).await;
     let multi = InterProcessMultiLock::new(vec![
         InterProcessMutex::builder(mine.clone(), &a)
             .build()
@@ -80,8 +81,8 @@ async fn a_multi_lock_whose_session_ends_frees_every_lock_and_its_late_release_h
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("multi-lock-expiry");
     let paths = [format!("{root}/a"), format!("{root}/b")];
-    let first_client = curator_testkit::client(&server.connect_string()).await;
-    let second_client = curator_testkit::client(&server.connect_string()).await;
+    let first_client = testkit::client(&server.connect_string()).await;
+    let second_client = testkit::client(&server.connect_string()).await;
     let multi = |client: &curator_framework::CuratorFramework| {
         InterProcessMultiLock::new(
             paths
@@ -139,18 +140,15 @@ async fn a_revocation_request_reaches_the_holder() {
     let path = unique_root("revocation");
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
-    let holder = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .make_revocable(move || {
-        counter.fetch_add(1, Ordering::SeqCst);
-    })
-    .build()
-    .unwrap();
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .make_revocable(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
 
-    let other_client = curator_testkit::client(&server.connect_string()).await;
+    let other_client = testkit::client(&server.connect_string()).await;
     let other = InterProcessMutex::builder(other_client.clone(), &path)
         .build()
         .unwrap();

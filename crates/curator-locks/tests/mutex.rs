@@ -7,6 +7,7 @@ use std::time::Duration;
 use curator_framework::{ConnectionState, CuratorFramework, paths};
 use curator_locks::InterProcessMutex;
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
     client
@@ -26,7 +27,7 @@ async fn eight_clients_never_hold_the_lock_together() {
     let tokens = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for _ in 0..8 {
-        let client = curator_testkit::client(&server.connect_string()).await;
+        let client = testkit::client(&server.connect_string()).await;
         let (path, holders, acquisitions, tokens) = (
             path.clone(),
             Arc::clone(&holders),
@@ -65,7 +66,7 @@ async fn eight_clients_never_hold_the_lock_together() {
 #[tokio::test]
 async fn the_node_layout_is_curators() {
     let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("mutex-layout");
     let mutex = InterProcessMutex::builder(client.clone(), &path)
         .build()
@@ -96,18 +97,12 @@ async fn the_node_layout_is_curators() {
 async fn a_handle_is_reentrant_and_releases_as_often_as_it_acquired() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("mutex-reentrant");
-    let mine = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
-    let other = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
+    let mine = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
+    let other = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
 
     let first = mine.acquire().await.unwrap();
     let second = mine.acquire().await.unwrap();
@@ -140,20 +135,14 @@ async fn a_handle_is_reentrant_and_releases_as_often_as_it_acquired() {
 #[tokio::test]
 async fn a_timed_out_waiter_leaves_no_node() {
     let server = TestingServer::start().await.unwrap();
-    let observer = curator_testkit::client(&server.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
     let path = unique_root("mutex-timeout");
-    let holder = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
-    let waiter = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
+    let waiter = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
     assert!(
         waiter
@@ -176,16 +165,13 @@ async fn a_timed_out_waiter_leaves_no_node() {
 #[tokio::test]
 async fn dropping_acquisitions_at_random_points_leaves_no_node() {
     let server = TestingServer::start().await.unwrap();
-    let observer = curator_testkit::client(&server.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
     let path = unique_root("mutex-cancel");
-    let holder = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
-    let contender = curator_testkit::client(&server.connect_string()).await;
+    let contender = testkit::client(&server.connect_string()).await;
     for delay_us in [0u64, 50, 200, 500, 1000, 2000, 5000, 20000] {
         let mutex = InterProcessMutex::builder(contender.clone(), &path)
             .build()
@@ -209,16 +195,13 @@ async fn dropping_acquisitions_at_random_points_leaves_no_node() {
 async fn a_holder_whose_session_expires_is_told_and_the_next_waiter_gets_the_lock() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("mutex-expiry");
-    let holder_client = curator_testkit::client(&server.connect_string()).await;
+    let holder_client = testkit::client(&server.connect_string()).await;
     let holder = InterProcessMutex::builder(holder_client.clone(), &path)
         .build()
         .unwrap();
-    let waiter = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
+    let waiter = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
     assert!(!guard.is_lost());
     let waiting = tokio::spawn(async move {
@@ -248,18 +231,12 @@ async fn a_holder_whose_session_expires_is_told_and_the_next_waiter_gets_the_loc
 async fn a_waiter_still_acquires_after_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let path = unique_root("mutex-restart");
-    let holder = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
-    let waiter = InterProcessMutex::builder(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .build()
-    .unwrap();
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
+    let waiter = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
     curator_test::eventually("the waiter queues", || async {

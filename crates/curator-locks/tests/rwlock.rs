@@ -5,6 +5,7 @@ use std::time::Duration;
 use curator_framework::paths;
 use curator_locks::InterProcessReadWriteLock;
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 const SHORT: Duration = Duration::from_millis(300);
 
@@ -12,16 +13,10 @@ const SHORT: Duration = Duration::from_millis(300);
 async fn readers_share_and_writers_exclude() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-matrix");
-    let a = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
-    let b = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
+    let a = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        .unwrap();
+    let b = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        .unwrap();
 
     // Read + read: together.
     let ra = a.read_lock().acquire().await.unwrap();
@@ -82,21 +77,15 @@ async fn readers_share_and_writers_exclude() {
 async fn a_reader_waits_for_a_writer_that_queued_before_it() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-order");
-    let first_reader = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
-    let writer = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
-    let late_reader = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
+    let first_reader =
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
+    let writer =
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
+    let late_reader =
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
 
     let read = first_reader.read_lock().acquire().await.unwrap();
     let queued = tokio::spawn({
@@ -132,18 +121,14 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
 #[tokio::test]
 async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
     let server = TestingServer::start().await.unwrap();
-    let observer = curator_testkit::client(&server.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
     let path = unique_root("rw-downgrade");
-    let lock = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
-    let other = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
+    let lock =
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
+    let other =
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
 
     let write = lock.write_lock().acquire().await.unwrap();
     let read = tokio::time::timeout(Timing::new().wait(), lock.read_lock().acquire())
@@ -202,16 +187,10 @@ async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
 async fn each_side_lists_only_its_own_participants() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-participants");
-    let a = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
-    let b = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
+    let a = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        .unwrap();
+    let b = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        .unwrap();
     let read = a.read_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
         let b = b.clone();
@@ -234,13 +213,11 @@ async fn each_side_lists_only_its_own_participants() {
 async fn a_writer_whose_session_ends_lets_waiting_readers_in_and_knows_it_lost() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-expiry");
-    let writer_client = curator_testkit::client(&server.connect_string()).await;
+    let writer_client = testkit::client(&server.connect_string()).await;
     let writer = InterProcessReadWriteLock::new(writer_client.clone(), &path).unwrap();
-    let reader = InterProcessReadWriteLock::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
+    let reader =
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
     let held = writer.write_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
         let reader = reader.clone();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use curator_framework::{Error, paths};
 use curator_locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, MaxLeases};
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 const SHORT: Duration = Duration::from_millis(300);
 
@@ -18,7 +19,7 @@ async fn holders_never_exceed_the_leases_across_clients() {
     let most = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let client = curator_testkit::client(&server.connect_string()).await;
+        let client = testkit::client(&server.connect_string()).await;
         let (path, holders, most) = (path.clone(), Arc::clone(&holders), Arc::clone(&most));
         tasks.push(tokio::spawn(async move {
             let semaphore =
@@ -46,13 +47,13 @@ async fn leases_timeouts_and_bad_input() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-basics");
     let a = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
     .unwrap();
     let b = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
@@ -75,7 +76,7 @@ async fn leases_timeouts_and_bad_input() {
     drop(both);
 
     let zero = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(0),
     );
@@ -90,11 +91,11 @@ async fn leases_timeouts_and_bad_input() {
 async fn a_holder_whose_session_expires_frees_its_lease() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-expiry");
-    let holder_client = curator_testkit::client(&server.connect_string()).await;
+    let holder_client = testkit::client(&server.connect_string()).await;
     let holder =
         InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
     let waiter = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
@@ -119,7 +120,7 @@ async fn a_holder_whose_session_expires_frees_its_lease() {
 async fn the_number_of_leases_can_come_from_a_shared_count_node() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-count");
-    let admin = curator_testkit::client(&server.connect_string()).await;
+    let admin = testkit::client(&server.connect_string()).await;
     let count = format!("{path}-count");
     admin
         .create()
@@ -128,7 +129,7 @@ async fn the_number_of_leases_can_come_from_a_shared_count_node() {
         .await
         .unwrap();
     let semaphore = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::SharedCount(count.clone()),
     )
@@ -163,11 +164,9 @@ async fn the_number_of_leases_can_come_from_a_shared_count_node() {
 async fn a_semaphore_mutex_is_not_reentrant() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-mutex");
-    let mutex = InterProcessSemaphoreMutex::new(
-        curator_testkit::client(&server.connect_string()).await,
-        &path,
-    )
-    .unwrap();
+    let mutex =
+        InterProcessSemaphoreMutex::new(testkit::client(&server.connect_string()).await, &path)
+            .unwrap();
     let lease = mutex.acquire().await.unwrap();
     assert!(
         mutex.acquire_timeout(SHORT).await.unwrap().is_none(),
@@ -187,7 +186,7 @@ async fn a_semaphore_mutex_is_not_reentrant() {
 async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_leave_nothing() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-lease");
-    let holder_client = curator_testkit::client(&server.connect_string()).await;
+    let holder_client = testkit::client(&server.connect_string()).await;
     let semaphore =
         InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
     let lease = semaphore.acquire().await.unwrap();
@@ -201,7 +200,7 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
 
     // Acquisitions dropped at any point (waiting for the guard, or for room) leave no node.
     let contender = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
@@ -228,13 +227,13 @@ async fn a_waiter_gets_its_lease_after_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let path = unique_root("semaphore-restart");
     let holder = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
     .unwrap();
     let waiter = InterProcessSemaphoreV2::new(
-        curator_testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
@@ -278,7 +277,7 @@ async fn children(client: &curator_framework::CuratorFramework, path: &str) -> V
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
     let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-shared-handle");
     let mutex = InterProcessSemaphoreMutex::new(client.clone(), &path).unwrap();
     let held = mutex.acquire().await.unwrap();
@@ -327,7 +326,7 @@ async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_tasks_share_one_five_lease_handle() {
     let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-shared-v2");
     let semaphore =
         InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(5)).unwrap();
@@ -369,7 +368,7 @@ async fn ten_tasks_share_one_five_lease_handle() {
 #[tokio::test]
 async fn participant_nodes_are_full_paths_in_order_like_the_mutex() {
     let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-participants");
     let semaphore =
         InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(3)).unwrap();
