@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use curator_barriers::{DistributedBarrier, DistributedDoubleBarrier, Site, TwoPhaseCommit};
-use curator_framework::{CuratorFramework, Error};
+use curator_framework::Error;
 use curator_test::{TestingServer, Timing, unique_root};
 use tokio::time::Instant;
 
@@ -54,14 +54,6 @@ async fn construction_validates_its_input() {
     client.close().await;
 }
 
-async fn members(client: &CuratorFramework, path: &str) -> usize {
-    client
-        .get_children()
-        .for_path(path)
-        .await
-        .map_or(0, |(children, _)| children.len())
-}
-
 #[tokio::test]
 async fn an_abandoned_enter_leaves_nothing_and_the_member_may_enter_again() {
     let server = TestingServer::start().await.unwrap();
@@ -73,7 +65,7 @@ async fn an_abandoned_enter_leaves_nothing_and_the_member_may_enter_again() {
         let entering = member.enter();
         tokio::pin!(entering);
         let end = Instant::now() + Timing::new().wait();
-        while members(&client, &path).await == 0 {
+        while curator_testkit::children(&client, &path).await.is_empty() {
             let polled = tokio::time::timeout(Duration::from_millis(10), &mut entering).await;
             assert!(polled.is_err(), "one of two members entered: {polled:?}");
             assert!(
@@ -84,7 +76,7 @@ async fn an_abandoned_enter_leaves_nothing_and_the_member_may_enter_again() {
         assert_eq!(client.metrics().recipe_tasks, 0, "entering runs no task");
     }
     curator_testkit::eventually("the abandoned member's node is deleted", || async {
-        members(&client, &path).await == 0
+        curator_testkit::children(&client, &path).await.is_empty()
     })
     .await;
     curator_testkit::eventually("the cleanup's task ends", || async {
@@ -127,7 +119,10 @@ async fn waiters_end_when_their_client_closes() {
     let waiting = tokio::spawn(async move { barrier.wait_on_barrier().await });
     let entering = tokio::spawn(async move { member.enter().await });
     curator_testkit::eventually("the member waits in the barrier", || async {
-        members(&owner, &format!("{root}/double")).await == 1
+        curator_testkit::children(&owner, &format!("{root}/double"))
+            .await
+            .len()
+            == 1
     })
     .await;
     assert_eq!(client.metrics().recipe_tasks, 0);
@@ -146,7 +141,9 @@ async fn waiters_end_when_their_client_closes() {
     assert_eq!(client.metrics().recipe_tasks, 0);
     // The closed session took the member's node with it.
     curator_testkit::eventually("the member's node is gone", || async {
-        members(&owner, &format!("{root}/double")).await == 0
+        curator_testkit::children(&owner, &format!("{root}/double"))
+            .await
+            .is_empty()
     })
     .await;
     owner.close().await;

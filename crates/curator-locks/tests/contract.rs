@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use curator_framework::Error;
 use curator_framework::recipe::Hold;
-use curator_framework::{CuratorFramework, Error};
 use curator_locks::{
     InterProcessMultiLock, InterProcessMutex, InterProcessMutexBuilder, InterProcessReadWriteLock,
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LockGuard, MaxLeases,
@@ -41,14 +41,6 @@ fn handles_guards_and_futures_are_send_and_sync() {
         send(&lease.release());
         send(&multi.acquire());
     };
-}
-
-async fn nodes(client: &CuratorFramework, path: &str) -> usize {
-    client
-        .get_children()
-        .for_path(path)
-        .await
-        .map_or(0, |(children, _)| children.len())
 }
 
 #[tokio::test]
@@ -117,7 +109,10 @@ async fn a_guard_is_a_hold_and_its_revocation_watch_is_a_recipe_task_until_relea
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 
     guard.release().await.unwrap();
-    assert_eq!(nodes(&client, &path).await, 0, "released and deleted");
+    assert!(
+        curator_testkit::children(&client, &path).await.is_empty(),
+        "released and deleted"
+    );
     assert_eq!(client.metrics().recipe_tasks, 0, "the watch ended");
     client.close().await;
 }
@@ -141,8 +136,12 @@ async fn dropped_guards_and_leases_are_released_by_recipe_tasks_that_end() {
     drop(guard);
     drop(lease);
     curator_testkit::eventually("both nodes are deleted", || async {
-        nodes(&client, &lock_path).await == 0
-            && nodes(&client, &format!("{semaphore_path}/leases")).await == 0
+        curator_testkit::children(&client, &lock_path)
+            .await
+            .is_empty()
+            && curator_testkit::children(&client, &format!("{semaphore_path}/leases"))
+                .await
+                .is_empty()
     })
     .await;
     curator_testkit::eventually("the releases' tasks end", || async {

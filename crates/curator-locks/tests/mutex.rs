@@ -4,19 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use curator_framework::{ConnectionState, CuratorFramework, paths};
+use curator_framework::{ConnectionState, paths};
 use curator_locks::InterProcessMutex;
 use curator_test::{TestingServer, Timing, unique_root};
 use curator_testkit as testkit;
-
-async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
-    client
-        .get_children()
-        .for_path(path)
-        .await
-        .map(|(c, _)| c)
-        .unwrap_or_default()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_clients_never_hold_the_lock_together() {
@@ -152,12 +143,12 @@ async fn a_timed_out_waiter_leaves_no_node() {
             .is_none()
     );
     curator_test::eventually("the waiter's node is deleted", || async {
-        children(&observer, &path).await.len() == 1
+        testkit::children(&observer, &path).await.len() == 1
     })
     .await;
     drop(guard);
     curator_test::eventually("the holder's node is deleted", || async {
-        children(&observer, &path).await.is_empty()
+        testkit::children(&observer, &path).await.is_empty()
     })
     .await;
 }
@@ -181,7 +172,7 @@ async fn dropping_acquisitions_at_random_points_leaves_no_node() {
         let _ = tokio::time::timeout(Duration::from_micros(delay_us), acquisition).await;
     }
     curator_test::eventually("only the holder's node remains", || async {
-        children(&observer, &path).await.len() == 1
+        testkit::children(&observer, &path).await.len() == 1
     })
     .await;
     curator_test::eventually("the background cleanups finish", || async {

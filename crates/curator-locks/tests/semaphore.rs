@@ -262,15 +262,6 @@ async fn a_waiter_gets_its_lease_after_a_server_restart() {
     drop(theirs);
 }
 
-/// Children of `path` (none when it does not exist).
-async fn children(client: &curator_framework::CuratorFramework, path: &str) -> Vec<String> {
-    match client.get_children().for_path(path).await {
-        Ok((children, _)) => children,
-        Err(Error::NoNode) => Vec::new(),
-        Err(error) => panic!("listing {path}: {error}"),
-    }
-}
-
 /// Tasks sharing one handle wait for the lease one after the other. (The guard mutex used to
 /// be one reentrant handle shared by the clones: the second waiter walked into the guard and
 /// added its own lease node, and with more waiters than leases nobody could proceed.)
@@ -300,14 +291,14 @@ async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
     let guard = paths::join(&path, "locks");
     curator_test::eventually("both waiters in line", || async {
         let (leases, guard) = (
-            children(&client, &leases).await,
-            children(&client, &guard).await,
+            testkit::children(&client, &leases).await,
+            testkit::children(&client, &guard).await,
         );
         leases.len() == 3 || (leases.len() == 2 && guard.len() == 2)
     })
     .await;
     assert_eq!(
-        children(&client, &leases).await.len(),
+        testkit::children(&client, &leases).await.len(),
         2,
         "a lease node beyond the one lease and its one waiter"
     );
@@ -318,7 +309,7 @@ async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
             .expect("a waiter on a shared handle never got the lease")
             .unwrap();
     }
-    assert!(children(&client, &leases).await.is_empty());
+    assert!(testkit::children(&client, &leases).await.is_empty());
 }
 
 /// Ten tasks share one 5-lease handle for several rounds: at most five hold at once, and every
@@ -357,7 +348,7 @@ async fn ten_tasks_share_one_five_lease_handle() {
     }
     assert!(most.load(Ordering::SeqCst) >= 1);
     assert!(
-        children(&client, &paths::join(&path, "leases"))
+        testkit::children(&client, &paths::join(&path, "leases"))
             .await
             .is_empty()
     );
