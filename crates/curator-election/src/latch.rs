@@ -233,8 +233,9 @@ impl LeaderLatch {
     /// Connection errors deleting the node (the delete goes on in the background).
     ///
     /// # Cancellation safety
-    /// The latch is closed at the first poll; dropping the future later leaves the node's delete
-    /// to the background.
+    /// The latch is closed (for good) at the first poll. Dropping the future before it finished
+    /// may leave the node to the session (it goes when the session ends), or its delete to the
+    /// background.
     pub async fn close(&self) -> Result<()> {
         let inner = &self.inner;
         if !inner.lifecycle.close() {
@@ -548,7 +549,9 @@ async fn run(inner: Arc<Inner>) {
                     .connection_state()
                     .is_some_and(|s| policy.is_error_state(s)) =>
             {
-                // The connection went bad while we looked: lead only once it is back.
+                // The connection went bad while we looked: lead only once it is back (and not
+                // meanwhile, if this participant led before the look).
+                inner.step_down(true);
                 if !wait_until_connected(&inner, &mut states).await {
                     return;
                 }

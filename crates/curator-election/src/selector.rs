@@ -206,8 +206,9 @@ impl LeaderSelector {
     /// Connection errors deleting the lock node (the delete goes on in the background).
     ///
     /// # Cancellation safety
-    /// The selector is closed at the first poll; dropping the future later leaves the lock
-    /// node's delete to the background.
+    /// The selector is closed (for good) at the first poll. Dropping the future before it
+    /// finished leaves a lock it held to the background: released when the last handle of the
+    /// selector goes, or with the session.
     pub async fn close(&self) -> Result<()> {
         let inner = &self.inner;
         if !inner.lifecycle.close() {

@@ -2,7 +2,6 @@
 //! share: a [`Hold`] on one node, and giving the node back (now with `release().await`, or in the
 //! background on drop).
 
-use std::fmt;
 use std::future::IntoFuture;
 use std::sync::Arc;
 
@@ -22,12 +21,6 @@ pub(crate) struct Holding {
     /// `None` for a lease, whose node is its own.
     reentrant: Option<Arc<Shared>>,
     released: bool,
-}
-
-impl fmt::Debug for Holding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.hold.fmt(f)
-    }
 }
 
 impl Holding {
