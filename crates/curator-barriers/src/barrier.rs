@@ -5,7 +5,10 @@ use std::time::Duration;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use tokio::time::Instant;
 
-/// A barrier that is up while its node exists (Curator's `DistributedBarrier`).
+use crate::wait::changed_before;
+
+/// A barrier that is up while its node exists (Curator's `DistributedBarrier`). It has no
+/// options and nothing to start or close: each call does its work and returns.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -39,6 +42,9 @@ impl DistributedBarrier {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the barrier raised or not.
     pub async fn set_barrier(&self) -> Result<()> {
         let created = self
             .client
@@ -57,6 +63,9 @@ impl DistributedBarrier {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the barrier lowered or not.
     pub async fn remove_barrier(&self) -> Result<()> {
         self.client.delete().quietly().for_path(&self.path).await
     }
@@ -64,7 +73,10 @@ impl DistributedBarrier {
     /// Waits until the barrier is down.
     ///
     /// # Errors
-    /// Connection errors.
+    /// Connection errors; [`Error::Closed`] when the client closes first.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only reads and watches (the watch is removed with the future).
     pub async fn wait_on_barrier(&self) -> Result<()> {
         self.wait_until(None).await.map(drop)
     }
@@ -72,7 +84,10 @@ impl DistributedBarrier {
     /// Waits up to `timeout` for the barrier to be down; `false` when it was still up.
     ///
     /// # Errors
-    /// Connection errors.
+    /// As [`wait_on_barrier`](Self::wait_on_barrier).
+    ///
+    /// # Cancellation safety
+    /// Safe, as [`wait_on_barrier`](Self::wait_on_barrier).
     pub async fn wait_on_barrier_timeout(&self, timeout: Duration) -> Result<bool> {
         self.wait_until(Some(Instant::now() + timeout)).await
     }
@@ -88,18 +103,8 @@ impl DistributedBarrier {
             if stat.is_none() {
                 return Ok(true);
             }
-            match deadline {
-                Some(deadline) => {
-                    if tokio::time::timeout_at(deadline, watcher.changed())
-                        .await
-                        .is_err()
-                    {
-                        return Ok(false);
-                    }
-                }
-                None => {
-                    watcher.changed().await;
-                }
+            if !changed_before(watcher, deadline).await {
+                return Ok(false);
             }
         }
     }

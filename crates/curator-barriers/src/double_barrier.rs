@@ -1,17 +1,33 @@
 //! `DistributedDoubleBarrier`: N members enter together and leave together.
 
+use std::future::IntoFuture;
 use std::time::Duration;
 
-use curator_framework::watcher::Watcher;
+use curator_framework::recipe::RecipeTasks;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use tokio::time::Instant;
+
+use crate::wait::changed_before;
 
 const READY_NODE: &str = "ready";
 
 /// A double barrier for `member_count` members (Curator's `DistributedDoubleBarrier` layout:
 /// each member an ephemeral `P/<uuid>`, and `P/ready` once all have entered).
 ///
-/// A handle is one member: call [`enter`](Self::enter) then [`leave`](Self::leave).
+/// A handle is one member: call [`enter`](Self::enter) then [`leave`](Self::leave). It has no
+/// options and nothing to start or close.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use std::time::Duration;
+/// use curator_barriers::DistributedDoubleBarrier;
+/// let member = DistributedDoubleBarrier::new(client, "/barriers/batch-7", 3)?;
+/// if member.enter_timeout(Duration::from_secs(30)).await? {
+///     // ... the three members work together ...
+///     member.leave().await?;
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct DistributedDoubleBarrier {
     client: CuratorFramework,
@@ -19,6 +35,40 @@ pub struct DistributedDoubleBarrier {
     member_count: usize,
     our_node: String,
     ready_path: String,
+    /// Where the node of an abandoned `enter` is deleted.
+    tasks: RecipeTasks,
+}
+
+/// Deletes this member's node in the background unless disarmed: its `enter` was dropped, or
+/// failed.
+struct Entering<'a> {
+    barrier: &'a DistributedDoubleBarrier,
+    armed: bool,
+}
+
+impl Drop for Entering<'_> {
+    fn drop(&mut self) {
+        let tasks = &self.barrier.tasks;
+        // A cancelled set of tasks means a closed client: the ephemeral node went with it.
+        if !self.armed || tasks.is_cancelled() || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        // Sent now; the task only waits for it (a guaranteed delete that fails goes on in the
+        // client's background work).
+        let delete = self
+            .barrier
+            .client
+            .delete()
+            .guaranteed()
+            .quietly()
+            .for_path(&self.barrier.our_node)
+            .into_future();
+        tasks
+            .spawn(async move {
+                let _ = delete.await;
+            })
+            .detach();
+    }
 }
 
 impl DistributedDoubleBarrier {
@@ -34,6 +84,7 @@ impl DistributedDoubleBarrier {
             ));
         }
         Ok(Self {
+            tasks: client.recipe_tasks("DistributedDoubleBarrier"),
             our_node: paths::join(path, &uuid::Uuid::new_v4().hyphenated().to_string()),
             ready_path: paths::join(path, READY_NODE),
             client,
@@ -45,7 +96,12 @@ impl DistributedDoubleBarrier {
     /// Enters, and waits until all members have.
     ///
     /// # Errors
-    /// Connection errors.
+    /// Connection errors (this member's node is then deleted, so it may enter again);
+    /// [`Error::NodeExists`] when this member already entered.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future before it returns leaves this member out: a node it made is deleted
+    /// in the background.
     pub async fn enter(&self) -> Result<()> {
         self.enter_until(None).await.map(drop)
     }
@@ -54,7 +110,10 @@ impl DistributedDoubleBarrier {
     /// removed).
     ///
     /// # Errors
-    /// Connection errors.
+    /// As [`enter`](Self::enter).
+    ///
+    /// # Cancellation safety
+    /// As [`enter`](Self::enter).
     pub async fn enter_timeout(&self, timeout: Duration) -> Result<bool> {
         self.enter_until(Some(Instant::now() + timeout)).await
     }
@@ -63,6 +122,10 @@ impl DistributedDoubleBarrier {
     ///
     /// # Errors
     /// Connection errors; [`Error::InvalidArgument`] when this member is not in the barrier.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave this member's node deleted (it has left, and others go on
+    /// leaving), or not (it is still in the barrier).
     pub async fn leave(&self) -> Result<()> {
         self.leave_until(None).await.map(drop)
     }
@@ -70,6 +133,9 @@ impl DistributedDoubleBarrier {
     /// Like [`leave`](Self::leave), giving up after `timeout` (`false`).
     ///
     /// # Errors
+    /// As [`leave`](Self::leave).
+    ///
+    /// # Cancellation safety
     /// As [`leave`](Self::leave).
     pub async fn leave_timeout(&self, timeout: Duration) -> Result<bool> {
         self.leave_until(Some(Instant::now() + timeout)).await
@@ -82,13 +148,27 @@ impl DistributedDoubleBarrier {
             .watched()
             .for_path(&self.ready_path)
             .await?;
-        self.client
+        // Armed before the create: a create dropped or failed on the way may still have applied.
+        let mut entering = Entering {
+            barrier: self,
+            armed: true,
+        };
+        let created = self
+            .client
             .create()
             .creating_parent_containers_if_needed()
+            // A retry that meets the node its first attempt made is not "entered already".
+            .idempotent()
             .with_mode(CreateMode::Ephemeral)
             .for_path_with_default_data(&self.our_node)
-            .await?;
+            .await;
+        if let Err(error) = created {
+            // This member is in already: its node is not ours to delete.
+            entering.armed = error != Error::NodeExists;
+            return Err(error);
+        }
         if ready.is_some() {
+            entering.armed = false;
             return Ok(true);
         }
         loop {
@@ -99,14 +179,20 @@ impl DistributedDoubleBarrier {
                     .for_path_with_default_data(&self.ready_path)
                     .await
                 {
-                    Ok(_) | Err(Error::NodeExists) => return Ok(true),
+                    Ok(_) | Err(Error::NodeExists) => {
+                        entering.armed = false;
+                        return Ok(true);
+                    }
                     Err(error) => return Err(error),
                 }
             }
-            if !wait(ready_watch, deadline).await {
+            if !changed_before(ready_watch, deadline).await {
+                // Gone before this returns (a failure here leaves it to the background).
+                entering.armed = false;
                 let _ = self
                     .client
                     .delete()
+                    .guaranteed()
                     .quietly()
                     .for_path(&self.our_node)
                     .await;
@@ -119,6 +205,7 @@ impl DistributedDoubleBarrier {
                 .for_path(&self.ready_path)
                 .await?;
             if ready.is_some() {
+                entering.armed = false;
                 return Ok(true);
             }
             ready_watch = watch;
@@ -177,7 +264,7 @@ impl DistributedDoubleBarrier {
                 .watched()
                 .for_path(&paths::join(&self.path, &watched))
                 .await?;
-            if stat.is_some() && !wait(watcher, deadline).await {
+            if stat.is_some() && !changed_before(watcher, deadline).await {
                 return Ok(false);
             }
         }
@@ -192,18 +279,5 @@ impl DistributedDoubleBarrier {
         };
         members.sort();
         Ok(members)
-    }
-}
-
-/// Waits for the watch to fire; `false` when the deadline came first.
-async fn wait(watcher: Watcher, deadline: Option<Instant>) -> bool {
-    match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, watcher.changed())
-            .await
-            .is_ok(),
-        None => {
-            watcher.changed().await;
-            true
-        }
     }
 }

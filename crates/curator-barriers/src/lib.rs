@@ -3,6 +3,7 @@
 mod barrier;
 mod double_barrier;
 mod two_phase_commit;
+mod wait;
 
 pub use barrier::DistributedBarrier;
 pub use double_barrier::DistributedDoubleBarrier;

@@ -80,7 +80,8 @@ impl Outcome {
 }
 
 /// A two-phase commit among named sites (the ZooKeeper documentation's recipe, which no other
-/// ZooKeeper library ships).
+/// ZooKeeper library ships). It has no options and nothing to start or close: the coordinator
+/// and each site act through calls that return when done.
 ///
 /// Layout under the transaction node `T` (created by the coordinator with [`begin`](Self::begin);
 /// its data is the site names, one per line):
@@ -167,6 +168,10 @@ impl TwoPhaseCommit {
     /// # Errors
     /// [`Error::InvalidArgument`] for no sites, a bad or repeated site name;
     /// [`Error::NodeExists`] when the transaction exists; connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the transaction created or not (`begin` again to know:
+    /// [`Error::NodeExists`] means it was).
     pub async fn begin(&self, sites: &[impl AsRef<str>]) -> Result<()> {
         let mut names: Vec<&str> = sites.iter().map(AsRef::as_ref).collect();
         if names.is_empty() {
@@ -196,6 +201,9 @@ impl TwoPhaseCommit {
     ///
     /// # Errors
     /// [`Error::NoNode`] when the transaction does not exist; connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (a read).
     pub async fn sites(&self) -> Result<Vec<String>> {
         let (data, _) = self.client.get_data().for_path(&self.path).await?;
         Ok(parse_sites(&data))
@@ -207,6 +215,10 @@ impl TwoPhaseCommit {
     /// [`Error::InvalidArgument`] when `site` is not one of the transaction's sites;
     /// [`Error::NodeExists`] when the site already joined; [`Error::NoNode`] when the
     /// transaction does not exist (the coordinator has not begun it); connection errors.
+    ///
+    /// # Cancellation safety
+    /// The site's node and presence are made together or not at all; dropping the future may
+    /// leave them made (a later `join` then fails with [`Error::NodeExists`]).
     pub async fn join(&self, site: &str) -> Result<Site> {
         validate_site(site)?;
         let sites = self.sites().await?;
@@ -244,6 +256,9 @@ impl TwoPhaseCommit {
     ///
     /// # Errors
     /// [`Error::NoNode`] when the transaction does not exist; connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe: a decision it was recording either stands for everyone or was never made.
     pub async fn outcome(&self, timeout: Duration) -> Result<Outcome> {
         let deadline = Instant::now() + timeout;
         let outcome_path = paths::join(&self.path, OUTCOME_NODE);
@@ -281,6 +296,9 @@ impl TwoPhaseCommit {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave part of the transaction's nodes behind (`delete` again).
     pub async fn delete(&self) -> Result<()> {
         self.client
             .delete()
@@ -369,6 +387,9 @@ impl Site {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the site already voted differently; connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the vote cast or not (voting the same again is fine).
     pub async fn vote(&self, vote: Vote) -> Result<()> {
         let node = paths::join(&self.tx.path, &self.name);
         match self
@@ -399,6 +420,9 @@ impl Site {
     /// See [`TwoPhaseCommit::outcome`].
     ///
     /// # Errors
+    /// As [`TwoPhaseCommit::outcome`].
+    ///
+    /// # Cancellation safety
     /// As [`TwoPhaseCommit::outcome`].
     pub async fn outcome(&self, timeout: Duration) -> Result<Outcome> {
         self.tx.outcome(timeout).await

@@ -4,46 +4,54 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::listen::{Listenable, ListenerContainer};
+use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
+use curator_framework::ops::delete::Delete;
+use curator_framework::recipe::{Backoff, Hold, Lifecycle, RecipeState, RecipeTasks};
 use curator_framework::types::EventType;
 use curator_framework::watcher::Watcher;
 use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result, paths};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
+
+use crate::participant::{self, Participant};
 
 const LATCH_NAME: &str = "latch-";
 
-/// What a latch's leadership listeners hear.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a latch's listeners hear: its leadership changes, and the steps of ZooKeeper's own
+/// election recipe (for users moving over from it).
+///
+/// Only [`IsLeader`](Self::IsLeader) and [`NotLeader`](Self::NotLeader) to follow leadership:
+///
+/// ```no_run
+/// # fn demo(latch: curator_election::LeaderLatch) {
+/// use curator_election::LatchEvent;
+/// let leadership = latch.listenable().filter_map(|event| {
+///     matches!(event, LatchEvent::IsLeader | LatchEvent::NotLeader).then_some(event)
+/// });
+/// leadership.add_listener(|event| println!("{event:?}")).detach();
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LatchEvent {
-    /// This participant leads now.
+    /// This participant leads now (ZooKeeper's recipe: elected).
     IsLeader,
     /// This participant stopped leading.
     NotLeader,
-}
-
-/// The steps of ZooKeeper's own election recipe, for users moving over from it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ElectionEvent {
     /// This participant's node was created (its offer).
     OfferMade,
     /// It is finding out where it stands.
     Determining,
-    /// It was elected leader.
-    Elected,
     /// It follows, watching the participant just before it.
     Ready,
-    /// A step failed (it retries once connected).
-    Failed(String),
+    /// A step failed; it tries again (once connected).
+    Failed(Error),
     /// The latch was closed.
     Stopped,
 }
 
-/// How [`LeaderLatch::close`] treats a leader's listeners.
+/// How [`LeaderLatch::close`] treats a leader's listeners (a builder option).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum CloseMode {
@@ -54,61 +62,30 @@ pub enum CloseMode {
     NotifyLeader,
 }
 
-/// A participant of an election, as read from its node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Participant {
-    /// The id it gave (its node's data).
-    pub id: String,
-    /// Whether it leads (its node is first).
-    pub is_leader: bool,
-    /// Its node's full path (as [`LeaderLatch::participant_nodes`] lists it).
-    pub node: String,
-}
-
-/// Reads the participants' ids from their `nodes` (full paths, in election order); nodes gone
-/// meanwhile are left out.
-pub(crate) async fn read_participants(
-    client: &curator_framework::CuratorFramework,
-    nodes: Vec<String>,
-) -> Result<Vec<Participant>> {
-    let reads: Vec<_> = nodes
-        .iter()
-        .map(|node| client.get_data().for_path(node).into_future())
-        .collect();
-    let mut participants = Vec::with_capacity(reads.len());
-    for (node, read) in nodes.into_iter().zip(reads) {
-        match read.await {
-            Ok((data, _)) => participants.push(Participant {
-                id: String::from_utf8_lossy(&data).into_owned(),
-                is_leader: participants.is_empty(),
-                node,
-            }),
-            Err(Error::NoNode) => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(participants)
-}
-
 /// A leader latch: of all participants on a path, exactly one leads at a time (Curator's
 /// `LeaderLatch` layout, so Java participants take part too).
 ///
-/// Start it, then ask [`has_leadership`](Self::has_leadership), wait with
-/// [`await_leadership`](Self::await_leadership), or listen for [`LatchEvent`]s. A leader loses
-/// leadership when its connection state becomes an error under the client's connection-state
-/// error policy, and regains it only after checking its node on the current session.
+/// Build it with [`builder`](Self::builder), [`start`](Self::start) it, then ask
+/// [`has_leadership`](Self::has_leadership), wait with
+/// [`await_leadership`](Self::await_leadership), take the leader's [`hold`](Self::hold), or
+/// listen for [`LatchEvent`]s. A leader loses leadership when its connection state becomes an
+/// error under the client's connection-state error policy, and regains it only after checking its
+/// node on the current session.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_election::{CloseMode, LatchEvent, LeaderLatch};
-/// let latch = LeaderLatch::new(client, "/election/reports", "worker-1")?;
+/// let latch = LeaderLatch::builder(client, "/election/reports", "worker-1")
+///     .close_mode(CloseMode::NotifyLeader)
+///     .build()?;
 /// let _on_change = latch.listenable().add_listener(|event: LatchEvent| println!("{event:?}"));
 /// latch.start().await?;
 /// if latch.await_leadership_timeout(std::time::Duration::from_secs(10)).await? {
-///     // lead
+///     if let Some(hold) = latch.hold() {
+///         // lead, handing hold.fencing_token() to what the leader writes, until hold.lost()
+///     }
 /// }
-/// latch.close(CloseMode::NotifyLeader).await?;
+/// latch.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -116,25 +93,61 @@ pub struct LeaderLatch {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
+/// Options of a [`LeaderLatch`], from [`LeaderLatch::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until .build()"]
+pub struct LeaderLatchBuilder {
+    client: CuratorFramework,
+    path: String,
+    id: String,
+    close_mode: CloseMode,
+}
+
+impl LeaderLatchBuilder {
+    /// Whether [`LeaderLatch::close`] tells a leader's listeners (default: [`CloseMode::Silent`],
+    /// as Curator).
+    pub fn close_mode(mut self, mode: CloseMode) -> Self {
+        self.close_mode = mode;
+        self
+    }
+
+    /// The latch (not started).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
+    pub fn build(self) -> Result<LeaderLatch> {
+        paths::validate(&self.path)?;
+        let client = self.client;
+        Ok(LeaderLatch {
+            inner: Arc::new(Inner {
+                events: client.listener_container("leader latch"),
+                tasks: client.recipe_tasks("LeaderLatch"),
+                client,
+                path: self.path,
+                id: self.id,
+                close_mode: self.close_mode,
+                lifecycle: Lifecycle::new(),
+                leader: watch::Sender::new(false),
+                leadership: Mutex::new(None),
+                node: Mutex::new(None),
+            }),
+        })
+    }
 }
 
 struct Inner {
     client: CuratorFramework,
     path: String,
     id: String,
+    close_mode: CloseMode,
+    lifecycle: Lifecycle,
+    tasks: RecipeTasks,
     leader: watch::Sender<bool>,
-    lifecycle: Mutex<Lifecycle>,
+    /// While leading: the leader's hold, and what ends it.
+    leadership: Mutex<Option<(Hold, watch::Sender<bool>)>>,
     /// Our node and the session it was made in.
     node: Mutex<Option<(String, i64)>>,
-    listeners: ListenerContainer<LatchEvent>,
-    events: ListenerContainer<ElectionEvent>,
-    cancel: CancellationToken,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    events: ListenerContainer<LatchEvent>,
 }
 
 impl fmt::Debug for LeaderLatch {
@@ -142,107 +155,104 @@ impl fmt::Debug for LeaderLatch {
         f.debug_struct("LeaderLatch")
             .field("path", &self.inner.path)
             .field("id", &self.inner.id)
+            .field("state", &self.inner.lifecycle.state())
             .field("leader", &*self.inner.leader.borrow())
-            .field(
-                "node",
-                &self.inner.node.lock().as_ref().map(|(n, _)| n.clone()),
-            )
+            .field("node", &self.node_path())
             .finish()
     }
 }
 
 /// Where the participant stands after a look at the children.
 enum Position {
-    Leader(Watcher),
+    /// First in line, with a watch on its own node and the node's creation zxid.
+    Leader { watcher: Watcher, token: i64 },
+    /// Behind another participant, watching it.
     Follower(Watcher),
     /// Our node is missing or not ours: make a new one.
     Reset,
 }
 
 impl LeaderLatch {
-    /// A latch on `path` for the participant `id` (stored as its node's data, UTF-8).
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
-    pub fn new(client: CuratorFramework, path: &str, id: impl Into<String>) -> Result<Self> {
-        paths::validate(path)?;
-        let listeners = client.listener_container("leader latch");
-        let events = client.listener_container("leader latch events");
-        Ok(Self {
-            inner: Arc::new(Inner {
-                client,
-                path: path.to_owned(),
-                id: id.into(),
-                leader: watch::Sender::new(false),
-                lifecycle: Mutex::new(Lifecycle::Latent),
-                node: Mutex::new(None),
-                listeners,
-                events,
-                cancel: CancellationToken::new(),
-                task: Mutex::new(None),
-            }),
-        })
+    /// Options of a latch on `path` for the participant `id` (stored as its node's data, UTF-8).
+    pub fn builder(
+        client: CuratorFramework,
+        path: &str,
+        id: impl Into<String>,
+    ) -> LeaderLatchBuilder {
+        LeaderLatchBuilder {
+            client,
+            path: path.to_owned(),
+            id: id.into(),
+            close_mode: CloseMode::default(),
+        }
     }
 
-    /// Joins the election (in the background; returns at once).
+    /// Joins the election: makes this participant's offer (its node) and returns once it is in
+    /// line; from then on a background task leads or follows, and makes a new offer after a
+    /// session ends.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when already started, [`Error::Closed`] when closed.
+    /// [`Error::AlreadyStarted`] when started, [`Error::Closed`] when closed; connection errors
+    /// making the offer (the latch is then not started, and `start` may be called again).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future before it returns leaves the latch not started (an offer it made is
+    /// deleted in the background).
     pub async fn start(&self) -> Result<()> {
-        {
-            let mut lifecycle = self.inner.lifecycle.lock();
-            match *lifecycle {
-                Lifecycle::Latent => *lifecycle = Lifecycle::Started,
-                Lifecycle::Started => {
-                    return Err(Error::InvalidArgument(
-                        "the latch is already started".into(),
-                    ));
-                }
-                Lifecycle::Closed => return Err(Error::Closed),
-            }
+        let inner = &self.inner;
+        match inner.lifecycle.state() {
+            RecipeState::Latent => {}
+            RecipeState::Started => return Err(Error::AlreadyStarted),
+            _ => return Err(Error::Closed),
         }
-        let inner = Arc::clone(&self.inner);
-        *self.inner.task.lock() = Some(tokio::spawn(run(inner)));
+        let (node, session) = inner.make_offer().await?;
+        // Under the node's lock, so that a `close()` coming now finds the node to delete.
+        let started = {
+            let mut ours = inner.node.lock();
+            let started = inner.lifecycle.start();
+            if started.is_ok() {
+                *ours = Some((node.clone(), session));
+            }
+            started
+        };
+        if let Err(error) = started {
+            // Another `start()` came first, or `close()` did: this offer is not needed.
+            let _ = inner.delete_node(&node).await;
+            return Err(error);
+        }
+        inner.events.publish(LatchEvent::OfferMade);
+        inner.tasks.spawn(run(Arc::clone(inner))).detach();
         Ok(())
     }
 
-    /// Leaves the election: stops the background work and deletes this participant's node.
+    /// Leaves the election: stops the background task, ends leadership (telling listeners as the
+    /// builder's [`CloseMode`] says), deletes this participant's node and publishes
+    /// [`LatchEvent::Stopped`]. Later calls return `Ok(())`.
     ///
     /// # Errors
     /// Connection errors deleting the node (the delete goes on in the background).
-    pub async fn close(&self, mode: CloseMode) -> Result<()> {
-        {
-            let mut lifecycle = self.inner.lifecycle.lock();
-            if *lifecycle == Lifecycle::Closed {
-                return Ok(());
-            }
-            *lifecycle = Lifecycle::Closed;
+    ///
+    /// # Cancellation safety
+    /// The latch is closed (for good) at the first poll. Dropping the future before it finished
+    /// may leave the node to the session (it goes when the session ends), or its delete to the
+    /// background.
+    pub async fn close(&self) -> Result<()> {
+        let inner = &self.inner;
+        if !inner.lifecycle.close() {
+            return Ok(());
         }
-        self.inner.cancel.cancel();
-        let task = self.inner.task.lock().take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
-        match mode {
-            CloseMode::NotifyLeader => self.inner.set_leader(false),
-            CloseMode::Silent => {
-                self.inner.leader.send_replace(false);
-            }
-        }
-        let node = self.inner.node.lock().take();
+        inner.tasks.close().await;
+        inner.step_down(inner.close_mode == CloseMode::NotifyLeader);
+        let node = inner.node.lock().take();
         let result = match node {
-            Some((node, _)) => {
-                self.inner
-                    .client
-                    .delete()
-                    .guaranteed()
-                    .quietly()
-                    .for_path(&node)
-                    .await
-            }
+            // A closed client closed its session: the node is gone with it.
+            Some((node, _)) => match inner.delete_node(&node).await {
+                Err(Error::Closed) => Ok(()),
+                other => other,
+            },
             None => Ok(()),
         };
-        self.inner.events.publish(ElectionEvent::Stopped);
+        inner.events.publish(LatchEvent::Stopped);
         result
     }
 
@@ -251,22 +261,41 @@ impl LeaderLatch {
         *self.inner.leader.borrow()
     }
 
+    /// While this participant leads, its hold: the latch node, its creation zxid as the fencing
+    /// token (it grows with every new leadership's node), and a [`lost`](Hold::lost) signal that
+    /// resolves when this leadership ends (for any reason: connection trouble, a lost node,
+    /// `close()`, or the client's close).
+    pub fn hold(&self) -> Option<Hold> {
+        self.inner
+            .leadership
+            .lock()
+            .as_ref()
+            .map(|(hold, _)| hold.clone())
+    }
+
     /// Waits until this participant leads.
     ///
     /// # Errors
-    /// [`Error::Closed`] when the latch is closed first.
+    /// [`Error::Closed`] when the latch (or the client) is closed first.
+    ///
+    /// # Cancellation safety
+    /// Safe.
     pub async fn await_leadership(&self) -> Result<()> {
         let mut leader = self.inner.leader.subscribe();
         tokio::select! {
-            result = leader.wait_for(|l| *l) => result.map(drop).map_err(|_| Error::Closed),
-            () = self.inner.cancel.cancelled() => Err(Error::Closed),
+            biased;
+            () = self.inner.tasks.cancelled() => Err(Error::Closed),
+            result = leader.wait_for(|leader| *leader) => result.map(drop).map_err(|_| Error::Closed),
         }
     }
 
     /// Waits up to `timeout` to lead; `false` when it did not.
     ///
     /// # Errors
-    /// [`Error::Closed`] when the latch is closed first.
+    /// [`Error::Closed`] when the latch (or the client) is closed first.
+    ///
+    /// # Cancellation safety
+    /// Safe.
     pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<bool> {
         match tokio::time::timeout(timeout, self.await_leadership()).await {
             Ok(result) => result.map(|()| true),
@@ -279,23 +308,25 @@ impl LeaderLatch {
         &self.inner.id
     }
 
-    /// Where to hear `IsLeader` / `NotLeader`.
+    /// Where to hear [`LatchEvent`]s.
     pub fn listenable(&self) -> Listenable<LatchEvent> {
-        self.inner.listeners.listenable()
+        self.inner.events.listenable()
     }
 
-    /// Where to hear the election's steps ([`ElectionEvent`]).
-    pub fn events(&self) -> Listenable<ElectionEvent> {
-        self.inner.events.listenable()
+    /// Every [`LatchEvent`] from now on, as a stream (`self.listenable().stream()`).
+    pub fn stream(&self) -> ListenerStream<LatchEvent> {
+        self.listenable().stream()
     }
 
     /// Every participant, in election order (the first leads), with the id read from its node.
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (reads).
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        let nodes = self.participant_nodes().await?;
-        read_participants(&self.inner.client, nodes).await
+        participant::read_all(&self.inner.client, self.participant_nodes().await?).await
     }
 
     /// The participants' nodes in election order (the first leads), as full paths: the same
@@ -303,6 +334,9 @@ impl LeaderLatch {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (a read).
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         let path = &self.inner.path;
         match self.inner.client.get_children().for_path(path).await {
@@ -319,8 +353,11 @@ impl LeaderLatch {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (reads).
     pub async fn leader(&self) -> Result<Option<Participant>> {
-        Ok(self.participants().await?.into_iter().next())
+        participant::read_leader(&self.inner.client, self.participant_nodes().await?).await
     }
 
     /// This participant's node, while it has one.
@@ -339,15 +376,58 @@ fn sorted(mut children: Vec<String>) -> Vec<String> {
 }
 
 impl Inner {
+    /// Publishes a leadership change (only a change).
     fn set_leader(&self, leader: bool) {
         if self.leader.send_replace(leader) != leader {
             tracing::info!(path = %self.path, id = %self.id, leader, "leadership changed");
-            self.listeners.publish(if leader {
+            self.events.publish(if leader {
                 LatchEvent::IsLeader
             } else {
                 LatchEvent::NotLeader
             });
         }
+    }
+
+    /// Leads with `node`, whose creation zxid is `token`.
+    fn lead(&self, node: &str, token: i64) {
+        // The hold first: whoever sees `has_leadership()` finds it.
+        self.leadership.lock().get_or_insert_with(|| {
+            let (end, lost) = watch::channel(false);
+            (Hold::with_signal(node.to_owned(), token, lost), end)
+        });
+        self.set_leader(true);
+    }
+
+    /// Ends leadership, if any: the hold is lost at once; listeners hear `NotLeader` when
+    /// `notify`.
+    fn step_down(&self, notify: bool) {
+        if let Some((_, end)) = self.leadership.lock().take() {
+            end.send_replace(true);
+        }
+        if notify {
+            self.set_leader(false);
+        } else {
+            self.leader.send_replace(false);
+        }
+    }
+
+    /// The delete of a node of ours: guaranteed, and quiet (gone already is fine).
+    fn delete_node(&self, node: &str) -> Delete {
+        self.client.delete().guaranteed().quietly().for_path(node)
+    }
+
+    /// Creates an offer: a new node, with the session it belongs to.
+    async fn make_offer(&self) -> Result<(String, i64)> {
+        let (node, stat) = self
+            .client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_protection()
+            .with_mode(CreateMode::EphemeralSequential)
+            .for_path(&paths::join(&self.path, LATCH_NAME), self.id.as_bytes())
+            .with_stat()
+            .await?;
+        Ok((node, stat.ephemeral_owner))
     }
 
     /// Our node on the current session: kept if it is, made anew (the old one deleted) if not.
@@ -359,25 +439,12 @@ impl Inner {
                 return Ok(node.clone());
             }
             // From an older session: gone, or about to go; never ours to lead with.
-            let _ = self
-                .client
-                .delete()
-                .guaranteed()
-                .quietly()
-                .for_path(node)
-                .await;
+            let _ = self.delete_node(node).await;
         }
-        let (node, stat) = self
-            .client
-            .create()
-            .creating_parent_containers_if_needed()
-            .with_protection()
-            .with_mode(CreateMode::EphemeralSequential)
-            .for_path(&paths::join(&self.path, LATCH_NAME), self.id.as_bytes())
-            .with_stat()
-            .await?;
-        *self.node.lock() = Some((node.clone(), stat.ephemeral_owner));
-        self.events.publish(ElectionEvent::OfferMade);
+        let offer = self.make_offer().await?;
+        let node = offer.0.clone();
+        *self.node.lock() = Some(offer);
+        self.events.publish(LatchEvent::OfferMade);
         Ok(node)
     }
 
@@ -408,7 +475,10 @@ impl Inner {
                     Ok((_, stat, watcher))
                         if Some(stat.ephemeral_owner) == self.client.session_id() =>
                     {
-                        Ok(Position::Leader(watcher))
+                        Ok(Position::Leader {
+                            watcher,
+                            token: stat.czxid,
+                        })
                     }
                     Ok(_) | Err(Error::NoNode) => Ok(Position::Reset),
                     Err(error) => Err(error),
@@ -424,80 +494,85 @@ impl Inner {
     }
 }
 
-/// The latch's state machine: make an offer, determine the position, lead or follow, and start
-/// over on any change. Connection trouble ends leadership at once.
+/// Ends leadership when the latch's task ends other than by the latch's `close()` (which does
+/// it itself, as its close mode says): the client closed, and leadership went with its session.
+struct StepDownOnExit(Arc<Inner>);
+
+impl Drop for StepDownOnExit {
+    fn drop(&mut self) {
+        if self.0.lifecycle.state() != RecipeState::Closed {
+            // Listeners hear nothing after the client's close; the flag and the hold still tell.
+            self.0.step_down(false);
+        }
+    }
+}
+
+/// The latch's state machine: determine the position, lead or follow, and start over on any
+/// change (with a new offer when the node is gone). Connection trouble ends leadership at once.
+/// It runs until the latch's tasks are cancelled (by `close()` or the client's close).
 async fn run(inner: Arc<Inner>) {
+    let _exit = StepDownOnExit(Arc::clone(&inner));
     let mut states = inner.client.connection_state_stream();
     let policy = inner.client.connection_state_error_policy();
-    let cancel = inner.cancel.clone();
+    let mut backoff = Backoff::standard();
     loop {
-        if cancel.is_cancelled() {
-            return;
-        }
         let step = async {
             let node = inner.ensure_node().await?;
-            inner.events.publish(ElectionEvent::Determining);
+            inner.events.publish(LatchEvent::Determining);
             let position = inner.position(&node).await?;
             Ok::<_, Error>((node, position))
         };
-        let (node, position) = tokio::select! {
-            () = cancel.cancelled() => return,
-            result = step => match result {
-                Ok(found) => found,
-                Err(error) => {
-                    inner.events.publish(ElectionEvent::Failed(error.to_string()));
-                    inner.set_leader(false);
-                    if !wait_until_connected(&inner, &mut states, &cancel).await {
-                        return;
-                    }
-                    continue;
-                }
-            },
-        };
-        let watcher = match position {
-            Position::Reset => {
-                inner.set_leader(false);
-                let stale = inner.node.lock().take();
-                if let Some((stale, _)) = stale {
-                    let _ = inner
-                        .client
-                        .delete()
-                        .guaranteed()
-                        .quietly()
-                        .for_path(&stale)
-                        .await;
+        let (node, position) = match step.await {
+            Ok(found) => found,
+            Err(error) => {
+                inner.events.publish(LatchEvent::Failed(error));
+                inner.step_down(true);
+                backoff.wait().await;
+                if !wait_until_connected(&inner, &mut states).await {
+                    return;
                 }
                 continue;
             }
-            Position::Leader(_)
+        };
+        let watcher = match position {
+            Position::Reset => {
+                inner.step_down(true);
+                let stale = inner.node.lock().take();
+                if let Some((stale, _)) = stale {
+                    let _ = inner.delete_node(&stale).await;
+                }
+                continue;
+            }
+            Position::Leader { .. }
                 if inner
                     .client
                     .connection_state()
                     .is_some_and(|s| policy.is_error_state(s)) =>
             {
-                // The connection went bad while we looked: lead only once it is back.
-                if !wait_until_connected(&inner, &mut states, &cancel).await {
+                // The connection went bad while we looked: lead only once it is back (and not
+                // meanwhile, if this participant led before the look).
+                inner.step_down(true);
+                if !wait_until_connected(&inner, &mut states).await {
                     return;
                 }
                 continue;
             }
-            Position::Leader(watcher) => {
-                inner.set_leader(true);
-                inner.events.publish(ElectionEvent::Elected);
+            Position::Leader { watcher, token } => {
+                inner.lead(&node, token);
                 watcher
             }
             Position::Follower(watcher) => {
-                inner.set_leader(false);
-                inner.events.publish(ElectionEvent::Ready);
+                inner.step_down(true);
+                inner.events.publish(LatchEvent::Ready);
                 watcher
             }
         };
+        backoff.reset();
         // Wait for a change: the watched node, or the connection.
         let changed = watcher.changed();
         tokio::pin!(changed);
         loop {
             tokio::select! {
-                () = cancel.cancelled() => return,
                 event = &mut changed => {
                     if event.event_type == EventType::NodeDeleted && event.path == node {
                         inner.node.lock().take();
@@ -507,8 +582,8 @@ async fn run(inner: Arc<Inner>) {
                 state = states.next() => {
                     let Some(state) = state else { return };
                     if policy.is_error_state(state) {
-                        inner.set_leader(false);
-                        if !wait_until_connected(&inner, &mut states, &cancel).await {
+                        inner.step_down(true);
+                        if !wait_until_connected(&inner, &mut states).await {
                             return;
                         }
                         // Re-read everything after any reconnect.
@@ -520,23 +595,15 @@ async fn run(inner: Arc<Inner>) {
     }
 }
 
-/// Waits for `Connected`, `Reconnected` or `ReadOnly`; `false` when the latch closes first.
-async fn wait_until_connected(
-    inner: &Inner,
-    states: &mut curator_framework::listen::ListenerStream<ConnectionState>,
-    cancel: &CancellationToken,
-) -> bool {
+/// Waits for `Connected`, `Reconnected` or `ReadOnly`; `false` when the states end first.
+async fn wait_until_connected(inner: &Inner, states: &mut ListenerStream<ConnectionState>) -> bool {
     if inner.client.is_connected() {
         return true;
     }
-    loop {
-        tokio::select! {
-            () = cancel.cancelled() => return false,
-            state = states.next() => match state {
-                Some(state) if state.is_connected() => return true,
-                Some(_) => {}
-                None => return false,
-            },
+    while let Some(state) = states.next().await {
+        if state.is_connected() {
+            return true;
         }
     }
+    false
 }

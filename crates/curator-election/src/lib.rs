@@ -1,7 +1,9 @@
 #![doc = include_str!("../README.md")]
 
 mod latch;
+mod participant;
 mod selector;
 
-pub use latch::{CloseMode, ElectionEvent, LatchEvent, LeaderLatch, Participant};
-pub use selector::{LeaderSelector, LeadershipContext};
+pub use latch::{CloseMode, LatchEvent, LeaderLatch, LeaderLatchBuilder};
+pub use participant::Participant;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder, LeadershipContext};

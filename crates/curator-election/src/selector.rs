@@ -2,37 +2,49 @@
 
 use std::fmt;
 use std::future::Future;
+use std::ops::Deref;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use curator_framework::{CuratorFramework, Error, Result};
-use curator_locks::InterProcessMutex;
+use curator_framework::recipe::{Backoff, Hold, Lifecycle, RecipeState, RecipeTasks};
+use curator_framework::{CuratorFramework, Result};
+use curator_locks::{InterProcessMutex, LockGuard};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
 
-use crate::latch::Participant;
+use crate::participant::{self, Participant};
 
 type LeadershipTask = Arc<dyn Fn(LeadershipContext) -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// Handed to the leadership task: tells it when leadership is being taken away.
+/// Handed to the leadership task: this leadership's [`Hold`] (through `Deref`): the lock node,
+/// its creation zxid as the fencing token, and a [`lost`](Hold::lost) signal that resolves when
+/// this leadership ends, whatever ends it (connection trouble, interruption, `close()`, the
+/// client's close, or the task's own return).
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_election::LeaderSelector;
+/// let selector = LeaderSelector::builder(client, "/election/jobs", "worker-1", |context| async move {
+///     let token = context.fencing_token(); // hand it to what the leader writes
+///     tokio::select! {
+///         () = context.lost() => {} // the leadership ended: stop
+///         () = async { println!("leading; my writes carry {token}") } => {}
+///     }
+/// })
+/// .build()?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct LeadershipContext {
-    stop: CancellationToken,
+    hold: Hold,
 }
 
-impl LeadershipContext {
-    /// Resolves when this leadership ends from outside (connection trouble, interruption, close).
-    /// The task's future is dropped at that moment anyway; this lets it notice at an `await`
-    /// point of its choosing, or hand the signal to work it spawned.
-    pub async fn stopping(&self) {
-        self.stop.cancelled().await;
-    }
+impl Deref for LeadershipContext {
+    type Target = Hold;
 
-    /// Whether this leadership is ending.
-    pub fn is_stopping(&self) -> bool {
-        self.stop.is_cancelled()
+    fn deref(&self) -> &Hold {
+        &self.hold
     }
 }
 
@@ -40,23 +52,26 @@ impl LeadershipContext {
 /// [`InterProcessMutex`] whose nodes hold the participant id).
 ///
 /// The task is one leadership: when it returns, leadership passes on. With
-/// [`auto_requeue`](Self::auto_requeue) the participant queues again. When the connection state
-/// becomes an error under the client's policy, the task is cancelled (its future dropped) at once:
-/// with the default, standard policy that happens at `Suspended`, while the lock node still exists,
-/// so nobody else can have been elected yet.
+/// [`auto_requeue`](LeaderSelectorBuilder::auto_requeue) the participant queues again. When the
+/// connection state becomes an error under the client's policy, the task is cancelled (its future
+/// dropped) at once: with the default, standard policy that happens at `Suspended`, while the lock
+/// node still exists, so nobody else can have been elected yet.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_election::LeaderSelector;
-/// let selector = LeaderSelector::new(client, "/election/jobs", "worker-1", |context| async move {
+/// let selector = LeaderSelector::builder(client, "/election/jobs", "worker-1", |context| async move {
 ///     // lead: do the work, then return to let someone else lead
 ///     tokio::select! {
-///         () = context.stopping() => {}
+///         () = context.lost() => {}
 ///         () = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
 ///     }
-/// })?;
-/// selector.auto_requeue();
+/// })
+/// .auto_requeue()
+/// .build()?;
 /// selector.start().await?;
+/// // ...
+/// selector.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -64,80 +79,115 @@ pub struct LeaderSelector {
     inner: Arc<Inner>,
 }
 
+/// Options of a [`LeaderSelector`], from [`LeaderSelector::builder`].
+#[must_use = "a builder does nothing until .build()"]
+pub struct LeaderSelectorBuilder {
+    client: CuratorFramework,
+    path: String,
+    id: String,
+    task: LeadershipTask,
+    auto_requeue: bool,
+}
+
+impl fmt::Debug for LeaderSelectorBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaderSelectorBuilder")
+            .field("path", &self.path)
+            .field("id", &self.id)
+            .field("auto_requeue", &self.auto_requeue)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeaderSelectorBuilder {
+    /// Queue again after each leadership (Curator's `autoRequeue`; default: lead once).
+    pub fn auto_requeue(mut self) -> Self {
+        self.auto_requeue = true;
+        self
+    }
+
+    /// The selector (not started).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path.
+    pub fn build(self) -> Result<LeaderSelector> {
+        let mutex = InterProcessMutex::builder(self.client.clone(), &self.path)
+            .node_data(self.id)
+            .build()?;
+        Ok(LeaderSelector {
+            inner: Arc::new(Inner {
+                tasks: self.client.recipe_tasks("LeaderSelector"),
+                client: self.client,
+                mutex,
+                task: self.task,
+                auto_requeue: self.auto_requeue,
+                lifecycle: Lifecycle::new(),
+                leadership: Mutex::new(None),
+                interrupt: Notify::new(),
+            }),
+        })
+    }
+}
+
 struct Inner {
     client: CuratorFramework,
     mutex: InterProcessMutex,
     task: LeadershipTask,
-    auto_requeue: AtomicBool,
-    leader: watch::Sender<bool>,
+    auto_requeue: bool,
+    lifecycle: Lifecycle,
+    tasks: RecipeTasks,
+    /// While leading: the lock, and what ends the task's hold. Kept here, not in the task, so
+    /// that `close()` releases the lock itself once the task is cancelled.
+    leadership: Mutex<Option<(LockGuard, watch::Sender<bool>)>>,
     interrupt: Notify,
-    cancel: CancellationToken,
-    started: AtomicBool,
-    runner: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl fmt::Debug for LeaderSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaderSelector")
             .field("path", &self.inner.mutex.path())
-            .field("leader", &*self.inner.leader.borrow())
-            .field(
-                "auto_requeue",
-                &self.inner.auto_requeue.load(Ordering::Relaxed),
-            )
+            .field("state", &self.inner.lifecycle.state())
+            .field("leader", &self.has_leadership())
+            .field("auto_requeue", &self.inner.auto_requeue)
             .finish()
     }
 }
 
 impl LeaderSelector {
-    /// A selector on `path` for participant `id`, running `task` for each leadership.
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path.
-    pub fn new<F, Fut>(
+    /// Options of a selector on `path` for participant `id` (stored in its lock node), running
+    /// `task` for each leadership.
+    pub fn builder<F, Fut>(
         client: CuratorFramework,
         path: &str,
         id: impl Into<String>,
         task: F,
-    ) -> Result<Self>
+    ) -> LeaderSelectorBuilder
     where
         F: Fn(LeadershipContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let id: String = id.into();
-        let mutex = InterProcessMutex::with_node_data(client.clone(), path, id.into_bytes())?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                client,
-                mutex,
-                task: Arc::new(move |context| Box::pin(task(context))),
-                auto_requeue: AtomicBool::new(false),
-                leader: watch::Sender::new(false),
-                interrupt: Notify::new(),
-                cancel: CancellationToken::new(),
-                started: AtomicBool::new(false),
-                runner: Mutex::new(None),
-            }),
-        })
+        LeaderSelectorBuilder {
+            client,
+            path: path.to_owned(),
+            id: id.into(),
+            task: Arc::new(move |context| Box::pin(task(context))),
+            auto_requeue: false,
+        }
     }
 
-    /// Queue again after each leadership (default: lead once).
-    pub fn auto_requeue(&self) {
-        self.inner.auto_requeue.store(true, Ordering::Relaxed);
-    }
-
-    /// Joins the election (in the background).
+    /// Joins the election: a background task queues for the lock and runs the leadership task
+    /// whenever it is held. Returns at once.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when already started.
+    /// [`Error::AlreadyStarted`](curator_framework::Error::AlreadyStarted) when started,
+    /// [`Error::Closed`](curator_framework::Error::Closed) when closed.
+    ///
+    /// # Cancellation safety
+    /// Safe: it does not wait.
     pub async fn start(&self) -> Result<()> {
-        if self.inner.started.swap(true, Ordering::SeqCst) {
-            return Err(Error::InvalidArgument(
-                "the selector is already started".into(),
-            ));
-        }
+        self.inner.lifecycle.start()?;
         let inner = Arc::clone(&self.inner);
-        *self.inner.runner.lock() = Some(tokio::spawn(run(inner)));
+        self.inner.tasks.spawn(run(inner)).detach();
         Ok(())
     }
 
@@ -149,33 +199,51 @@ impl LeaderSelector {
         }
     }
 
-    /// Leaves the election: cancels a running task and gives up the lock.
-    pub async fn close(&self) {
-        self.inner.cancel.cancel();
-        let runner = self.inner.runner.lock().take();
-        if let Some(runner) = runner {
-            let _ = runner.await;
+    /// Leaves the election: cancels the background task (and a running leadership task, whose
+    /// hold is lost at once) and gives up the lock. Later calls return `Ok(())`.
+    ///
+    /// # Errors
+    /// Connection errors deleting the lock node (the delete goes on in the background).
+    ///
+    /// # Cancellation safety
+    /// The selector is closed (for good) at the first poll. Dropping the future before it
+    /// finished leaves a lock it held to the background: released when the last handle of the
+    /// selector goes, or with the session.
+    pub async fn close(&self) -> Result<()> {
+        let inner = &self.inner;
+        if !inner.lifecycle.close() {
+            return Ok(());
+        }
+        inner.tasks.close().await;
+        match inner.end_leadership() {
+            Some(guard) => guard.release().await,
+            None => Ok(()),
         }
     }
 
     /// Whether the task runs now as leader.
     pub fn has_leadership(&self) -> bool {
-        *self.inner.leader.borrow()
+        self.inner.leadership.lock().is_some()
     }
 
     /// Every participant in election order (ids read from the nodes).
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (reads).
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        let nodes = self.participant_nodes().await?;
-        crate::latch::read_participants(&self.inner.client, nodes).await
+        participant::read_all(&self.inner.client, self.participant_nodes().await?).await
     }
 
     /// The participants' nodes in election order (the first leads), as full paths.
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (a read).
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         self.inner.mutex.participant_nodes().await
     }
@@ -184,8 +252,11 @@ impl LeaderSelector {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (reads).
     pub async fn leader(&self) -> Result<Option<Participant>> {
-        Ok(self.participants().await?.into_iter().next())
+        participant::read_leader(&self.inner.client, self.participant_nodes().await?).await
     }
 
     /// The lock path.
@@ -194,41 +265,71 @@ impl LeaderSelector {
     }
 }
 
+impl Inner {
+    /// Leads with `guard`; returns the context to hand to the task.
+    fn lead(&self, guard: LockGuard) -> LeadershipContext {
+        let (end, lost) = watch::channel(false);
+        let hold = Hold::with_signal(guard.node_path().to_owned(), guard.fencing_token(), lost);
+        *self.leadership.lock() = Some((guard, end));
+        LeadershipContext { hold }
+    }
+
+    /// Ends the leadership, if any: the task's hold is lost, and the lock is handed back to be
+    /// released.
+    fn end_leadership(&self) -> Option<LockGuard> {
+        let (guard, end) = self.leadership.lock().take()?;
+        end.send_replace(true);
+        Some(guard)
+    }
+}
+
+/// Ends the leadership when the selector's task ends other than by the selector's `close()`
+/// (which releases the lock itself): the client closed, and the lock went with its session.
+struct EndOnExit(Arc<Inner>);
+
+impl Drop for EndOnExit {
+    fn drop(&mut self) {
+        if self.0.lifecycle.state() != RecipeState::Closed {
+            drop(self.0.end_leadership());
+        }
+    }
+}
+
+/// Queues for the lock and leads while it is held, again and again with auto-requeue. Runs
+/// until the selector's tasks are cancelled (by `close()` or the client's close).
 async fn run(inner: Arc<Inner>) {
-    let cancel = inner.cancel.clone();
+    let _exit = EndOnExit(Arc::clone(&inner));
+    let mut backoff = Backoff::standard();
     loop {
-        let guard = tokio::select! {
-            () = cancel.cancelled() => return,
-            guard = inner.mutex.acquire() => guard,
-        };
-        let guard = match guard {
+        let guard = match inner.mutex.acquire().await {
             Ok(guard) => guard,
             Err(error) => {
                 tracing::warn!(path = %inner.mutex.path(), %error, "leader selection failed; retrying");
+                backoff.wait().await;
                 // Wait for the client to reconnect (its operations wait up to the connection
                 // timeout), then queue again.
                 let _ = inner
                     .client
-                    .block_until_connected(std::time::Duration::from_secs(3600))
+                    .block_until_connected(Duration::from_secs(3600))
                     .await;
                 continue;
             }
         };
-        let stop = cancel.child_token();
-        let context = LeadershipContext { stop: stop.clone() };
-        inner.leader.send_replace(true);
+        backoff.reset();
+        // The lock's own hold: lost at connection trouble.
+        let lock = Hold::clone(&guard);
+        let context = inner.lead(guard);
         let leadership = (inner.task)(context);
         tokio::select! {
             () = leadership => {}
-            () = guard.lost() => tracing::info!(path = %inner.mutex.path(), "connection trouble: leadership cancelled"),
+            () = lock.lost() => tracing::info!(path = %inner.mutex.path(), "connection trouble: leadership cancelled"),
             () = inner.interrupt.notified() => tracing::info!(path = %inner.mutex.path(), "leadership interrupted"),
-            () = cancel.cancelled() => {}
         }
         // The task is dropped (cancelled) here if it had not finished.
-        stop.cancel();
-        inner.leader.send_replace(false);
-        let _ = guard.release().await;
-        if cancel.is_cancelled() || !inner.auto_requeue.load(Ordering::Relaxed) {
+        if let Some(guard) = inner.end_leadership() {
+            let _ = guard.release().await;
+        }
+        if !inner.auto_requeue {
             return;
         }
     }

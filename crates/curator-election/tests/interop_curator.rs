@@ -1,13 +1,12 @@
 //! Rust and Java (Apache Curator 5.4) participants in one election: exactly one leader, and each
 //! lists the other.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
-use curator_election::{CloseMode, LeaderLatch, LeaderSelector};
+use curator_election::{LeaderLatch, LeaderSelector};
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 use tokio::time::Instant;
 
 fn java(connect: &str, path: &str, id: &str, kind: &str) -> JavaPeer {
@@ -47,11 +46,12 @@ async fn rust_and_java_leader_latches_elect_one_leader() {
     let mut java =
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "latch"));
     java_says(&mut java, "leading", "yes").await;
-    let rust = LeaderLatch::new(
-        support::client(&server.connect_string()).await,
+    let rust = LeaderLatch::builder(
+        testkit::client(&server.connect_string()).await,
         &path,
         "rust-1",
     )
+    .build()
     .unwrap();
     rust.start().await.unwrap();
     java_says(
@@ -79,7 +79,7 @@ async fn rust_and_java_leader_latches_elect_one_leader() {
             .await
             .unwrap()
     );
-    rust.close(CloseMode::Silent).await.unwrap();
+    rust.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,14 +89,15 @@ async fn rust_and_java_leader_selectors_take_turns() {
     let mut java =
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "selector"));
     java_says(&mut java, "leading", "yes").await;
-    let rust = LeaderSelector::new(
-        support::client(&server.connect_string()).await,
+    let rust = LeaderSelector::builder(
+        testkit::client(&server.connect_string()).await,
         &path,
         "rust-1",
         |context| async move {
-            context.stopping().await;
+            context.lost().await;
         },
     )
+    .build()
     .unwrap();
     rust.start().await.unwrap();
     java_says(
@@ -129,5 +130,5 @@ async fn rust_and_java_leader_selectors_take_turns() {
     })
     .await;
     java_says(&mut java, "leading", "no").await;
-    rust.close().await;
+    rust.close().await.unwrap();
 }

@@ -1,13 +1,13 @@
 //! `LeaderLatch` against a real ZooKeeper server, with faults.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::{CloseMode, LatchEvent, LeaderLatch};
+use curator_framework::listen::ListenerStream;
 use curator_framework::paths;
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -20,6 +20,16 @@ fn record(latch: &LeaderLatch, log: &Log) {
         .listenable()
         .add_listener(move |event| log.lock().push((Instant::now(), id.clone(), event)))
         .detach();
+}
+
+/// The latch's leadership changes (`IsLeader`, `NotLeader`), without the election's steps.
+fn leadership(latch: &LeaderLatch) -> ListenerStream<LatchEvent> {
+    latch
+        .listenable()
+        .filter_map(|event| {
+            matches!(event, LatchEvent::IsLeader | LatchEvent::NotLeader).then_some(event)
+        })
+        .stream()
 }
 
 /// Waits until exactly one of `latches` leads, and returns its index.
@@ -44,11 +54,13 @@ async fn one_of_several_leads_and_the_others_know_who() {
     let path = unique_root("latch-one");
     let mut latches = Vec::new();
     for i in 0..3 {
-        let latch = LeaderLatch::new(
-            support::client(&server.connect_string()).await,
+        let latch = LeaderLatch::builder(
+            testkit::client(&server.connect_string()).await,
             &path,
             format!("p{i}"),
         )
+        .close_mode(CloseMode::NotifyLeader)
+        .build()
         .unwrap();
         latch.start().await.unwrap();
         latches.push(latch);
@@ -94,10 +106,7 @@ async fn one_of_several_leads_and_the_others_know_who() {
     );
 
     // The leader leaves: the next in line leads.
-    latches[leader]
-        .close(CloseMode::NotifyLeader)
-        .await
-        .unwrap();
+    latches[leader].close().await.unwrap();
     let rest: Vec<LeaderLatch> = latches
         .iter()
         .enumerate()
@@ -122,8 +131,10 @@ async fn an_expired_leader_steps_down_and_the_next_takes_over() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("latch-expiry");
     let log: Log = Arc::default();
-    let first_client = support::client(&server.connect_string()).await;
-    let first = LeaderLatch::new(first_client.clone(), &path, "first").unwrap();
+    let first_client = testkit::client(&server.connect_string()).await;
+    let first = LeaderLatch::builder(first_client.clone(), &path, "first")
+        .build()
+        .unwrap();
     record(&first, &log);
     first.start().await.unwrap();
     assert!(
@@ -132,11 +143,12 @@ async fn an_expired_leader_steps_down_and_the_next_takes_over() {
             .await
             .unwrap()
     );
-    let second = LeaderLatch::new(
-        support::client(&server.connect_string()).await,
+    let second = LeaderLatch::builder(
+        testkit::client(&server.connect_string()).await,
         &path,
         "second",
     )
+    .build()
     .unwrap();
     record(&second, &log);
     second.start().await.unwrap();
@@ -169,11 +181,12 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let path = unique_root("latch-partition");
     let session_timeout = Timing::new().scale(Duration::from_secs(4));
-    let leader = LeaderLatch::new(
-        support::client_with(&proxy.connect_string(), session_timeout).await,
+    let leader = LeaderLatch::builder(
+        testkit::client_with(&proxy.connect_string(), session_timeout).await,
         &path,
         "cut-off",
     )
+    .build()
     .unwrap();
     leader.start().await.unwrap();
     assert!(
@@ -182,15 +195,16 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
             .await
             .unwrap()
     );
-    let other = LeaderLatch::new(
-        support::client(&server.connect_string()).await,
+    let other = LeaderLatch::builder(
+        testkit::client(&server.connect_string()).await,
         &path,
         "other",
     )
+    .build()
     .unwrap();
     other.start().await.unwrap();
 
-    let mut events = leader.listenable().stream();
+    let mut events = leadership(&leader);
     let cut_at = Instant::now();
     proxy.pause();
     use futures::StreamExt;
@@ -221,11 +235,12 @@ async fn leadership_survives_a_server_restart_without_two_leaders() {
     let path = unique_root("latch-restart");
     let mut latches = Vec::new();
     for i in 0..2 {
-        let latch = LeaderLatch::new(
-            support::client(&server.connect_string()).await,
+        let latch = LeaderLatch::builder(
+            testkit::client(&server.connect_string()).await,
             &path,
             format!("p{i}"),
         )
+        .build()
         .unwrap();
         latch.start().await.unwrap();
         latches.push(latch);
@@ -249,11 +264,14 @@ async fn close_modes() {
     for (mode, expect_event) in [(CloseMode::Silent, false), (CloseMode::NotifyLeader, true)] {
         let path = unique_root("latch-close");
         let latch =
-            LeaderLatch::new(support::client(&server.connect_string()).await, &path, "x").unwrap();
-        let mut events = latch.listenable().stream();
+            LeaderLatch::builder(testkit::client(&server.connect_string()).await, &path, "x")
+                .close_mode(mode)
+                .build()
+                .unwrap();
+        let mut events = leadership(&latch);
         latch.start().await.unwrap();
         assert_eq!(events.next().await, Some(LatchEvent::IsLeader));
-        latch.close(mode).await.unwrap();
+        latch.close().await.unwrap();
         assert!(!latch.has_leadership());
         let next = tokio::time::timeout(Duration::from_millis(300), events.next()).await;
         assert_eq!(next.is_ok(), expect_event, "{mode:?}");

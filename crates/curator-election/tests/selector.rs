@@ -1,13 +1,12 @@
 //! `LeaderSelector` against a real ZooKeeper server.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::LeaderSelector;
 use curator_framework::CuratorFramework;
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -54,8 +53,8 @@ async fn auto_requeue_cycles_leadership_without_overlap() {
         let terms = Arc::clone(&terms);
         let id = format!("s{i}");
         let task_id = id.clone();
-        let selector = LeaderSelector::new(
-            support::client(&server.connect_string()).await,
+        let selector = LeaderSelector::builder(
+            testkit::client(&server.connect_string()).await,
             &path,
             id,
             move |_context| {
@@ -70,14 +69,15 @@ async fn auto_requeue_cycles_leadership_without_overlap() {
                 }
             },
         )
+        .auto_requeue()
+        .build()
         .unwrap();
-        selector.auto_requeue();
         selector.start().await.unwrap();
         selectors.push(selector);
     }
     curator_test::eventually("nine leaderships", || async { terms.lock().len() >= 9 }).await;
     for selector in &selectors {
-        selector.close().await;
+        selector.close().await.unwrap();
     }
     let terms = terms.lock().clone();
     assert_no_overlap(&terms);
@@ -95,21 +95,27 @@ fn waiting_selector(
     path: &str,
     id: &str,
     terms: &Terms,
+    requeue: bool,
 ) -> LeaderSelector {
     let terms = Arc::clone(terms);
     let task_id = id.to_owned();
-    LeaderSelector::new(client, path, id, move |context| {
+    let builder = LeaderSelector::builder(client, path, id, move |context| {
         let end = EndOfTerm {
             terms: Arc::clone(&terms),
             id: task_id.clone(),
             started: Instant::now(),
         };
         async move {
-            context.stopping().await;
+            context.lost().await;
             drop(end);
         }
-    })
-    .unwrap()
+    });
+    let builder = if requeue {
+        builder.auto_requeue()
+    } else {
+        builder
+    };
+    builder.build().unwrap()
 }
 
 async fn queued(selector: &LeaderSelector, n: usize) {
@@ -128,16 +134,10 @@ async fn a_leads_b_waits(
     terms: &Terms,
     requeue: bool,
 ) -> (LeaderSelector, LeaderSelector) {
-    let a = waiting_selector(a_client, path, "a", terms);
-    if requeue {
-        a.auto_requeue();
-    }
+    let a = waiting_selector(a_client, path, "a", terms, requeue);
     a.start().await.unwrap();
     curator_test::eventually("a leads", || async { a.has_leadership() }).await;
-    let b = waiting_selector(b_client, path, "b", terms);
-    if requeue {
-        b.auto_requeue();
-    }
+    let b = waiting_selector(b_client, path, "b", terms, requeue);
     b.start().await.unwrap();
     queued(&b, 2).await;
     (a, b)
@@ -154,8 +154,8 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
     let path = unique_root("selector-interrupt");
     let terms: Terms = Arc::default();
     let (a, b) = a_leads_b_waits(
-        support::client(&server.connect_string()).await,
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         false,
@@ -167,8 +167,8 @@ async fn interruption_cancels_the_task_and_passes_leadership_on() {
     a.interrupt_leadership();
     curator_test::eventually("b leads", || async { b.has_leadership() }).await;
     assert!(!a.has_leadership());
-    b.close().await;
-    a.close().await;
+    b.close().await.unwrap();
+    a.close().await.unwrap();
     assert_eq!(leaders(&terms), ["a", "b"]);
     let terms = terms.lock().clone();
     assert_no_overlap(&terms);
@@ -186,8 +186,8 @@ async fn a_cut_off_leaders_task_is_cancelled_before_the_next_leader_starts() {
     let terms: Terms = Arc::default();
     let session_timeout = Timing::new().scale(Duration::from_secs(4));
     let (a, b) = a_leads_b_waits(
-        support::client_with(&proxy.connect_string(), session_timeout).await,
-        support::client(&server.connect_string()).await,
+        testkit::client_with(&proxy.connect_string(), session_timeout).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         false,
@@ -200,9 +200,9 @@ async fn a_cut_off_leaders_task_is_cancelled_before_the_next_leader_starts() {
     })
     .await;
     assert!(!a.has_leadership());
-    b.close().await;
+    b.close().await.unwrap();
     proxy.resume();
-    a.close().await;
+    a.close().await.unwrap();
     assert_eq!(leaders(&terms), ["a", "b"]);
     let terms = terms.lock().clone();
     assert_no_overlap(&terms);
@@ -213,10 +213,10 @@ async fn an_expired_leader_hands_over() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("selector-expiry");
     let terms: Terms = Arc::default();
-    let a_client = support::client(&server.connect_string()).await;
+    let a_client = testkit::client(&server.connect_string()).await;
     let (a, b) = a_leads_b_waits(
         a_client.clone(),
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         false,
@@ -229,7 +229,7 @@ async fn an_expired_leader_hands_over() {
     })
     .await;
     assert!(!a.has_leadership());
-    b.close().await;
+    b.close().await.unwrap();
     assert_eq!(leaders(&terms), ["a", "b"]);
 }
 
@@ -239,8 +239,8 @@ async fn a_server_restart_ends_the_term_and_leadership_resumes_without_overlap()
     let path = unique_root("selector-restart");
     let terms: Terms = Arc::default();
     let (a, b) = a_leads_b_waits(
-        support::client(&server.connect_string()).await,
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         &terms,
         true,
@@ -259,8 +259,8 @@ async fn a_server_restart_ends_the_term_and_leadership_resumes_without_overlap()
     })
     .await;
     assert!(!(a.has_leadership() && b.has_leadership()));
-    a.close().await;
-    b.close().await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
     let terms = terms.lock().clone();
     assert!(terms.len() >= 2, "{terms:?}");
     assert_no_overlap(&terms);

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod holding;
 mod multi_lock;
 mod mutex;
 mod revoker;
@@ -7,7 +8,7 @@ mod rwlock;
 mod semaphore;
 
 pub use multi_lock::{InterProcessMultiLock, MultiLockGuard};
-pub use mutex::{InterProcessMutex, LockGuard};
+pub use mutex::{InterProcessMutex, InterProcessMutexBuilder, LockGuard};
 pub use revoker::Revoker;
 pub use rwlock::InterProcessReadWriteLock;
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases};

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use curator_framework::Result;
+use curator_framework::recipe::Hold;
 use tokio::time::Instant;
 
 use crate::mutex::{InterProcessMutex, LockGuard};
@@ -16,8 +17,8 @@ use crate::mutex::{InterProcessMutex, LockGuard};
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_locks::{InterProcessMultiLock, InterProcessMutex};
 /// let both = InterProcessMultiLock::new(vec![
-///     InterProcessMutex::new(client.clone(), "/locks/a")?,
-///     InterProcessMutex::new(client.clone(), "/locks/b")?,
+///     InterProcessMutex::builder(client.clone(), "/locks/a").build()?,
+///     InterProcessMutex::builder(client.clone(), "/locks/b").build()?,
 /// ]);
 /// let guard = both.acquire().await?;
 /// guard.release().await?;
@@ -89,10 +90,31 @@ impl InterProcessMultiLock {
 }
 
 impl MultiLockGuard {
+    /// The [`Hold`] of each lock, in acquisition order: the holder must stop when any is lost.
+    ///
+    /// ```no_run
+    /// # async fn demo(multi: curator_locks::InterProcessMultiLock) -> curator_framework::Result<()> {
+    /// use futures::future::select_all;
+    /// let guard = multi.acquire().await?;
+    /// tokio::select! {
+    ///     _ = select_all(guard.holds().map(|hold| Box::pin(hold.lost()))) => println!("a lock may be lost"),
+    ///     () = async { /* work under every lock */ } => {}
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn holds(&self) -> impl ExactSizeIterator<Item = &Hold> {
+        self.guards.iter().map(|guard| &**guard)
+    }
+
     /// Releases every lock, last acquired first.
     ///
     /// # Errors
     /// The first release error (the others are still attempted).
+    ///
+    /// # Cancellation safety
+    /// Safe: locks not released yet when the future is dropped are released in the background,
+    /// as dropping the guard does.
     pub async fn release(mut self) -> Result<()> {
         let mut first_error = None;
         while let Some(guard) = self.guards.pop() {

@@ -1,15 +1,18 @@
 //! `InterProcessMutex`: Curator's reentrant distributed mutex.
 
 use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::listen::ListenerHandle;
+use curator_framework::recipe::{Hold, RecipeTasks, TaskHandle};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
+
+use crate::holding::{Holding, delete_in_background, delete_node};
 
 /// The name Curator gives mutex nodes (after the protected prefix, before the sequence).
 const LOCK_NAME: &str = "lock-";
@@ -32,13 +35,13 @@ enum Kind {
 ///
 /// It is reentrant per handle: a handle that holds the lock may acquire it again, and must
 /// release it as often. Clones of a handle share that ownership; separate handles (even in one
-/// process) contend like separate processes.
+/// process) contend like separate processes. Build one with [`builder`](Self::builder).
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use std::time::Duration;
 /// use curator_locks::InterProcessMutex;
-/// let mutex = InterProcessMutex::new(client, "/locks/orders")?;
+/// let mutex = InterProcessMutex::builder(client, "/locks/orders").build()?;
 /// if let Some(guard) = mutex.acquire_timeout(Duration::from_secs(5)).await? {
 ///     println!("holding with fencing token {}", guard.fencing_token());
 ///     guard.release().await?;
@@ -51,7 +54,9 @@ pub struct InterProcessMutex {
 }
 
 pub(crate) struct Shared {
-    client: CuratorFramework,
+    pub(crate) client: CuratorFramework,
+    /// The revocation watches, and the releases of dropped guards.
+    pub(crate) tasks: RecipeTasks,
     path: String,
     lock_name: &'static str,
     kind: Kind,
@@ -60,49 +65,88 @@ pub(crate) struct Shared {
     data: Vec<u8>,
     /// One acquisition at a time per handle.
     acquiring: tokio::sync::Mutex<()>,
-    /// Set by `make_revocable`: called when someone asks the holder to release.
-    revocable: Mutex<Option<RevocationListener>>,
+    /// Called when someone asks the holder to release (see
+    /// [`InterProcessMutexBuilder::make_revocable`]).
+    revocable: Option<RevocationListener>,
     held: Mutex<Option<Held>>,
 }
 
+/// What a handle holds: one node, held `count` times.
 struct Held {
-    node: String,
+    hold: Hold,
     count: u32,
-    token: i64,
-    lost: watch::Receiver<bool>,
     revoke: watch::Receiver<bool>,
-    _listener: ListenerHandle,
     /// Stops the revocation watch when the hold ends.
-    _revocation: Option<AbortOnDrop>,
+    _revocation: Option<TaskHandle>,
 }
 
 type RevocationListener = Arc<dyn Fn() + Send + Sync>;
 
-/// A flag that turns true when the client's connection state becomes an error state (per its
-/// connection-state error policy), with the listener that sets it.
-pub(crate) fn lost_signal(client: &CuratorFramework) -> (watch::Receiver<bool>, ListenerHandle) {
-    let policy = client.connection_state_error_policy();
-    let (lost_tx, lost) = watch::channel(false);
-    let listener = client
-        .connection_state_listenable()
-        .add_listener(move |state| {
-            if policy.is_error_state(state) {
-                lost_tx.send_replace(true);
-            }
-        });
-    (lost, listener)
+/// Options of an [`InterProcessMutex`], from [`InterProcessMutex::builder`].
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_locks::InterProcessMutex;
+/// let mutex = InterProcessMutex::builder(client, "/locks/report")
+///     .node_data("host-7")
+///     .make_revocable(|| println!("asked to release"))
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a builder does nothing until .build()"]
+pub struct InterProcessMutexBuilder {
+    client: CuratorFramework,
+    path: String,
+    data: Vec<u8>,
+    revocable: Option<RevocationListener>,
+}
+
+impl fmt::Debug for InterProcessMutexBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InterProcessMutexBuilder")
+            .field("path", &self.path)
+            .field("node_data_len", &self.data.len())
+            .field("revocable", &self.revocable.is_some())
+            .finish()
+    }
+}
+
+impl InterProcessMutexBuilder {
+    /// The data of this mutex's lock nodes (default: empty). Curator's leader selection stores
+    /// the participant id there; other participants read it back. Data over ZooKeeper's limit
+    /// makes every acquisition fail with [`Error::InvalidArgument`].
+    pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    /// Makes acquisitions revocable (Curator's `makeRevocable`): while the mutex holds the lock
+    /// it watches its node, and when someone asks it to release
+    /// ([`Revoker::attempt_revoke`](crate::Revoker)) it calls `listener` and resolves
+    /// [`LockGuard::revocation_requested`]. Releasing is up to the holder.
+    pub fn make_revocable(mut self, listener: impl Fn() + Send + Sync + 'static) -> Self {
+        self.revocable = Some(Arc::new(listener));
+        self
+    }
+
+    /// The mutex.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
+    pub fn build(self) -> Result<InterProcessMutex> {
+        InterProcessMutex::from_parts(
+            self.client,
+            &self.path,
+            LOCK_NAME,
+            Kind::Exclusive,
+            self.data,
+            self.revocable,
+        )
+    }
 }
 
 /// The data Curator writes into a holder's node to ask it to release.
 pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// Watches the holder's own node for a revocation request, until the node goes.
 async fn watch_for_revocation(
@@ -133,7 +177,7 @@ impl fmt::Debug for InterProcessMutex {
         let held = self.shared.held.lock();
         f.debug_struct("InterProcessMutex")
             .field("path", &self.shared.path)
-            .field("node", &held.as_ref().map(|h| h.node.as_str()))
+            .field("node", &held.as_ref().map(|h| h.hold.node_path()))
             .field("count", &held.as_ref().map_or(0, |h| h.count))
             .finish()
     }
@@ -142,37 +186,16 @@ impl fmt::Debug for InterProcessMutex {
 /// Deletes a lock node in the background unless disarmed: the acquisition that made it was
 /// dropped, timed out or failed.
 struct NodeCleanup<'a> {
-    client: &'a CuratorFramework,
+    shared: &'a Shared,
     node: Option<String>,
 }
 
 impl Drop for NodeCleanup<'_> {
     fn drop(&mut self) {
         if let Some(node) = self.node.take() {
-            delete_in_background(self.client, &node);
+            delete_in_background(&self.shared.client, &self.shared.tasks, &node);
         }
     }
-}
-
-/// Sends a guaranteed delete of `node` now and lets it finish in the background.
-pub(crate) fn delete_in_background(client: &CuratorFramework, node: &str) {
-    if tokio::runtime::Handle::try_current().is_err() {
-        tracing::error!(
-            node,
-            "lock node left to its session: dropped outside a Tokio runtime"
-        );
-        return;
-    }
-    // The request goes out when the future is made; dropping it hands the rest (retries across
-    // connection loss) to the client's background work.
-    drop(
-        client
-            .delete()
-            .guaranteed()
-            .quietly()
-            .for_path(node)
-            .into_future(),
-    );
 }
 
 enum Attempt {
@@ -186,60 +209,50 @@ enum Attempt {
 }
 
 impl InterProcessMutex {
-    /// A mutex on `path` (created on first use, as container nodes).
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
-    pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
-        Self::with_kind(client, path, LOCK_NAME, Kind::Exclusive)
+    /// Options of a mutex on `path` (created on first use, as container nodes).
+    pub fn builder(client: CuratorFramework, path: &str) -> InterProcessMutexBuilder {
+        InterProcessMutexBuilder {
+            client,
+            path: path.to_owned(),
+            data: Vec::new(),
+            revocable: None,
+        }
     }
 
-    fn with_kind(
+    fn from_parts(
         client: CuratorFramework,
         path: &str,
         lock_name: &'static str,
         kind: Kind,
+        data: Vec<u8>,
+        revocable: Option<RevocationListener>,
     ) -> Result<Self> {
         paths::validate(path)?;
         Ok(Self {
             shared: Arc::new(Shared {
+                tasks: client.recipe_tasks("InterProcessMutex"),
                 client,
                 path: path.to_owned(),
                 lock_name,
                 kind,
-                data: Vec::new(),
+                data,
                 acquiring: tokio::sync::Mutex::new(()),
-                revocable: Mutex::new(None),
+                revocable,
                 held: Mutex::new(None),
             }),
         })
     }
 
-    /// A mutex on `path` whose lock nodes hold `data` (Curator's leader selection stores the
-    /// participant id there; other participants read it back).
-    ///
-    /// # Errors
-    /// As [`new`](Self::new); [`Error::InvalidArgument`] for data over 1 MiB.
-    pub fn with_node_data(
-        client: CuratorFramework,
-        path: &str,
-        data: impl Into<Vec<u8>>,
-    ) -> Result<Self> {
-        let data = data.into();
-        if data.len() > paths::MAX_DATA_LEN {
-            return Err(Error::InvalidArgument(format!(
-                "lock node data of {} bytes is too large",
-                data.len()
-            )));
-        }
-        let mut mutex = Self::with_kind(client, path, LOCK_NAME, Kind::Exclusive)?;
-        Arc::get_mut(&mut mutex.shared).expect("just made").data = data;
-        Ok(mutex)
-    }
-
     /// The write side of a read/write lock on `path`.
     pub(crate) fn write_side(client: CuratorFramework, path: &str) -> Result<Self> {
-        Self::with_kind(client, path, WRITE_LOCK_NAME, Kind::Exclusive)
+        Self::from_parts(
+            client,
+            path,
+            WRITE_LOCK_NAME,
+            Kind::Exclusive,
+            Vec::new(),
+            None,
+        )
     }
 
     /// The read side of a read/write lock whose write side is `write`.
@@ -248,14 +261,14 @@ impl InterProcessMutex {
         let kind = Kind::Read {
             write: Arc::clone(&write.shared),
         };
-        Self::with_kind(client, &write.shared.path, READ_LOCK_NAME, kind)
-    }
-
-    /// Makes later acquisitions revocable: while this handle holds the lock it watches its node,
-    /// and when someone asks it to release ([`Revoker::attempt_revoke`](crate::Revoker)) it calls
-    /// `listener` and resolves [`LockGuard::revocation_requested`]. Releasing is up to the holder.
-    pub fn make_revocable(&self, listener: impl Fn() + Send + Sync + 'static) {
-        *self.shared.revocable.lock() = Some(Arc::new(listener));
+        Self::from_parts(
+            client,
+            &write.shared.path,
+            READ_LOCK_NAME,
+            kind,
+            Vec::new(),
+            None,
+        )
     }
 
     /// The lock's path.
@@ -297,6 +310,9 @@ impl InterProcessMutex {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (a read).
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         let children = match self
             .shared
@@ -348,43 +364,32 @@ impl InterProcessMutex {
         let held = held.as_mut()?;
         held.count += 1;
         Some(LockGuard {
-            shared: Arc::clone(&self.shared),
-            node: held.node.clone(),
-            token: held.token,
-            lost: held.lost.clone(),
+            holding: Holding::reentrant(held.hold.clone(), Arc::clone(&self.shared)),
             revoke: held.revoke.clone(),
-            released: false,
         })
     }
 
     fn hold(&self, node: String, token: i64) -> LockGuard {
-        let client = &self.shared.client;
-        let (lost, listener) = lost_signal(client);
+        let shared = &self.shared;
+        let hold = Hold::new(&shared.client, node, token);
         let (revoke_tx, revoke) = watch::channel(false);
-        let revocation = self.shared.revocable.lock().clone().map(|on_revoke| {
-            AbortOnDrop(tokio::spawn(watch_for_revocation(
-                client.clone(),
-                node.clone(),
+        let revocation = shared.revocable.clone().map(|on_revoke| {
+            shared.tasks.spawn(watch_for_revocation(
+                shared.client.clone(),
+                hold.node_path().to_owned(),
                 on_revoke,
                 revoke_tx,
-            )))
+            ))
         });
-        *self.shared.held.lock() = Some(Held {
-            node: node.clone(),
+        *shared.held.lock() = Some(Held {
+            hold: hold.clone(),
             count: 1,
-            token,
-            lost: lost.clone(),
             revoke: revoke.clone(),
-            _listener: listener,
             _revocation: revocation,
         });
         LockGuard {
-            shared: Arc::clone(&self.shared),
-            node,
-            token,
-            lost,
+            holding: Holding::reentrant(hold, Arc::clone(shared)),
             revoke,
-            released: false,
         }
     }
 
@@ -417,7 +422,7 @@ impl InterProcessMutex {
         let listing = client.get_children().for_path(path).into_future();
         let (node, stat) = create.await?;
         let mut cleanup = NodeCleanup {
-            client,
+            shared: &self.shared,
             node: Some(node.clone()),
         };
         let ours = paths::node_name(&node).to_owned();
@@ -458,7 +463,7 @@ impl InterProcessMutex {
                     {
                         // Gone before this returns (a failure here leaves it to the background).
                         if let Some(node) = cleanup.node.take() {
-                            let _ = client.delete().guaranteed().quietly().for_path(&node).await;
+                            let _ = delete_node(client, &node).await;
                         }
                         return Ok(Attempt::TimedOut);
                     }
@@ -476,8 +481,7 @@ impl InterProcessMutex {
             return None;
         };
         let held = write.held.lock();
-        let node = &held.as_ref()?.node;
-        let name = paths::node_name(node);
+        let name = paths::node_name(held.as_ref()?.hold.node_path());
         Some(paths::sort_key(name, WRITE_LOCK_NAME).to_owned())
     }
 
@@ -496,16 +500,22 @@ impl InterProcessMutex {
             }
         }
     }
+}
 
-    /// Releases one hold; returns the node to delete when it was the last.
-    fn release_one(shared: &Shared) -> Option<String> {
-        let mut held = shared.held.lock();
-        let current = held.as_mut()?;
+impl Shared {
+    /// Counts one hold of `node` out; `true` when it was the last (the node is to go).
+    pub(crate) fn release_one(&self, node: &str) -> bool {
+        let mut held = self.held.lock();
+        let Some(current) = held.as_mut().filter(|h| h.hold.node_path() == node) else {
+            return false;
+        };
         current.count -= 1;
         if current.count > 0 {
-            return None;
+            return false;
         }
-        held.take().map(|h| h.node)
+        // Dropping the hold stops its revocation watch.
+        held.take();
+        true
     }
 }
 
@@ -523,57 +533,46 @@ fn sorted(mut children: Vec<String>) -> Vec<String> {
     children
 }
 
-/// One hold of an [`InterProcessMutex`]. Dropping it releases the hold (in the background, with
-/// retries); [`release`](Self::release) does it now and reports errors.
+/// One hold of an [`InterProcessMutex`]: a [`Hold`] (its lock node, fencing token and `lost()`
+/// signal, through `Deref`). Dropping it releases the hold (in the background, retried);
+/// [`release`](Self::release) does it now and reports errors. The last hold of a handle deletes
+/// the lock node.
+///
+/// ```no_run
+/// # async fn demo(mutex: curator_locks::InterProcessMutex) -> curator_framework::Result<()> {
+/// let guard = mutex.acquire().await?;
+/// tokio::select! {
+///     () = guard.lost() => println!("connection trouble: stop, the lock may be someone else's"),
+///     () = async { /* protected work, handing guard.fencing_token() to the resource */ } => {}
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
-    shared: Arc<Shared>,
-    node: String,
-    token: i64,
-    lost: watch::Receiver<bool>,
+    holding: Holding,
     revoke: watch::Receiver<bool>,
-    released: bool,
 }
 
 impl fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LockGuard")
-            .field("node", &self.node)
-            .field("fencing_token", &self.token)
-            .field("lost", &*self.lost.borrow())
+        f.debug_tuple("LockGuard")
+            .field(self.holding.hold())
             .finish()
     }
 }
 
+impl Deref for LockGuard {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        self.holding.hold()
+    }
+}
+
 impl LockGuard {
-    /// The lock node this hold rests on.
-    pub fn node_path(&self) -> &str {
-        &self.node
-    }
-
-    /// A number that grows with every acquisition of any lock on this ensemble (the lock node's
-    /// creation zxid): hand it to a resource so it can refuse requests from an older holder.
-    pub fn fencing_token(&self) -> i64 {
-        self.token
-    }
-
-    /// Whether the connection was suspended or lost since the lock was acquired (per the client's
-    /// connection-state error policy): the lock may be someone else's now.
-    pub fn is_lost(&self) -> bool {
-        *self.lost.borrow()
-    }
-
-    /// Resolves when the lock may have been lost (see [`is_lost`](Self::is_lost)).
-    ///
-    /// # Cancellation safety
-    /// Safe.
-    pub async fn lost(&self) {
-        let mut lost = self.lost.clone();
-        let _ = lost.wait_for(|lost| *lost).await;
-    }
-
-    /// Resolves when someone asked this holder to release (only for a mutex made revocable with
-    /// [`InterProcessMutex::make_revocable`]; otherwise it never resolves).
+    /// Resolves when someone asked this holder to release (only for a mutex built with
+    /// [`InterProcessMutexBuilder::make_revocable`]; otherwise it never resolves).
     ///
     /// # Cancellation safety
     /// Safe.
@@ -588,30 +587,11 @@ impl LockGuard {
     ///
     /// # Errors
     /// Connection errors (the delete goes on in the background).
-    pub async fn release(mut self) -> Result<()> {
-        self.released = true;
-        match InterProcessMutex::release_one(&self.shared) {
-            Some(node) => {
-                self.shared
-                    .client
-                    .delete()
-                    .guaranteed()
-                    .quietly()
-                    .for_path(&node)
-                    .await
-            }
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if self.released {
-            return;
-        }
-        if let Some(node) = InterProcessMutex::release_one(&self.shared) {
-            delete_in_background(&self.shared.client, &node);
-        }
+    ///
+    /// # Cancellation safety
+    /// Safe: the hold is given back either way; dropping the future (polled or not) leaves the
+    /// delete to the background, as dropping the guard does.
+    pub async fn release(self) -> Result<()> {
+        self.holding.release().await
     }
 }

@@ -11,7 +11,7 @@ use crate::mutex::REVOKE_MESSAGE;
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_locks::{InterProcessMutex, Revoker};
-/// let mutex = InterProcessMutex::new(client.clone(), "/locks/report")?;
+/// let mutex = InterProcessMutex::builder(client.clone(), "/locks/report").build()?;
 /// if let Some(holder) = mutex.participant_nodes().await?.first() {
 ///     Revoker::attempt_revoke(&client, holder).await?;
 /// }
@@ -26,6 +26,9 @@ impl Revoker {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the request written or not.
     pub async fn attempt_revoke(client: &CuratorFramework, node: &str) -> Result<()> {
         match client.set_data().for_path(node, REVOKE_MESSAGE).await {
             Ok(_) | Err(Error::NoNode) => Ok(()),

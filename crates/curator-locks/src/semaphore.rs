@@ -1,14 +1,15 @@
 //! `InterProcessSemaphoreV2` and `InterProcessSemaphoreMutex`: Curator's counting semaphore.
 
 use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::listen::ListenerHandle;
+use curator_framework::recipe::{Hold, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
-use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::holding::Holding;
 use crate::mutex::InterProcessMutex;
 
 const LEASE_NAME: &str = "lease-";
@@ -48,6 +49,8 @@ pub struct InterProcessSemaphoreV2 {
 
 struct Inner {
     client: CuratorFramework,
+    /// Where dropped leases are returned.
+    tasks: RecipeTasks,
     path: String,
     leases_path: String,
     max: MaxLeases,
@@ -66,75 +69,47 @@ impl fmt::Debug for InterProcessSemaphoreV2 {
     }
 }
 
-/// One lease of a semaphore. Dropping it returns the lease (in the background, with retries);
-/// [`release`](Self::release) does it now and reports errors.
+/// One lease of a semaphore: a [`Hold`] (its lease node, fencing token and `lost()` signal,
+/// through `Deref`), as a [`LockGuard`](crate::LockGuard) is. Dropping it returns the lease (in
+/// the background, retried); [`release`](Self::release) does it now and reports errors.
+///
+/// ```no_run
+/// # async fn demo(semaphore: curator_locks::InterProcessSemaphoreV2) -> curator_framework::Result<()> {
+/// let lease = semaphore.acquire().await?;
+/// println!("lease {} (fencing token {})", lease.node_path(), lease.fencing_token());
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping the lease returns it at once"]
 pub struct Lease {
-    client: CuratorFramework,
-    node: String,
-    token: i64,
-    lost: watch::Receiver<bool>,
-    _listener: ListenerHandle,
-    released: bool,
+    holding: Holding,
 }
 
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lease")
-            .field("node", &self.node)
-            .field("fencing_token", &self.token)
-            .field("lost", &*self.lost.borrow())
-            .finish()
+        f.debug_tuple("Lease").field(self.holding.hold()).finish()
+    }
+}
+
+impl Deref for Lease {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        self.holding.hold()
     }
 }
 
 impl Lease {
-    /// The lease's node.
-    pub fn node_path(&self) -> &str {
-        &self.node
-    }
-
-    /// A number that grows with every lease taken on this ensemble (the lease node's creation
-    /// zxid), to hand to a resource that must refuse an older holder.
-    pub fn fencing_token(&self) -> i64 {
-        self.token
-    }
-
-    /// Whether the connection was suspended or lost since the lease was taken (per the client's
-    /// connection-state error policy): the lease may be someone else's now.
-    pub fn is_lost(&self) -> bool {
-        *self.lost.borrow()
-    }
-
-    /// Resolves when the lease may have been lost (see [`is_lost`](Self::is_lost)).
-    ///
-    /// # Cancellation safety
-    /// Safe.
-    pub async fn lost(&self) {
-        let mut lost = self.lost.clone();
-        let _ = lost.wait_for(|lost| *lost).await;
-    }
-
     /// Returns the lease now.
     ///
     /// # Errors
     /// Connection errors (the delete goes on in the background).
-    pub async fn release(mut self) -> Result<()> {
-        self.released = true;
-        self.client
-            .delete()
-            .guaranteed()
-            .quietly()
-            .for_path(&self.node)
-            .await
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if !self.released {
-            crate::mutex::delete_in_background(&self.client, &self.node);
-        }
+    ///
+    /// # Cancellation safety
+    /// Safe: the lease is returned either way; dropping the future (polled or not) leaves the
+    /// delete to the background, as dropping the lease does.
+    pub async fn release(self) -> Result<()> {
+        self.holding.release().await
     }
 }
 
@@ -157,6 +132,7 @@ impl InterProcessSemaphoreV2 {
         }
         Ok(Self {
             inner: Arc::new(Inner {
+                tasks: client.recipe_tasks("InterProcessSemaphoreV2"),
                 leases_path: paths::join(path, "leases"),
                 guard_path: paths::join(path, "locks"),
                 path: path.to_owned(),
@@ -234,6 +210,9 @@ impl InterProcessSemaphoreV2 {
     ///
     /// # Errors
     /// Connection errors.
+    ///
+    /// # Cancellation safety
+    /// Safe (a read).
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         let leases = &self.inner.leases_path;
         match self.inner.client.get_children().for_path(leases).await {
@@ -267,7 +246,8 @@ impl InterProcessSemaphoreV2 {
         let inner = &self.inner;
         // The guard mutex lets one contender at a time add its lease and wait for room, whichever
         // handle or task it comes from.
-        let guard_mutex = InterProcessMutex::new(inner.client.clone(), &inner.guard_path)?;
+        let guard_mutex =
+            InterProcessMutex::builder(inner.client.clone(), &inner.guard_path).build()?;
         let guard = match deadline {
             Some(deadline) => match guard_mutex
                 .acquire_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -287,16 +267,14 @@ impl InterProcessSemaphoreV2 {
             .for_path(&paths::join(&inner.leases_path, LEASE_NAME), b"")
             .with_stat()
             .await?;
-        let (lost, listener) = crate::mutex::lost_signal(&inner.client);
         let lease = Lease {
-            client: inner.client.clone(),
-            node,
-            token: stat.czxid,
-            lost,
-            _listener: listener,
-            released: false,
+            holding: Holding::lease(
+                Hold::new(&inner.client, node, stat.czxid),
+                inner.client.clone(),
+                inner.tasks.clone(),
+            ),
         };
-        let ours = paths::node_name(&lease.node).to_owned();
+        let ours = paths::node_name(lease.node_path()).to_owned();
         loop {
             let (children, _, children_changed) = inner
                 .client

@@ -1,8 +1,6 @@
 //! A Rust `InterProcessMutex` and Apache Curator's (Java, Debian's 5.4 jars) on one path exclude
 //! each other both ways and see each other as participants.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -10,6 +8,7 @@ use curator_locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases,
 };
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 /// Runs a blocking exchange with the Java peer without stalling the runtime.
 async fn ask(peer: &mut JavaPeer, line: &str) -> String {
@@ -32,8 +31,9 @@ async fn rust_and_java_mutexes_exclude_each_other_both_ways() {
     let path = unique_root("interop-mutex");
     let mut java =
         tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "mutex"));
-    let rust =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let rust = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
 
     // Java holds: Rust cannot acquire, and sees Java's node first in line.
     assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
@@ -89,7 +89,7 @@ async fn rust_and_java_read_write_locks_share_and_exclude() {
     let mut java_reader =
         tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "read"));
     let rust =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
 
     // A Java reader and a Rust reader hold together; then no writer, Java or Rust, gets in.
@@ -151,7 +151,7 @@ async fn rust_and_java_semaphores_share_the_same_leases() {
         peer
     });
     let rust = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )

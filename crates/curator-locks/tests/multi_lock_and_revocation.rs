@@ -1,27 +1,34 @@
 //! `InterProcessMultiLock` and revocation against a real ZooKeeper server.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use curator_locks::{InterProcessMultiLock, InterProcessMutex, Revoker};
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 #[tokio::test]
 async fn a_multi_lock_takes_all_or_nothing() {
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("multi-lock");
     let (a, b) = (format!("{root}/a"), format!("{root}/b"));
-    let mine = support::client(&server.connect_string()).await;
-    let other = support::client(&server.connect_string()).await;
+    let mine = testkit::client(&server.connect_string()).await;
+    let other = testkit::client(&server.connect_string()).await;
     let multi = InterProcessMultiLock::new(vec![
-        InterProcessMutex::new(mine.clone(), &a).unwrap(),
-        InterProcessMutex::new(mine.clone(), &b).unwrap(),
+        InterProcessMutex::builder(mine.clone(), &a)
+            .build()
+            .unwrap(),
+        InterProcessMutex::builder(mine.clone(), &b)
+            .build()
+            .unwrap(),
     ]);
-    let their_b = InterProcessMutex::new(other.clone(), &b).unwrap();
-    let their_a = InterProcessMutex::new(other.clone(), &a).unwrap();
+    let their_b = InterProcessMutex::builder(other.clone(), &b)
+        .build()
+        .unwrap();
+    let their_a = InterProcessMutex::builder(other.clone(), &a)
+        .build()
+        .unwrap();
 
     let held_b = their_b.acquire().await.unwrap();
     assert!(
@@ -74,13 +81,17 @@ async fn a_multi_lock_whose_session_ends_frees_every_lock_and_its_late_release_h
     let server = TestingServer::start().await.unwrap();
     let root = unique_root("multi-lock-expiry");
     let paths = [format!("{root}/a"), format!("{root}/b")];
-    let first_client = support::client(&server.connect_string()).await;
-    let second_client = support::client(&server.connect_string()).await;
+    let first_client = testkit::client(&server.connect_string()).await;
+    let second_client = testkit::client(&server.connect_string()).await;
     let multi = |client: &curator_framework::CuratorFramework| {
         InterProcessMultiLock::new(
             paths
                 .iter()
-                .map(|p| InterProcessMutex::new(client.clone(), p).unwrap())
+                .map(|p| {
+                    InterProcessMutex::builder(client.clone(), p)
+                        .build()
+                        .unwrap()
+                })
                 .collect(),
         )
     };
@@ -102,7 +113,9 @@ async fn a_multi_lock_whose_session_ends_frees_every_lock_and_its_late_release_h
         .expect("both locks free once the holder's session ended");
     // The old holder's release comes late: it deletes nothing of the new holder's.
     held.release().await.unwrap();
-    let probe = InterProcessMutex::new(first_client.clone(), &paths[0]).unwrap();
+    let probe = InterProcessMutex::builder(first_client.clone(), &paths[0])
+        .build()
+        .unwrap();
     assert!(
         probe
             .acquire_timeout(Duration::from_millis(200))
@@ -125,17 +138,20 @@ async fn a_multi_lock_whose_session_ends_frees_every_lock_and_its_late_release_h
 async fn a_revocation_request_reaches_the_holder() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("revocation");
-    let holder =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
-    holder.make_revocable(move || {
-        counter.fetch_add(1, Ordering::SeqCst);
-    });
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .make_revocable(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
 
-    let other_client = support::client(&server.connect_string()).await;
-    let other = InterProcessMutex::new(other_client.clone(), &path).unwrap();
+    let other_client = testkit::client(&server.connect_string()).await;
+    let other = InterProcessMutex::builder(other_client.clone(), &path)
+        .build()
+        .unwrap();
     let holder_node = other.participant_nodes().await.unwrap()[0].clone();
     assert_eq!(holder_node, guard.node_path());
     Revoker::attempt_revoke(&other_client, &holder_node)

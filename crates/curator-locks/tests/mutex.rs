@@ -1,23 +1,13 @@
 //! `InterProcessMutex` against a real ZooKeeper server, with faults.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use curator_framework::{ConnectionState, CuratorFramework, paths};
+use curator_framework::{ConnectionState, paths};
 use curator_locks::InterProcessMutex;
 use curator_test::{TestingServer, Timing, unique_root};
-
-async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
-    client
-        .get_children()
-        .for_path(path)
-        .await
-        .map(|(c, _)| c)
-        .unwrap_or_default()
-}
+use curator_testkit as testkit;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_clients_never_hold_the_lock_together() {
@@ -28,7 +18,7 @@ async fn eight_clients_never_hold_the_lock_together() {
     let tokens = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for _ in 0..8 {
-        let client = support::client(&server.connect_string()).await;
+        let client = testkit::client(&server.connect_string()).await;
         let (path, holders, acquisitions, tokens) = (
             path.clone(),
             Arc::clone(&holders),
@@ -36,7 +26,9 @@ async fn eight_clients_never_hold_the_lock_together() {
             Arc::clone(&tokens),
         );
         tasks.push(tokio::spawn(async move {
-            let mutex = InterProcessMutex::new(client.clone(), &path).unwrap();
+            let mutex = InterProcessMutex::builder(client.clone(), &path)
+                .build()
+                .unwrap();
             for _ in 0..10 {
                 let guard = mutex.acquire().await.unwrap();
                 assert_eq!(
@@ -65,9 +57,11 @@ async fn eight_clients_never_hold_the_lock_together() {
 #[tokio::test]
 async fn the_node_layout_is_curators() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("mutex-layout");
-    let mutex = InterProcessMutex::new(client.clone(), &path).unwrap();
+    let mutex = InterProcessMutex::builder(client.clone(), &path)
+        .build()
+        .unwrap();
     let guard = mutex.acquire().await.unwrap();
     let name = paths::node_name(guard.node_path()).to_owned();
     assert!(paths::is_protected(&name), "{name}");
@@ -94,10 +88,12 @@ async fn the_node_layout_is_curators() {
 async fn a_handle_is_reentrant_and_releases_as_often_as_it_acquired() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("mutex-reentrant");
-    let mine =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
-    let other =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let mine = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
+    let other = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
 
     let first = mine.acquire().await.unwrap();
     let second = mine.acquire().await.unwrap();
@@ -130,12 +126,14 @@ async fn a_handle_is_reentrant_and_releases_as_often_as_it_acquired() {
 #[tokio::test]
 async fn a_timed_out_waiter_leaves_no_node() {
     let server = TestingServer::start().await.unwrap();
-    let observer = support::client(&server.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
     let path = unique_root("mutex-timeout");
-    let holder =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
-    let waiter =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
+    let waiter = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
     assert!(
         waiter
@@ -145,12 +143,12 @@ async fn a_timed_out_waiter_leaves_no_node() {
             .is_none()
     );
     curator_test::eventually("the waiter's node is deleted", || async {
-        children(&observer, &path).await.len() == 1
+        testkit::children(&observer, &path).await.len() == 1
     })
     .await;
     drop(guard);
     curator_test::eventually("the holder's node is deleted", || async {
-        children(&observer, &path).await.is_empty()
+        testkit::children(&observer, &path).await.is_empty()
     })
     .await;
 }
@@ -158,20 +156,23 @@ async fn a_timed_out_waiter_leaves_no_node() {
 #[tokio::test]
 async fn dropping_acquisitions_at_random_points_leaves_no_node() {
     let server = TestingServer::start().await.unwrap();
-    let observer = support::client(&server.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
     let path = unique_root("mutex-cancel");
-    let holder =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
-    let contender = support::client(&server.connect_string()).await;
+    let contender = testkit::client(&server.connect_string()).await;
     for delay_us in [0u64, 50, 200, 500, 1000, 2000, 5000, 20000] {
-        let mutex = InterProcessMutex::new(contender.clone(), &path).unwrap();
+        let mutex = InterProcessMutex::builder(contender.clone(), &path)
+            .build()
+            .unwrap();
         let acquisition = mutex.acquire();
         // Cut the acquisition off after a varying time: before, during or after its create.
         let _ = tokio::time::timeout(Duration::from_micros(delay_us), acquisition).await;
     }
     curator_test::eventually("only the holder's node remains", || async {
-        children(&observer, &path).await.len() == 1
+        testkit::children(&observer, &path).await.len() == 1
     })
     .await;
     curator_test::eventually("the background cleanups finish", || async {
@@ -185,10 +186,13 @@ async fn dropping_acquisitions_at_random_points_leaves_no_node() {
 async fn a_holder_whose_session_expires_is_told_and_the_next_waiter_gets_the_lock() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("mutex-expiry");
-    let holder_client = support::client(&server.connect_string()).await;
-    let holder = InterProcessMutex::new(holder_client.clone(), &path).unwrap();
-    let waiter =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let holder_client = testkit::client(&server.connect_string()).await;
+    let holder = InterProcessMutex::builder(holder_client.clone(), &path)
+        .build()
+        .unwrap();
+    let waiter = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
     assert!(!guard.is_lost());
     let waiting = tokio::spawn(async move {
@@ -218,10 +222,12 @@ async fn a_holder_whose_session_expires_is_told_and_the_next_waiter_gets_the_loc
 async fn a_waiter_still_acquires_after_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let path = unique_root("mutex-restart");
-    let holder =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
-    let waiter =
-        InterProcessMutex::new(support::client(&server.connect_string()).await, &path).unwrap();
+    let holder = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
+    let waiter = InterProcessMutex::builder(testkit::client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
     let guard = holder.acquire().await.unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
     curator_test::eventually("the waiter queues", || async {

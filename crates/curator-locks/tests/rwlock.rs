@@ -1,12 +1,11 @@
 //! `InterProcessReadWriteLock` against a real ZooKeeper server.
 
-mod support;
-
 use std::time::Duration;
 
 use curator_framework::paths;
 use curator_locks::InterProcessReadWriteLock;
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 const SHORT: Duration = Duration::from_millis(300);
 
@@ -14,9 +13,9 @@ const SHORT: Duration = Duration::from_millis(300);
 async fn readers_share_and_writers_exclude() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-matrix");
-    let a = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+    let a = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
         .unwrap();
-    let b = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+    let b = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
         .unwrap();
 
     // Read + read: together.
@@ -79,13 +78,13 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-order");
     let first_reader =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
     let writer =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
     let late_reader =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
 
     let read = first_reader.read_lock().acquire().await.unwrap();
@@ -122,13 +121,13 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
 #[tokio::test]
 async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
     let server = TestingServer::start().await.unwrap();
-    let observer = support::client(&server.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
     let path = unique_root("rw-downgrade");
     let lock =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
     let other =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
 
     let write = lock.write_lock().acquire().await.unwrap();
@@ -188,9 +187,9 @@ async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
 async fn each_side_lists_only_its_own_participants() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-participants");
-    let a = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+    let a = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
         .unwrap();
-    let b = InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+    let b = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
         .unwrap();
     let read = a.read_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
@@ -214,10 +213,10 @@ async fn each_side_lists_only_its_own_participants() {
 async fn a_writer_whose_session_ends_lets_waiting_readers_in_and_knows_it_lost() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-expiry");
-    let writer_client = support::client(&server.connect_string()).await;
+    let writer_client = testkit::client(&server.connect_string()).await;
     let writer = InterProcessReadWriteLock::new(writer_client.clone(), &path).unwrap();
     let reader =
-        InterProcessReadWriteLock::new(support::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
     let held = writer.write_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({

@@ -1,7 +1,5 @@
 //! `InterProcessSemaphoreV2` and `InterProcessSemaphoreMutex` against a real ZooKeeper server.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -9,6 +7,7 @@ use std::time::Duration;
 use curator_framework::{Error, paths};
 use curator_locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, MaxLeases};
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
 
 const SHORT: Duration = Duration::from_millis(300);
 
@@ -20,7 +19,7 @@ async fn holders_never_exceed_the_leases_across_clients() {
     let most = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let client = support::client(&server.connect_string()).await;
+        let client = testkit::client(&server.connect_string()).await;
         let (path, holders, most) = (path.clone(), Arc::clone(&holders), Arc::clone(&most));
         tasks.push(tokio::spawn(async move {
             let semaphore =
@@ -48,13 +47,13 @@ async fn leases_timeouts_and_bad_input() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-basics");
     let a = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
     .unwrap();
     let b = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
@@ -77,7 +76,7 @@ async fn leases_timeouts_and_bad_input() {
     drop(both);
 
     let zero = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(0),
     );
@@ -92,11 +91,11 @@ async fn leases_timeouts_and_bad_input() {
 async fn a_holder_whose_session_expires_frees_its_lease() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-expiry");
-    let holder_client = support::client(&server.connect_string()).await;
+    let holder_client = testkit::client(&server.connect_string()).await;
     let holder =
         InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
     let waiter = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
@@ -121,7 +120,7 @@ async fn a_holder_whose_session_expires_frees_its_lease() {
 async fn the_number_of_leases_can_come_from_a_shared_count_node() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-count");
-    let admin = support::client(&server.connect_string()).await;
+    let admin = testkit::client(&server.connect_string()).await;
     let count = format!("{path}-count");
     admin
         .create()
@@ -130,7 +129,7 @@ async fn the_number_of_leases_can_come_from_a_shared_count_node() {
         .await
         .unwrap();
     let semaphore = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::SharedCount(count.clone()),
     )
@@ -166,7 +165,7 @@ async fn a_semaphore_mutex_is_not_reentrant() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-mutex");
     let mutex =
-        InterProcessSemaphoreMutex::new(support::client(&server.connect_string()).await, &path)
+        InterProcessSemaphoreMutex::new(testkit::client(&server.connect_string()).await, &path)
             .unwrap();
     let lease = mutex.acquire().await.unwrap();
     assert!(
@@ -187,7 +186,7 @@ async fn a_semaphore_mutex_is_not_reentrant() {
 async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_leave_nothing() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-lease");
-    let holder_client = support::client(&server.connect_string()).await;
+    let holder_client = testkit::client(&server.connect_string()).await;
     let semaphore =
         InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
     let lease = semaphore.acquire().await.unwrap();
@@ -201,7 +200,7 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
 
     // Acquisitions dropped at any point (waiting for the guard, or for room) leave no node.
     let contender = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
@@ -228,13 +227,13 @@ async fn a_waiter_gets_its_lease_after_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let path = unique_root("semaphore-restart");
     let holder = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
     .unwrap();
     let waiter = InterProcessSemaphoreV2::new(
-        support::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
@@ -263,22 +262,13 @@ async fn a_waiter_gets_its_lease_after_a_server_restart() {
     drop(theirs);
 }
 
-/// Children of `path` (none when it does not exist).
-async fn children(client: &curator_framework::CuratorFramework, path: &str) -> Vec<String> {
-    match client.get_children().for_path(path).await {
-        Ok((children, _)) => children,
-        Err(Error::NoNode) => Vec::new(),
-        Err(error) => panic!("listing {path}: {error}"),
-    }
-}
-
 /// Tasks sharing one handle wait for the lease one after the other. (The guard mutex used to
 /// be one reentrant handle shared by the clones: the second waiter walked into the guard and
 /// added its own lease node, and with more waiters than leases nobody could proceed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-shared-handle");
     let mutex = InterProcessSemaphoreMutex::new(client.clone(), &path).unwrap();
     let held = mutex.acquire().await.unwrap();
@@ -301,14 +291,14 @@ async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
     let guard = paths::join(&path, "locks");
     curator_test::eventually("both waiters in line", || async {
         let (leases, guard) = (
-            children(&client, &leases).await,
-            children(&client, &guard).await,
+            testkit::children(&client, &leases).await,
+            testkit::children(&client, &guard).await,
         );
         leases.len() == 3 || (leases.len() == 2 && guard.len() == 2)
     })
     .await;
     assert_eq!(
-        children(&client, &leases).await.len(),
+        testkit::children(&client, &leases).await.len(),
         2,
         "a lease node beyond the one lease and its one waiter"
     );
@@ -319,7 +309,7 @@ async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
             .expect("a waiter on a shared handle never got the lease")
             .unwrap();
     }
-    assert!(children(&client, &leases).await.is_empty());
+    assert!(testkit::children(&client, &leases).await.is_empty());
 }
 
 /// Ten tasks share one 5-lease handle for several rounds: at most five hold at once, and every
@@ -327,7 +317,7 @@ async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_tasks_share_one_five_lease_handle() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-shared-v2");
     let semaphore =
         InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(5)).unwrap();
@@ -358,7 +348,7 @@ async fn ten_tasks_share_one_five_lease_handle() {
     }
     assert!(most.load(Ordering::SeqCst) >= 1);
     assert!(
-        children(&client, &paths::join(&path, "leases"))
+        testkit::children(&client, &paths::join(&path, "leases"))
             .await
             .is_empty()
     );
@@ -369,7 +359,7 @@ async fn ten_tasks_share_one_five_lease_handle() {
 #[tokio::test]
 async fn participant_nodes_are_full_paths_in_order_like_the_mutex() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::client(&server.connect_string()).await;
+    let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-participants");
     let semaphore =
         InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(3)).unwrap();
@@ -379,7 +369,9 @@ async fn participant_nodes_are_full_paths_in_order_like_the_mutex() {
     assert_eq!(nodes, held, "lease nodes as full paths, in sequence order");
 
     let mutex_path = unique_root("semaphore-participants-mutex");
-    let mutex = curator_locks::InterProcessMutex::new(client.clone(), &mutex_path).unwrap();
+    let mutex = curator_locks::InterProcessMutex::builder(client.clone(), &mutex_path)
+        .build()
+        .unwrap();
     let guard = mutex.acquire().await.unwrap();
     assert_eq!(
         mutex.participant_nodes().await.unwrap(),

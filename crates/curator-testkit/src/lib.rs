@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use curator_framework::CuratorFramework;
 use curator_framework::retry::{RetryNTimes, RetryUntilElapsed};
+use curator_framework::{CuratorFramework, Error};
 use curator_test::Timing;
 
 pub use curator_test::eventually;
@@ -57,4 +57,19 @@ pub async fn raw(client: &CuratorFramework, path: &str) -> Vec<u8> {
         .await
         .expect("the node can be read")
         .0
+}
+
+/// The names of `path`'s children, sorted; none when `path` does not exist.
+///
+/// # Panics
+/// When the listing fails otherwise.
+pub async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
+    match client.get_children().for_path(path).await {
+        Ok((mut children, _)) => {
+            children.sort();
+            children
+        }
+        Err(Error::NoNode) => Vec::new(),
+        Err(error) => panic!("listing {path}: {error}"),
+    }
 }

@@ -1,0 +1,66 @@
+//! Who takes part in an election: what [`LeaderLatch`](crate::LeaderLatch) and
+//! [`LeaderSelector`](crate::LeaderSelector) both read from their participants' nodes.
+
+use std::future::IntoFuture;
+
+use curator_framework::{CuratorFramework, Error, Result};
+
+/// A participant of an election, as read from its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Participant {
+    /// The id it gave (its node's data).
+    pub id: String,
+    /// Whether it leads (its node is first).
+    pub is_leader: bool,
+    /// Its node's full path (as `participant_nodes()` lists it).
+    pub node: String,
+}
+
+fn participant(node: String, data: &[u8], is_leader: bool) -> Participant {
+    Participant {
+        id: String::from_utf8_lossy(data).into_owned(),
+        is_leader,
+        node,
+    }
+}
+
+/// Reads the participants' ids from their `nodes` (full paths, in election order); nodes gone
+/// meanwhile are left out, and the first node still there leads.
+pub(crate) async fn read_all(
+    client: &CuratorFramework,
+    nodes: Vec<String>,
+) -> Result<Vec<Participant>> {
+    // Every read goes out before the first answer is awaited.
+    let reads: Vec<_> = nodes
+        .iter()
+        .map(|node| client.get_data().for_path(node).into_future())
+        .collect();
+    let mut participants = Vec::with_capacity(reads.len());
+    for (node, read) in nodes.into_iter().zip(reads) {
+        match read.await {
+            Ok((data, _)) => {
+                let is_leader = participants.is_empty();
+                participants.push(participant(node, &data, is_leader));
+            }
+            Err(Error::NoNode) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(participants)
+}
+
+/// The leader among `nodes` (full paths, in election order): the first node still there.
+pub(crate) async fn read_leader(
+    client: &CuratorFramework,
+    nodes: Vec<String>,
+) -> Result<Option<Participant>> {
+    for node in nodes {
+        match client.get_data().for_path(&node).await {
+            Ok((data, _)) => return Ok(Some(participant(node, &data, true))),
+            Err(Error::NoNode) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(None)
+}
