@@ -150,11 +150,11 @@ impl SetPartitionerBuilder {
                     reason: format!("item {item:?} is not one node name"),
                 });
             }
-            locks.push(InterProcessMutex::with_node_data(
-                self.client.clone(),
-                &lock_path,
-                id.as_bytes(),
-            )?);
+            locks.push(
+                InterProcessMutex::builder(self.client.clone(), &lock_path)
+                    .node_data(id.as_bytes())
+                    .build()?,
+            );
         }
         Ok(SetPartitioner {
             inner: Arc::new(Inner {
@@ -473,7 +473,7 @@ async fn run(
         let items: Vec<String> = share.iter().map(|&i| inner.items[i].clone()).collect();
         inner.set(PartitionState::Acquired { items });
         // Any lock lost (its node gone) ends the share.
-        let mut lost: FuturesUnordered<_> = held.guards.iter().map(LockGuard::lost).collect();
+        let mut lost: FuturesUnordered<_> = held.guards.iter().map(|guard| guard.lost()).collect();
         let why = tokio::select! {
             () = membership_change(&mut members) => Interruption::Membership,
             state = trouble(&mut connection, policy) => Interruption::Connection(state),

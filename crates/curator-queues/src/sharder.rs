@@ -106,7 +106,9 @@ impl QueueSharderBuilder {
                 "a queue sharder needs a positive threshold and shard limit".into(),
             ));
         }
-        let latch = LeaderLatch::new(self.client.clone(), &self.leader_path, "")?;
+        let latch = LeaderLatch::builder(self.client.clone(), &self.leader_path, "")
+            .close_mode(CloseMode::Silent)
+            .build()?;
         let tasks = self.client.recipe_tasks("queue sharder");
         Ok(QueueSharder {
             inner: Arc::new(Inner {
@@ -170,7 +172,7 @@ impl QueueSharder {
     pub async fn close(&self) -> Result<()> {
         if self.inner.lifecycle.close() {
             self.inner.tasks.close().await;
-            self.inner.latch.close(CloseMode::Silent).await?;
+            self.inner.latch.close().await?;
         }
         Ok(())
     }
