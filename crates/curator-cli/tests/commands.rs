@@ -106,6 +106,49 @@ async fn counter_counts() {
     assert_eq!(text(&counter(&["get"]).stdout).trim(), "-10");
 }
 
+/// Every write of `DistributedAtomicLong` leaves an outcome marker until the instance's next write;
+/// a `curator counter` process makes one write, so it must delete its marker before it exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counter_calls_leave_no_markers() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-counter-markers");
+    let counter = |args: &[&str]| {
+        let mut all = vec!["counter", path.as_str()];
+        all.extend_from_slice(args);
+        let output = run(curator(&connect, &all));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        text(&output.stdout).trim().to_owned()
+    };
+    let mut expected = 0;
+    for call in 0..20 {
+        match call % 5 {
+            // A set now and then, and reads, between the increments.
+            3 => {
+                expected = 100 * call;
+                assert_eq!(
+                    counter(&["set", &expected.to_string()]),
+                    expected.to_string()
+                );
+            }
+            4 => assert_eq!(counter(&["get"]), expected.to_string()),
+            _ => {
+                expected += 1;
+                assert_eq!(counter(&["incr"]), expected.to_string());
+            }
+        }
+    }
+    assert_eq!(counter(&["get"]), expected.to_string());
+    let children = run(curator(&connect, &["ls", &path]));
+    assert_eq!(
+        children.status.code(),
+        Some(0),
+        "{}",
+        text(&children.stderr)
+    );
+    assert_eq!(text(&children.stdout).trim(), "", "markers left behind");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn barrier_opens_when_all_members_arrive() {
     let server = TestingServer::start().await.unwrap();
