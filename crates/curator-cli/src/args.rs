@@ -16,6 +16,7 @@ Exit codes:
   5    the lock was lost while CMD ran (CMD was stopped)
   126  CMD could not be executed; 127 CMD was not found
   128+N  interrupted by signal N before CMD ran (130 SIGINT, 143 SIGTERM)
+  141  stdout or stderr closed by its reader (CMD, if any, was stopped)
   lock, leader and barrier otherwise exit with CMD's own code (128+N when CMD died of signal N).
 
 Durations: 500ms, 10s, 2m, 1h. --connect defaults to $ZK_CONNECT, then 127.0.0.1:2181.";

@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use curator_framework::Error;
 
+use crate::output::{self, WriteError};
+
 /// The exit codes of `curator` (also listed in `curator --help`).
 ///
 /// `lock`, `leader` and `barrier` pass their CMD's own exit code through instead (128 + the
@@ -28,20 +30,33 @@ pub mod codes {
     /// Interrupted by a signal before CMD ran: 128 + the signal number (130 for SIGINT, 143 for
     /// SIGTERM).
     pub const SIGNAL_BASE: u8 = 128;
+    /// Standard output or standard error was closed by its reader (128 + SIGPIPE, as a shell
+    /// reports a process killed by SIGPIPE): a read command stops quietly; `lock`, `leader` and
+    /// `barrier` stop CMD, release, and exit with it.
+    pub const OUTPUT_CLOSED: u8 = 141;
 }
 
 /// A failure to report: one line of text and an exit code.
 #[derive(Debug)]
 pub(crate) struct CliError {
     pub(crate) code: u8,
-    pub(crate) message: String,
+    /// `None`: exit with `code` without a word (the output is gone).
+    pub(crate) message: Option<String>,
 }
 
 impl CliError {
     pub(crate) fn new(code: u8, message: impl Into<String>) -> Self {
         Self {
             code,
-            message: message.into(),
+            message: Some(message.into()),
+        }
+    }
+
+    /// Exit with [`codes::OUTPUT_CLOSED`] and no message: the reader of our output went away.
+    pub(crate) fn output_closed() -> Self {
+        Self {
+            code: codes::OUTPUT_CLOSED,
+            message: None,
         }
     }
 
@@ -73,6 +88,21 @@ impl CliError {
     }
 }
 
+impl From<WriteError> for CliError {
+    /// A closed stream ends the command quietly; any other failed write is reported (on standard
+    /// error, if that still works).
+    fn from(error: WriteError) -> Self {
+        if error.is_closed() {
+            Self::output_closed()
+        } else {
+            Self::new(
+                codes::OTHER,
+                format!("writing to {}: {}", error.stream.name(), error.error),
+            )
+        }
+    }
+}
+
 pub(crate) type CliResult<T = u8> = Result<T, CliError>;
 
 /// Reports a clap error in one line (help and version go to stdout with code 0).
@@ -82,7 +112,13 @@ pub(crate) fn usage_error(error: &clap::Error) -> ExitCode {
         ErrorKind::DisplayHelp
         | ErrorKind::DisplayVersion
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = error.print();
+            // clap writes help itself (with colours on a terminal); it returns errors, never
+            // panics.
+            if let Err(failed) = error.print() {
+                if failed.kind() == std::io::ErrorKind::BrokenPipe {
+                    return ExitCode::from(codes::OUTPUT_CLOSED);
+                }
+            }
             let code = if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 codes::USAGE
             } else {
@@ -92,7 +128,10 @@ pub(crate) fn usage_error(error: &clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = error.render().to_string();
-            eprintln!("curator: {} (see `curator --help`)", first_line(&rendered));
+            let _ = output::err(format_args!(
+                "curator: {} (see `curator --help`)",
+                first_line(&rendered)
+            ));
             ExitCode::from(codes::USAGE)
         }
     }

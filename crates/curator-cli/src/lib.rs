@@ -7,6 +7,7 @@ mod connect;
 mod demo;
 mod duration;
 mod exit;
+mod output;
 mod report;
 mod signals;
 mod spinner;
@@ -14,6 +15,7 @@ mod spinner;
 pub use duration::parse_duration;
 pub use exit::codes;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -23,9 +25,10 @@ use clap::Parser;
 /// Errors are printed as one line on standard error; the code tells them apart (see
 /// [`codes`]).
 pub fn main() -> ExitCode {
-    // A bug must still read as one line, not a backtrace.
+    // A bug must still read as one line, not a backtrace; and the hook itself must not panic
+    // when standard error is gone (`eprintln!` would, and a panic in the hook aborts).
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("curator: internal error: {info}");
+        let _ = writeln!(std::io::stderr(), "curator: internal error: {info}");
     }));
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
@@ -38,14 +41,19 @@ pub fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("curator: cannot start the async runtime: {error}");
+            let _ = output::err(format_args!(
+                "curator: cannot start the async runtime: {error}"
+            ));
             return ExitCode::from(codes::OTHER);
         }
     };
     let code = match runtime.block_on(cmd::run(cli)) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("curator: {}", error.message);
+            if let Some(message) = &error.message {
+                // Nowhere to say it if standard error is gone.
+                let _ = output::err(format_args!("curator: {message}"));
+            }
             error.code
         }
     };

@@ -4,11 +4,13 @@ use std::time::Duration;
 
 use curator_barriers::DistributedDoubleBarrier;
 use curator_framework::CuratorFramework;
+use nix::sys::signal::Signal;
 use serde_json::json;
 
 use crate::child::{Child, exit_code};
 use crate::duration::human;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output;
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
@@ -40,7 +42,7 @@ pub(crate) async fn run(
         tokio::select! {
             result = enter => result.map_err(|error| CliError::zk(&format!("entering barrier {path}"), error))?,
             signal = signals.recv() => {
-                report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while entering barrier {path}"));
+                let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while entering barrier {path}"));
                 return Ok(signals::exit_code(signal));
             }
         }
@@ -51,15 +53,18 @@ pub(crate) async fn run(
             human(timeout.unwrap_or_default())
         )));
     }
+    // Nobody would hear what happens inside: do not start CMD. (The member node goes with the
+    // session, which `curator` closes on its way out.)
     report.status(
         "entered",
         json!({ "path": path, "members": members }),
         format!("all {members} members entered {path}"),
-    );
+    )?;
 
+    output::watch_pipes();
     let code = if command.is_empty() {
         if !report.json {
-            eprintln!("curator: press Enter (or end the input) to leave");
+            output::err("curator: press Enter (or end the input) to leave")?;
         }
         let line = tokio::task::spawn_blocking(|| {
             let mut line = String::new();
@@ -68,12 +73,27 @@ pub(crate) async fn run(
         tokio::select! {
             _ = line => codes::OK,
             signal = signals.recv() => signals::exit_code(signal),
+            _ = output::gone() => return Err(CliError::output_closed()),
         }
     } else {
         let mut child = Child::spawn(command)?;
         tokio::select! {
             status = child.wait() => exit_code(status),
             signal = signals.recv() => exit_code(child.stop(signal, grace).await),
+            stream = output::gone() => {
+                // Nobody can hear about CMD any more: stop it and go (without waiting for the
+                // others to leave; the member node goes with the session).
+                let status = child.stop(Signal::SIGTERM, grace).await;
+                return Err(CliError::new(
+                    codes::OUTPUT_CLOSED,
+                    format!(
+                        "{} closed: {} stopped (code {}), leaving barrier {path}",
+                        stream.name(),
+                        child.name(),
+                        exit_code(status)
+                    ),
+                ));
+            }
         }
     };
 
@@ -91,7 +111,7 @@ pub(crate) async fn run(
         tokio::select! {
             result = leave => result.map_err(|error| CliError::zk(&format!("leaving barrier {path}"), error))?,
             signal = signals.recv() => {
-                report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while leaving barrier {path}"));
+                let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while leaving barrier {path}"));
                 return Ok(signals::exit_code(signal));
             }
         }
@@ -102,7 +122,7 @@ pub(crate) async fn run(
             human(timeout.unwrap_or_default())
         )));
     }
-    report.status(
+    let _ = report.status(
         "left",
         json!({ "path": path, "code": code }),
         format!("all members left {path}"),

@@ -33,7 +33,7 @@ pub(crate) async fn run(
     report.result(
         json!({ "path": path, "value": value, "previous": previous }),
         value.to_string(),
-    );
+    )?;
     Ok(codes::OK)
 }
 

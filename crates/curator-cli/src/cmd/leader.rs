@@ -12,6 +12,7 @@ use crate::args::RunArgs;
 use crate::child::{Child, exit_code};
 use crate::duration::human;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output;
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
@@ -32,11 +33,14 @@ pub(crate) async fn run(
         .start()
         .await
         .map_err(|error| CliError::zk(&format!("joining election {path}"), error))?;
-    report.status(
+    if let Err(error) = report.status(
         "joined",
         json!({ "path": path, "id": id }),
         format!("joined election {path} as {id}"),
-    );
+    ) {
+        let _ = latch.close(CloseMode::Silent).await;
+        return Err(error.into());
+    }
 
     let election = Election {
         client,
@@ -93,7 +97,7 @@ async fn lead(
                     }
                 }
                 signal = signals.recv() => {
-                    report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while waiting to lead {path}"));
+                    let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while waiting to lead {path}"));
                     return Ok(signals::exit_code(signal));
                 }
             }
@@ -101,22 +105,25 @@ async fn lead(
         timeout = None;
         // The session tells a reader whether this is a new term on a new session.
         let session = format!("{:#x}", client.session_id().unwrap_or(0));
+        // Nobody would hear what CMD does: do not start it (`run` leaves the election).
         report.status(
             "leading",
             json!({ "path": path, "id": id, "session": session }),
             format!("{id} leads {path}"),
-        );
+        )?;
         let mut child = Child::spawn(&run.command)?;
-        report.status(
+        // A failed write marks stderr gone; the wait below then stops CMD.
+        let _ = report.status(
             "started",
             json!({ "pid": child.pid(), "command": run.command }),
             format!("running {} (pid {})", child.name(), child.pid()),
         );
+        output::watch_pipes();
         loop {
             tokio::select! {
                 status = child.wait() => {
                     let code = exit_code(status);
-                    report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; leaving the election", child.name()));
+                    let _ = report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; leaving the election", child.name()));
                     return Ok(code);
                 }
                 event = events.next() => {
@@ -128,17 +135,30 @@ async fn lead(
                         // A stale event, or leadership already regained on the same node.
                         continue;
                     }
-                    report.status("lost", json!({ "path": path, "id": id }), format!("leadership of {path} lost; stopping {}", child.name()));
+                    let _ = report.status("lost", json!({ "path": path, "id": id }), format!("leadership of {path} lost; stopping {}", child.name()));
                     let code = exit_code(child.stop(Signal::SIGTERM, run.grace).await);
-                    report.status("stopped", json!({ "code": code }), format!("{} stopped (code {code}); waiting to lead again", child.name()));
+                    let _ = report.status("stopped", json!({ "code": code }), format!("{} stopped (code {code}); waiting to lead again", child.name()));
                     break;
                 }
                 signal = signals.recv() => {
-                    report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal}: stopping {}", child.name()));
+                    let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal}: stopping {}", child.name()));
                     let status = child.stop(signal, run.grace).await;
                     let code = exit_code(status);
-                    report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; leaving the election", child.name()));
+                    let _ = report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; leaving the election", child.name()));
                     return Ok(code);
+                }
+                stream = output::gone() => {
+                    // Nobody can hear about CMD any more: stop it and leave the election.
+                    let status = child.stop(Signal::SIGTERM, run.grace).await;
+                    return Err(CliError::new(
+                        codes::OUTPUT_CLOSED,
+                        format!(
+                            "{} closed: {} stopped (code {}), leaving election {path}",
+                            stream.name(),
+                            child.name(),
+                            exit_code(status)
+                        ),
+                    ));
                 }
             }
         }

@@ -11,6 +11,7 @@ use crate::args::RunArgs;
 use crate::child::{Child, exit_code};
 use crate::duration::human;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output;
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
@@ -38,7 +39,7 @@ pub(crate) async fn run(
             result = acquire => result.map_err(|error| CliError::zk(&format!("acquiring lock {path}"), error))?,
             signal = signals.recv() => {
                 // Dropping the acquisition leaves no lock node behind.
-                report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while waiting for lock {path}"));
+                let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while waiting for lock {path}"));
                 return Ok(signals::exit_code(signal));
             }
         }
@@ -50,11 +51,15 @@ pub(crate) async fn run(
             human(timeout)
         )));
     };
-    report.status(
+    if let Err(error) = report.status(
         "acquired",
         json!({ "path": path, "node": guard.node_path(), "fencing_token": guard.fencing_token() }),
         format!("acquired lock {path}"),
-    );
+    ) {
+        // Nobody would hear what CMD does: do not start it.
+        let _ = guard.release().await;
+        return Err(error.into());
+    }
 
     let mut child = match Child::spawn(&run.command) {
         Ok(child) => child,
@@ -63,18 +68,20 @@ pub(crate) async fn run(
             return Err(error);
         }
     };
-    report.status(
+    // A failed write marks stderr gone; the wait below then stops CMD.
+    let _ = report.status(
         "started",
         json!({ "pid": child.pid(), "command": run.command }),
         format!("running {} (pid {})", child.name(), child.pid()),
     );
+    output::watch_pipes();
     tokio::select! {
         status = child.wait() => {
             let code = exit_code(status);
             let released = guard.release().await;
-            report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; lock released", child.name()));
+            let _ = report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; lock released", child.name()));
             if let Err(error) = released {
-                report.status("release_failed", json!({ "error": error.to_string() }), format!("releasing lock {path}: {error} (it goes with the session)"));
+                let _ = report.status("release_failed", json!({ "error": error.to_string() }), format!("releasing lock {path}: {error} (it goes with the session)"));
             }
             Ok(code)
         }
@@ -88,12 +95,27 @@ pub(crate) async fn run(
             Err(CliError::new(codes::LOST, message))
         }
         signal = signals.recv() => {
-            report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal}: stopping {}", child.name()));
+            let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal}: stopping {}", child.name()));
             let status = child.stop(signal, run.grace).await;
             let _ = guard.release().await;
             let code = exit_code(status);
-            report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; lock released", child.name()));
+            let _ = report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; lock released", child.name()));
             Ok(code)
+        }
+        stream = output::gone() => {
+            // Nobody can hear about CMD any more (`... 2>&1 | head -1`): a lock that nobody
+            // watches over must not outlive its reader.
+            let status = child.stop(Signal::SIGTERM, run.grace).await;
+            let _ = guard.release().await;
+            Err(CliError::new(
+                codes::OUTPUT_CLOSED,
+                format!(
+                    "{} closed: {} stopped (code {}), lock {path} released",
+                    stream.name(),
+                    child.name(),
+                    exit_code(status)
+                ),
+            ))
         }
     }
 }

@@ -2,12 +2,13 @@
 
 use std::io::Read;
 
-use curator_framework::{CreateMode, CuratorFramework, Error, Stat, paths};
+use curator_framework::{CreateMode, CuratorFramework, Error, Stat, WatchedEvent, paths};
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::{Value, json};
 
 use crate::args::Command;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output;
 use crate::report::Reporter;
 
 pub(crate) async fn run(
@@ -23,7 +24,7 @@ pub(crate) async fn run(
                 .await
                 .map_err(|error| CliError::zk(&format!("listing {path}"), error))?;
             children.sort();
-            report.result(json!(children), children.join("\n"));
+            report.result(json!(children), children.join("\n"))?;
         }
         Command::Get { path, stat } => {
             let (data, node) = client
@@ -37,11 +38,11 @@ pub(crate) async fn run(
                 if stat {
                     value["stat"] = stat_json(&node);
                 }
-                report.result(value, "");
+                report.result(value, "")?;
             } else {
-                println!("{text}");
+                output::out(text)?;
                 if stat {
-                    println!("{}", stat_text(&node));
+                    output::out(stat_text(&node))?;
                 }
             }
         }
@@ -62,7 +63,7 @@ pub(crate) async fn run(
             report.result(
                 json!({ "path": path, "version": stat.version }),
                 format!("{path} version {}", stat.version),
-            );
+            )?;
         }
         Command::Create {
             path,
@@ -87,7 +88,7 @@ pub(crate) async fn run(
                 .for_path(&path, data)
                 .await
                 .map_err(|error| CliError::zk(&format!("creating {path}"), error))?;
-            report.result(json!({ "path": created }), &created);
+            report.result(json!({ "path": created }), &created)?;
         }
         Command::Rm {
             path,
@@ -106,7 +107,7 @@ pub(crate) async fn run(
                 .await
                 .map_err(|error| CliError::zk(&format!("deleting {path}"), error))?;
             if report.json {
-                report.result(json!({ "deleted": path }), "");
+                report.result(json!({ "deleted": path }), "")?;
             }
         }
         Command::Tree { path } => {
@@ -114,11 +115,11 @@ pub(crate) async fn run(
                 .await
                 .map_err(|error| CliError::zk(&format!("reading the tree under {path}"), error))?;
             if report.json {
-                report.result(tree, "");
+                report.result(tree, "")?;
             } else {
                 let mut lines = Vec::new();
                 print_tree(&tree, 0, &mut lines);
-                println!("{}", lines.join("\n"));
+                output::out(lines.join("\n"))?;
             }
         }
         Command::Watch { path, count } => watch(client, report, &path, count).await?,
@@ -210,6 +211,7 @@ async fn watch(
     count: Option<u64>,
 ) -> CliResult<()> {
     let failed = |error| CliError::zk(&format!("watching {path}"), error);
+    output::watch_pipes();
     let mut event_name = "initial".to_owned();
     let mut seen = 0;
     loop {
@@ -230,22 +232,25 @@ async fn watch(
             Err(Error::NoNode) => None,
             Err(error) => return Err(failed(error)),
         };
-        let event = match state {
+        let change: BoxFuture<'static, WatchedEvent> = match state {
             Some((data, stat, children, data_watch, children_watch)) => {
                 let text = String::from_utf8_lossy(&data).into_owned();
                 report.result(
                     json!({ "event": event_name, "path": path, "exists": true, "data": text, "version": stat.version, "children": children }),
                     format!("{event_name}: {path} = {text:?} (version {}), children [{}]", stat.version, children.join(", ")),
-                );
+                )?;
                 if done(&mut seen, &event_name, count) {
                     return Ok(());
                 }
                 match children_watch {
-                    Some(children_watch) => tokio::select! {
-                        event = data_watch.changed() => event,
-                        event = children_watch.changed() => event,
-                    },
-                    None => data_watch.changed().await,
+                    Some(children_watch) => async move {
+                        tokio::select! {
+                            event = data_watch.changed() => event,
+                            event = children_watch.changed() => event,
+                        }
+                    }
+                    .boxed(),
+                    None => data_watch.changed().boxed(),
                 }
             }
             None => {
@@ -263,12 +268,18 @@ async fn watch(
                 report.result(
                     json!({ "event": event_name, "path": path, "exists": false }),
                     format!("{event_name}: {path} does not exist"),
-                );
+                )?;
                 if done(&mut seen, &event_name, count) {
                     return Ok(());
                 }
-                exists_watch.changed().await
+                exists_watch.changed().boxed()
             }
+        };
+        let event = tokio::select! {
+            event = change => event,
+            // Nobody reads any more (`curator watch ... | head -1`): stop now rather than at
+            // the next change, which may never come.
+            _ = output::gone() => return Err(CliError::output_closed()),
         };
         event_name = format!("{:?}", event.event_type);
     }

@@ -26,14 +26,15 @@ pub(crate) async fn run(report: Reporter, cluster: Option<u16>) -> CliResult {
             (cluster.connect_string(), None, Some(cluster))
         }
     };
-    report.result(json!({ "connect": connect }), &connect);
+    // Nobody to tell where the server is: stop it (by dropping it) rather than serve unseen.
+    report.result(json!({ "connect": connect }), &connect)?;
     report.status(
         "serving",
         json!({ "connect": connect }),
         "serving until interrupted (Ctrl-C)",
-    );
+    )?;
     let signal = signals.recv().await;
-    report.status(
+    let _ = report.status(
         "stopped",
         json!({ "signal": signal.as_str() }),
         format!("{signal}: stopping"),
