@@ -179,13 +179,23 @@ pub(crate) enum Command {
         #[arg(long, value_name = "N")]
         count: Option<u64>,
     },
+    /// Internal: the helper process of `lock`, `leader` and `barrier` (see the sentinel module)
+    #[command(name = "__sentinel", hide = true)]
+    Sentinel {
+        /// The wrapper's process id
+        #[arg(long)]
+        wrapper: i32,
+        /// After SIGTERM, how long CMD gets before SIGKILL
+        #[arg(long, value_parser = parse_duration)]
+        grace: Duration,
+    },
 }
 
 impl Command {
     /// The ZooKeeper path the command works on (`None` for `demo` and `server`).
     pub(crate) fn path(&self) -> Option<&str> {
         match self {
-            Command::Demo | Command::Server { .. } => None,
+            Command::Demo | Command::Server { .. } | Command::Sentinel { .. } => None,
             Command::Lock { path, .. }
             | Command::Leader { path, .. }
             | Command::Barrier { path, .. }

@@ -19,6 +19,8 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
     match command {
         Command::Demo => crate::demo::run(&common).await,
         Command::Server { cluster } => server::run(report, cluster).await,
+        // Run by `main` before the runtime starts.
+        Command::Sentinel { .. } => Err(CliError::usage("__sentinel is internal")),
         command => {
             if let Some(path) = command.path() {
                 // Bad paths are usage errors, reported before any connection is tried.
@@ -26,16 +28,19 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
                     .map_err(|error| CliError::usage(error.to_string()))?;
             }
             let client = connect(&common, &common.connect_string()).await?;
+            // How long the wrappers may take to check, after a stop, that they still hold what
+            // they held.
+            let check = common.connection_timeout;
             let result = match command {
                 Command::Lock { path, timeout, run } => {
-                    lock::run(&client, report, &path, timeout, &run).await
+                    lock::run(&client, report, &path, timeout, &run, check).await
                 }
                 Command::Leader {
                     path,
                     id,
                     timeout,
                     run,
-                } => leader::run(&client, report, &path, id, timeout, &run).await,
+                } => leader::run(&client, report, &path, id, timeout, &run, check).await,
                 Command::Barrier {
                     path,
                     members,

@@ -9,6 +9,7 @@ mod duration;
 mod exit;
 mod output;
 mod report;
+mod sentinel;
 mod signals;
 mod spinner;
 
@@ -34,6 +35,10 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return exit::usage_error(&error),
     };
+    if let args::Command::Sentinel { wrapper, grace } = cli.command {
+        // A small helper process: no runtime, no connection.
+        return sentinel::run(wrapper, grace);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -7,7 +7,7 @@ use curator_framework::CuratorFramework;
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::child::{Child, exit_code};
+use crate::child::{self, Child, ChildEvent, exit_code};
 use crate::duration::human;
 use crate::exit::{CliError, CliResult, codes};
 use crate::output;
@@ -25,6 +25,7 @@ pub(crate) async fn run(
     command: &[String],
 ) -> CliResult {
     let mut signals = Signals::install()?;
+    child::handle_terminal_stops()?;
     let barrier = DistributedDoubleBarrier::new(client.clone(), path, members as usize)
         .map_err(|error| CliError::zk(&format!("barrier {path}"), error))?;
 
@@ -76,23 +77,42 @@ pub(crate) async fn run(
             _ = output::gone() => return Err(CliError::output_closed()),
         }
     } else {
-        let mut child = Child::spawn(command)?;
-        tokio::select! {
-            status = child.wait() => exit_code(status),
-            signal = signals.recv() => exit_code(child.stop(signal, grace).await),
-            stream = output::gone() => {
-                // Nobody can hear about CMD any more: stop it and go (without waiting for the
-                // others to leave; the member node goes with the session).
-                let status = child.stop(Signal::SIGTERM, grace).await;
-                return Err(CliError::new(
-                    codes::OUTPUT_CLOSED,
-                    format!(
-                        "{} closed: {} stopped (code {}), leaving barrier {path}",
-                        stream.name(),
-                        child.name(),
-                        exit_code(status)
-                    ),
-                ));
+        let mut child = Child::spawn(command, &[], grace, report).await?;
+        // A failed write marks stderr gone; the wait below then stops CMD.
+        let _ = report.status(
+            "started",
+            json!({ "pid": child.pid(), "command": command }),
+            format!("running {} (pid {})", child.name(), child.pid()),
+        );
+        loop {
+            tokio::select! {
+                event = child.next() => match event {
+                    ChildEvent::Exited(status) => break exit_code(status),
+                    ChildEvent::Paused => {
+                        // A barrier holds nothing exclusive: CMD goes on with curator.
+                        child.resume();
+                        let _ = report.status(
+                            "continued",
+                            json!({ "pid": child.pid(), "path": path }),
+                            format!("continued; {} resumed", child.name()),
+                        );
+                    }
+                },
+                signal = signals.recv() => break exit_code(child.stop(signal, grace).await),
+                stream = output::gone() => {
+                    // Nobody can hear about CMD any more: stop it and go (without waiting for
+                    // the others to leave; the member node goes with the session).
+                    let status = child.stop(Signal::SIGTERM, grace).await;
+                    return Err(CliError::new(
+                        codes::OUTPUT_CLOSED,
+                        format!(
+                            "{} closed: {} stopped (code {}), leaving barrier {path}",
+                            stream.name(),
+                            child.name(),
+                            exit_code(status)
+                        ),
+                    ));
+                }
             }
         }
     };

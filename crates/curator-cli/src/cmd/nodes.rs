@@ -128,7 +128,8 @@ pub(crate) async fn run(
         | Command::Lock { .. }
         | Command::Leader { .. }
         | Command::Barrier { .. }
-        | Command::Counter { .. } => unreachable!("not a node command"),
+        | Command::Counter { .. }
+        | Command::Sentinel { .. } => unreachable!("not a node command"),
     }
     Ok(codes::OK)
 }
