@@ -17,11 +17,13 @@ use nix::sys::signal::{Signal, killpg, raise};
 use nix::unistd::Pid;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::ChildStdout;
+use tokio::process::{ChildStderr, ChildStdout};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::duration::human;
+use crate::encoding::Encoding;
 use crate::exit::{CliError, CliResult, codes};
 use crate::report::Reporter;
 
@@ -77,6 +79,8 @@ pub(crate) struct Child {
     name: String,
     /// Set once `wait` has seen CMD exit.
     reaped: bool,
+    /// The task that passes CMD's stderr on as JSON events (with --json).
+    relay: Option<JoinHandle<()>>,
     pauses: mpsc::UnboundedReceiver<()>,
     sentinel: Sentinel,
     report: Reporter,
@@ -111,11 +115,16 @@ impl Child {
             .envs(env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::inherit())
             .stdout(Stdio::inherit())
-            .stderr(Stdio::inherit())
+            // With --json, stderr is a stream of JSON objects: CMD's lines join it as events.
+            .stderr(if report.json {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             // Its own group: a stop reaches the shell's children too (a terminal's Ctrl-C reaches
             // us, and we pass it on).
             .process_group(0);
-        let process = process.spawn().map_err(|error| {
+        let mut process = process.spawn().map_err(|error| {
             let code = if error.kind() == std::io::ErrorKind::NotFound {
                 codes::NOT_FOUND
             } else {
@@ -127,6 +136,10 @@ impl Child {
             .id()
             .ok_or_else(|| CliError::new(codes::OTHER, "the command exited before it started"))?;
         let group = Pid::from_raw(pid as i32);
+        let relay = process
+            .stderr
+            .take()
+            .map(|stderr| tokio::spawn(relay_stderr(stderr, report)));
         let (paused, pauses) = mpsc::unbounded_channel();
         *RUNNING.lock().unwrap_or_else(PoisonError::into_inner) = Some((group, paused));
         let mut child = Self {
@@ -134,6 +147,7 @@ impl Child {
             group,
             name: program.clone(),
             reaped: false,
+            relay,
             pauses,
             sentinel,
             report,
@@ -165,7 +179,16 @@ impl Child {
             Err(_) => ExitStatus::from_raw(1 << 8),
         };
         self.reaped = true;
+        self.drain_stderr().await;
         status
+    }
+
+    /// Lets CMD's last stderr lines out before anything is said about its end. Bounded: a
+    /// process CMD left behind may hold its stderr open.
+    async fn drain_stderr(&mut self) {
+        if let Some(relay) = self.relay.take() {
+            let _ = tokio::time::timeout(RELAY_DRAIN, relay).await;
+        }
     }
 
     /// Sends `signal` to CMD's process group (and SIGCONT, in case it is stopped), waits up to
@@ -194,6 +217,7 @@ impl Child {
             tokio::select! {
                 status = self.process.wait() => {
                     self.reaped = true;
+                    self.drain_stderr().await;
                     // Waiting only fails when the process was already reaped; a failure then.
                     return ChildEvent::Exited(status.unwrap_or(ExitStatus::from_raw(1 << 8)));
                 }
@@ -208,7 +232,12 @@ impl Child {
     }
 
     /// Continues CMD's group after a pause.
-    pub(crate) fn resume(&self) {
+    pub(crate) fn resume(&mut self) {
+        // Told first: should curator be stopped right after the line, CMD is still stopped, and
+        // the sentinel stops it again anyway once it sees curator stopped.
+        if let Err(error) = self.sentinel.tell("continued") {
+            self.sentinel_lost(&error.to_string());
+        }
         let _ = killpg(self.group, Signal::SIGCONT);
     }
 
@@ -234,6 +263,64 @@ impl Drop for Child {
         }
         // Dropping the sentinel tells it `done`.
     }
+}
+
+/// How long CMD's stderr may stay open after CMD exited before `curator` goes on without the
+/// rest.
+const RELAY_DRAIN: Duration = Duration::from_secs(1);
+
+/// The longest stderr line passed on in one event; a longer one comes in pieces.
+const MAX_LINE: usize = 64 * 1024;
+
+/// Passes CMD's stderr on, one `{"event":"stderr","line":...,"encoding":...}` per line: the line
+/// as it is when it is UTF-8, else in base64 (`"encoding":"base64"`), without its newline. Ends
+/// at the end of CMD's stderr, or when our stderr is gone (the failed write marks it, and the
+/// wrapper stops CMD).
+async fn relay_stderr(stderr: ChildStderr, report: Reporter) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_line(&mut reader, &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let (text, encoding) = Encoding::lossless(&line);
+        let event = json!({ "line": text, "encoding": encoding.name() });
+        if report.status("stderr", event, "").is_err() {
+            return;
+        }
+    }
+}
+
+/// Appends one line (with its newline, if it has one) of at most [`MAX_LINE`] bytes to `line`;
+/// the number of bytes read, 0 at the end.
+async fn read_line(
+    reader: &mut BufReader<ChildStderr>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let mut read = 0;
+    while read < MAX_LINE {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            break;
+        }
+        let room = MAX_LINE - read;
+        let (take, done) = match buffer.iter().take(room).position(|&b| b == b'\n') {
+            Some(newline) => (newline + 1, true),
+            None => (buffer.len().min(room), false),
+        };
+        line.extend_from_slice(&buffer[..take]);
+        reader.consume(take);
+        read += take;
+        if done {
+            break;
+        }
+    }
+    Ok(read)
 }
 
 /// The wrapper's end of the sentinel process (see [`crate::sentinel`]).
@@ -287,8 +374,13 @@ impl Sentinel {
 
     /// Tells the sentinel which group to guard.
     fn guard(&mut self, group: Pid) -> std::io::Result<()> {
+        self.tell(&format!("group {group}"))
+    }
+
+    /// Writes one line to the sentinel.
+    fn tell(&mut self, line: &str) -> std::io::Result<()> {
         match &mut self.to {
-            Some(to) => writeln!(to, "group {group}"),
+            Some(to) => writeln!(to, "{line}"),
             None => Ok(()),
         }
     }

@@ -21,7 +21,7 @@ use futures::StreamExt;
 use futures::future::{join_all, select_all};
 use tokio::sync::watch;
 
-use crate::args::Common;
+use crate::args::Settings;
 use crate::connect::connect;
 use crate::exit::{CliError, CliResult, codes};
 use crate::output::{self, Stream};
@@ -79,7 +79,7 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> CliResult<T> 
         .map_err(|_| CliError::timeout(format!("demo: {what} took longer than {WAIT:?}")))
 }
 
-pub(crate) async fn run(common: &Common) -> CliResult {
+pub(crate) async fn run(settings: &Settings) -> CliResult {
     let started = Instant::now();
     let mut show = Show {
         step: 0,
@@ -88,7 +88,7 @@ pub(crate) async fn run(common: &Common) -> CliResult {
     };
 
     // Keep the server (when we start one) until the end of the demo.
-    let (connect_string, _server) = match &common.connect {
+    let (connect_string, _server) = match &settings.connect {
         Some(connect) => {
             output::out(format_args!("curator demo against ZooKeeper at {connect}"))?;
             (connect.clone(), None)
@@ -119,7 +119,7 @@ pub(crate) async fn run(common: &Common) -> CliResult {
     let mut workers = Vec::with_capacity(WORKERS);
     for n in 1..=WORKERS {
         let name = format!("worker-{n}");
-        let client = connect(common, &connect_string).await?;
+        let client = connect(settings, &connect_string).await?;
         let latch = LeaderLatch::new(client.clone(), &paths::join(&root, "leader"), name.clone())
             .map_err(failed("making a leader latch"))?;
         workers.push(Worker {

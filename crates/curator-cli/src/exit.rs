@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use curator_framework::Error;
 
 use crate::output::{self, WriteError};
+use crate::report::Reporter;
 
 /// The exit codes of `curator` (also listed in `curator --help`).
 ///
@@ -105,8 +106,34 @@ impl From<WriteError> for CliError {
 
 pub(crate) type CliResult<T = u8> = Result<T, CliError>;
 
+/// Reports `error` on stderr, as one line (`curator: <message>`) or, with `json`, as one JSON
+/// object (`{"event":"error","code":N,"message":"..."}`); returns its exit code. Says nothing for
+/// an error without a message (the output is gone).
+pub(crate) fn report(error: &CliError, json: bool) -> u8 {
+    if let Some(message) = &error.message {
+        // Nowhere to say it if standard error is gone.
+        let _ = if json {
+            output::err(Reporter::object(
+                "error",
+                serde_json::json!({ "code": error.code, "message": message }),
+            ))
+        } else {
+            output::err(format_args!("curator: {message}"))
+        };
+    }
+    error.code
+}
+
+/// Whether `--json` is among the arguments (before a `--`), for errors met before they parse.
+pub(crate) fn json_in_args() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|arg| arg != "--")
+        .any(|arg| arg == "--json")
+}
+
 /// Reports a clap error in one line (help and version go to stdout with code 0).
-pub(crate) fn usage_error(error: &clap::Error) -> ExitCode {
+pub(crate) fn usage_error(error: &clap::Error, json: bool) -> ExitCode {
     use clap::error::ErrorKind;
     match error.kind() {
         ErrorKind::DisplayHelp
@@ -128,33 +155,46 @@ pub(crate) fn usage_error(error: &clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = error.render().to_string();
-            let _ = output::err(format_args!(
-                "curator: {} (see `curator --help`)",
-                first_line(&rendered)
-            ));
-            ExitCode::from(codes::USAGE)
+            let message = format!("{} (see `curator --help`)", first_line(&rendered));
+            ExitCode::from(report(&CliError::usage(message), json))
         }
     }
 }
 
 /// The gist of a clap message in one line: its first line, with the list that a trailing colon
-/// announces folded in.
+/// announces folded in, and clap's tips (`tip: to pass 'echo' as a value, use '-- echo'`) kept.
 fn first_line(rendered: &str) -> String {
     let mut lines = rendered
         .lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty());
+        .filter(|line| !line.is_empty())
+        .take_while(|line| {
+            !line.starts_with("Usage:") && !line.starts_with("For more information")
+        });
     let first = lines
         .next()
         .unwrap_or("bad arguments")
         .trim_start_matches("error: ");
-    if let Some(head) = first.strip_suffix(':') {
-        let items: Vec<&str> = lines
-            .take_while(|line| !line.starts_with("Usage:"))
-            .collect();
-        return format!("{head}: {}", items.join(", "));
+    let (items, tips): (Vec<&str>, Vec<&str>) = lines.partition(|line| !line.starts_with("tip:"));
+    let mut message = match first.strip_suffix(':') {
+        Some(head) if !items.is_empty() => format!("{head}: {}", items.join(", ")),
+        _ => first.to_owned(),
+    };
+    for tip in &tips {
+        message.push_str(&format!(" ({tip})"));
     }
-    first.to_owned()
+    // clap has a tip for `lock /l -x` but not for `lock /l echo hi`: CMD goes after `--`.
+    let usage = rendered
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Usage: "));
+    if let Some(usage) = usage {
+        if tips.is_empty() && first.starts_with("unexpected argument") && usage.contains(" -- ") {
+            message.push_str(&format!(
+                " (tip: CMD and its arguments go after `--`: {usage})"
+            ));
+        }
+    }
+    message
 }
 
 #[cfg(test)]
@@ -171,6 +211,16 @@ mod tests {
         assert_eq!(
             first_line("error: unexpected argument 'x' found\n\nUsage: curator"),
             "unexpected argument 'x' found"
+        );
+        let rendered = "error: unexpected argument 'echo' found\n\n  tip: to pass 'echo' as a value, use '-- echo'\n\nUsage: curator lock <PATH> -- <CMD>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            first_line(rendered),
+            "unexpected argument 'echo' found (tip: to pass 'echo' as a value, use '-- echo')"
+        );
+        let rendered = "error: unexpected argument 'echo' found\n\nUsage: curator lock [OPTIONS] <PATH> -- <CMD>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            first_line(rendered),
+            "unexpected argument 'echo' found (tip: CMD and its arguments go after `--`: curator lock [OPTIONS] <PATH> -- <CMD>...)"
         );
     }
 }

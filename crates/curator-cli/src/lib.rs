@@ -6,6 +6,7 @@ mod cmd;
 mod connect;
 mod demo;
 mod duration;
+mod encoding;
 mod exit;
 mod output;
 mod report;
@@ -33,12 +34,17 @@ pub fn main() -> ExitCode {
     }));
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => return exit::usage_error(&error),
+        Err(error) => return exit::usage_error(&error, exit::json_in_args()),
     };
     if let args::Command::Sentinel { wrapper, grace } = cli.command {
         // A small helper process: no runtime, no connection.
         return sentinel::run(wrapper, grace);
     }
+    let json = cli.json();
+    let (command, settings) = match cli.resolve() {
+        Ok(resolved) => resolved,
+        Err(error) => return ExitCode::from(exit::report(&error, json)),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -46,21 +52,16 @@ pub fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            let _ = output::err(format_args!(
-                "curator: cannot start the async runtime: {error}"
-            ));
-            return ExitCode::from(codes::OTHER);
+            let error = exit::CliError::new(
+                codes::OTHER,
+                format!("cannot start the async runtime: {error}"),
+            );
+            return ExitCode::from(exit::report(&error, json));
         }
     };
-    let code = match runtime.block_on(cmd::run(cli)) {
+    let code = match runtime.block_on(cmd::run(command, settings)) {
         Ok(code) => code,
-        Err(error) => {
-            if let Some(message) = &error.message {
-                // Nowhere to say it if standard error is gone.
-                let _ = output::err(format_args!("curator: {message}"));
-            }
-            error.code
-        }
+        Err(error) => exit::report(&error, json),
     };
     // Background work (a release retried after a lost connection, say) must not hold the exit.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

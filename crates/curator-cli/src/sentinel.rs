@@ -15,8 +15,11 @@
 //!   sentinel then ends CMD's group: SIGTERM (and SIGCONT, in case it was stopped), SIGKILL
 //!   after the grace period.
 //!
-//! Protocol, one line each: the wrapper writes `group <PGID>` once CMD runs and `done` when CMD
-//! is over; the sentinel writes `stopped`.
+//! Protocol, one line each: the wrapper writes `group <PGID>` once CMD runs, `continued` just
+//! before it continues CMD after a stop, and `done` when CMD is over; the sentinel writes
+//! `stopped`. The sentinel acts once per stop of the wrapper: again only after it saw the
+//! wrapper run, or heard `continued` (a wrapper continued and stopped again between two looks
+//! may have continued CMD in between).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -33,6 +36,8 @@ pub(crate) const POLL: Duration = Duration::from_millis(50);
 enum Message {
     /// `group <PGID>`: CMD's process group.
     Group(Pid),
+    /// `continued`: the wrapper is about to continue CMD after a stop.
+    Continued,
     /// `done`: CMD is over (or the wrapper stops it itself); nothing left to guard.
     Done,
     /// The pipe reached its end (or failed): the wrapper is gone.
@@ -51,6 +56,7 @@ pub(crate) fn run(wrapper: i32, grace: Duration) -> ExitCode {
                     Err(_) => continue,
                 },
                 _ if line.trim() == "done" => Message::Done,
+                _ if line.trim() == "continued" => Message::Continued,
                 _ => continue,
             };
             if tx.send(message).is_err() {
@@ -66,6 +72,7 @@ pub(crate) fn run(wrapper: i32, grace: Duration) -> ExitCode {
     loop {
         match rx.recv_timeout(POLL) {
             Ok(Message::Group(pgid)) => group = Some(pgid),
+            Ok(Message::Continued) => acted = false,
             Ok(Message::Done) => return ExitCode::SUCCESS,
             Ok(Message::End) | Err(RecvTimeoutError::Disconnected) => {
                 if let Some(group) = group {
@@ -77,11 +84,7 @@ pub(crate) fn run(wrapper: i32, grace: Duration) -> ExitCode {
         }
         let Some(group) = group else { continue };
         match process_state(wrapper) {
-            // Act once per stop; again if CMD runs although the wrapper is still stopped
-            // (continued and stopped again between two looks).
-            Some('T' | 't')
-                if !acted || !matches!(process_state(group.as_raw()), Some('T' | 't') | None) =>
-            {
+            Some('T' | 't') if !acted => {
                 let _ = killpg(group, Signal::SIGSTOP);
                 acted = true;
                 let mut stdout = std::io::stdout().lock();

@@ -32,13 +32,14 @@ impl Counting {
         self.dir.path().join("stop")
     }
 
-    /// `sh -c LOOP sh STOP LOG`, to put after `--`.
+    /// `bash -c LOOP bash STOP LOG`, to put after `--`. (bash, not dash: dash starts `sleep` with
+    /// vfork(2), and a shell stopped in vfork shows `D`, not `T`, while its child is stopped.)
     fn command(&self) -> Vec<String> {
         vec![
-            "sh".into(),
+            "bash".into(),
             "-c".into(),
             "i=0; while [ ! -e \"$1\" ]; do echo $i >> \"$2\"; i=$((i+1)); sleep 0.05; done".into(),
-            "sh".into(),
+            "bash".into(),
             path_arg(&self.stop_file()),
             path_arg(&self.log()),
         ]

@@ -44,21 +44,21 @@ async fn apply(
     op: CounterOp,
 ) -> CliResult<(Option<i64>, i64)> {
     match op {
-        CounterOp::Get => {
+        CounterOp::Get { .. } => {
             let value = counter
                 .get()
                 .await
                 .map_err(|error| CliError::zk(what, error))?;
             Ok((None, value.post_value))
         }
-        CounterOp::Set { value } => {
+        CounterOp::Set { value, .. } => {
             counter
                 .force_set(value)
                 .await
                 .map_err(|error| CliError::zk(what, error))?;
             Ok((None, value))
         }
-        CounterOp::Incr { by } => {
+        CounterOp::Incr { by, .. } => {
             let result = counter
                 .add(by)
                 .await

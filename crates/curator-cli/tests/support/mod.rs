@@ -23,6 +23,16 @@ pub fn curator(connect: &str, args: &[&str]) -> Command {
     command
 }
 
+/// `curator ARGS...` without `--connect`, with `ZK_CONNECT` set to `zk_connect` (or unset).
+pub fn curator_env(zk_connect: Option<&str>, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_curator"));
+    command.env_remove("ZK_CONNECT").args(args);
+    if let Some(zk_connect) = zk_connect {
+        command.env("ZK_CONNECT", zk_connect);
+    }
+    command
+}
+
 /// Runs to the end (at most [`Timing::forever`]) and returns what it printed.
 pub fn run(command: Command) -> Output {
     let mut running = Running::spawn(command);
