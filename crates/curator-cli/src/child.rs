@@ -109,6 +109,10 @@ impl Child {
                 format!("cannot start the sentinel process: {error}"),
             )
         })?;
+        // Held from CMD's start until the SIGTSTP handler and the sentinel know its group: a
+        // Ctrl-Z meanwhile waits for that (the handler takes this lock first). A SIGSTOP of
+        // curator in these few instructions still finds the sentinel without the group.
+        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
         let mut process = tokio::process::Command::new(program);
         process
             .args(args)
@@ -141,7 +145,10 @@ impl Child {
             .take()
             .map(|stderr| tokio::spawn(relay_stderr(stderr, report)));
         let (paused, pauses) = mpsc::unbounded_channel();
-        *RUNNING.lock().unwrap_or_else(PoisonError::into_inner) = Some((group, paused));
+        *running = Some((group, paused));
+        let mut sentinel = sentinel;
+        let guarded = sentinel.guard(group);
+        drop(running);
         let mut child = Self {
             process,
             group,
@@ -152,7 +159,7 @@ impl Child {
             sentinel,
             report,
         };
-        if let Err(error) = child.sentinel.guard(group) {
+        if let Err(error) = guarded {
             child.sentinel_lost(&error.to_string());
         }
         Ok(child)
