@@ -4,7 +4,7 @@
 //! CMD's own group keeps the terminal's signals from reaching it directly: `curator` passes
 //! Ctrl-C on itself, and handles Ctrl-Z (SIGTSTP) by stopping CMD's group and then itself. When
 //! continued, the wrapper first checks that it still holds what it held (the lock, the
-//! leadership) and only then continues CMD; see [`Child::paused`]. A stop that cannot be caught
+//! leadership) and only then continues CMD; see [`Child::next`]. A stop that cannot be caught
 //! (SIGSTOP) and the wrapper's death are the [`sentinel`](crate::sentinel)'s part.
 
 use std::io::Write;
@@ -32,7 +32,7 @@ use crate::report::Reporter;
 static RUNNING: Mutex<Option<(Pid, mpsc::UnboundedSender<()>)>> = Mutex::new(None);
 
 /// From now on, SIGTSTP (Ctrl-Z) stops CMD's group (when one runs), then `curator` itself; once
-/// continued, the running [`Child`] reports a pause (see [`Child::paused`]).
+/// continued, the running [`Child`] reports a pause (see [`Child::next`]).
 ///
 /// # Errors
 /// Exit code 1 when the handler cannot be installed.
