@@ -207,7 +207,7 @@ async fn act(
 /// unless the guard reports the lock may be lost.
 pub async fn mutex_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let Ok(mutex) = InterProcessMutex::new(client.clone(), &ctx.paths.lock) else {
+    let Ok(mutex) = InterProcessMutex::builder(client.clone(), &ctx.paths.lock).build() else {
         return;
     };
     while !ctx.stop.is_cancelled() {
@@ -257,7 +257,11 @@ fn sequence_of(node: &str) -> Option<i64> {
 pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let id = format!("c{index}");
-    let new_latch = || LeaderLatch::new(client.clone(), &ctx.paths.latch, id.clone());
+    let new_latch = || {
+        LeaderLatch::builder(client.clone(), &ctx.paths.latch, id.clone())
+            .close_mode(CloseMode::Silent)
+            .build()
+    };
     let Ok(mut latch) = new_latch() else { return };
     if latch.start().await.is_err() {
         return;
@@ -310,14 +314,14 @@ pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, see
         }
         ctx.record.lock().leader.push(episode);
         // Resign, and stand again.
-        let _ = latch.close(CloseMode::Silent).await;
+        let _ = latch.close().await;
         let Ok(next) = new_latch() else { return };
         latch = next;
         if latch.start().await.is_err() {
             return;
         }
     }
-    let _ = latch.close(CloseMode::Silent).await;
+    let _ = latch.close().await;
 }
 
 /// Increments the shared counter, recording what each increment reported.

@@ -157,7 +157,9 @@ impl Driver {
     async fn mutex_uncontended(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
         match self {
             Driver::Framework(c, _) => {
-                let mutex = InterProcessMutex::new(c.clone(), path).map_err(|e| e.to_string())?;
+                let mutex = InterProcessMutex::builder(c.clone(), path)
+                    .build()
+                    .map_err(|e| e.to_string())?;
                 for slot in latencies.iter_mut() {
                     let t = Instant::now();
                     let guard = mutex.acquire().await.map_err(|e| e.to_string())?;
@@ -202,8 +204,9 @@ impl Driver {
             let client = connect_framework(connect).await;
             let (next, path) = (std::sync::Arc::clone(&next), path.to_owned());
             tasks.push(tokio::spawn(async move {
-                let mutex =
-                    InterProcessMutex::new(client.clone(), &path).map_err(|e| e.to_string())?;
+                let mutex = InterProcessMutex::builder(client.clone(), &path)
+                    .build()
+                    .map_err(|e| e.to_string())?;
                 let mut mine = Vec::new();
                 loop {
                     let t = Instant::now();
@@ -339,7 +342,9 @@ impl Driver {
             connect_framework(connect).await,
         ];
         let join = |i: usize| {
-            let latch = LeaderLatch::new(clients[i].clone(), path, format!("p{i}"))
+            let latch = LeaderLatch::builder(clients[i].clone(), path, format!("p{i}"))
+                .close_mode(CloseMode::Silent)
+                .build()
                 .map_err(|e| e.to_string());
             async move {
                 let latch = latch?;
@@ -354,10 +359,7 @@ impl Driver {
         for slot in latencies.iter_mut() {
             wait_for_participants(&follower, 2).await?;
             let t = Instant::now();
-            leader
-                .close(CloseMode::Silent)
-                .await
-                .map_err(|e| e.to_string())?;
+            leader.close().await.map_err(|e| e.to_string())?;
             follower
                 .await_leadership()
                 .await
@@ -367,14 +369,8 @@ impl Driver {
             let rejoined = join(1 - leader_index).await?;
             leader = std::mem::replace(&mut follower, rejoined);
         }
-        leader
-            .close(CloseMode::Silent)
-            .await
-            .map_err(|e| e.to_string())?;
-        follower
-            .close(CloseMode::Silent)
-            .await
-            .map_err(|e| e.to_string())?;
+        leader.close().await.map_err(|e| e.to_string())?;
+        follower.close().await.map_err(|e| e.to_string())?;
         for client in clients {
             client.close().await;
         }

@@ -5,6 +5,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::duration::parse_duration;
+use crate::encoding::Encoding;
+use crate::exit::{CliError, CliResult};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -16,6 +18,7 @@ Exit codes:
   5    the lock was lost while CMD ran (CMD was stopped)
   126  CMD could not be executed; 127 CMD was not found
   128+N  interrupted by signal N before CMD ran (130 SIGINT, 143 SIGTERM)
+  141  stdout or stderr closed by its reader (CMD, if any, was stopped)
   lock, leader and barrier otherwise exit with CMD's own code (128+N when CMD died of signal N).
 
 Durations: 500ms, 10s, 2m, 1h. --connect defaults to $ZK_CONNECT, then 127.0.0.1:2181.";
@@ -25,51 +28,251 @@ Durations: 500ms, 10s, 2m, 1h. --connect defaults to $ZK_CONNECT, then 127.0.0.1
 #[derive(Debug, Parser)]
 #[command(name = "curator", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
+    // The flags of the subcommands, also taken before the subcommand (`curator --json ls /`);
+    // the subcommand's own value wins (see `Cli::resolve`).
     #[command(flatten)]
-    pub(crate) common: Common,
+    pub(crate) output: Output,
+    #[command(flatten)]
+    pub(crate) connection: Connection,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
 
-/// Flags every subcommand takes.
-#[derive(Debug, Args)]
-pub(crate) struct Common {
-    /// ZooKeeper connect string (host:port,host:port)
-    #[arg(long, global = true, env = "ZK_CONNECT", value_name = "HOSTS")]
+/// How to reach ZooKeeper.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Connection")]
+pub(crate) struct Connection {
+    /// ZooKeeper's address: host:port[,host:port...][/chroot] [default: $ZK_CONNECT, then
+    /// 127.0.0.1:2181]
+    #[arg(long, value_name = "HOSTS", value_parser = parse_connect)]
     pub(crate) connect: Option<String>,
-    /// Session timeout asked of the server
-    #[arg(long, global = true, default_value = "30s", value_parser = parse_duration, value_name = "D")]
-    pub(crate) session_timeout: Duration,
-    /// How long to wait for a connection before giving up (exit code 3)
-    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration, value_name = "D")]
-    pub(crate) connection_timeout: Duration,
+    /// Session timeout asked of the server [default: 30s]
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    pub(crate) session_timeout: Option<Duration>,
+    /// How long to wait for a connection before giving up (exit code 3) [default: 10s]
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    pub(crate) connection_timeout: Option<Duration>,
     /// Prefix every path with this namespace (like a chroot)
-    #[arg(long, global = true, value_name = "NS")]
+    #[arg(long, value_name = "NS")]
     pub(crate) namespace: Option<String>,
-    /// Machine-readable output: JSON lines on stdout (results) and stderr (status events)
-    #[arg(long, global = true)]
+}
+
+impl Connection {
+    /// The flags given, by their names (for a subcommand that takes none).
+    fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        if self.connect.is_some() {
+            given.push("--connect");
+        }
+        if self.session_timeout.is_some() {
+            given.push("--session-timeout");
+        }
+        if self.connection_timeout.is_some() {
+            given.push("--connection-timeout");
+        }
+        if self.namespace.is_some() {
+            given.push("--namespace");
+        }
+        given
+    }
+
+    /// Each flag from `self`, or else from `outer` (given before the subcommand).
+    fn or(self, outer: Connection) -> Connection {
+        Connection {
+            connect: self.connect.or(outer.connect),
+            session_timeout: self.session_timeout.or(outer.session_timeout),
+            connection_timeout: self.connection_timeout.or(outer.connection_timeout),
+            namespace: self.namespace.or(outer.namespace),
+        }
+    }
+}
+
+/// The output format.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub(crate) struct Output {
+    /// Machine-readable output: JSON lines on stdout (results) and stderr (status events and
+    /// errors)
+    #[arg(long)]
     pub(crate) json: bool,
 }
 
-impl Common {
-    /// The connect string: `--connect`, `$ZK_CONNECT`, or the local default.
+/// The flags of a subcommand that talks to ZooKeeper.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct Session {
+    #[command(flatten)]
+    pub(crate) output: Output,
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+}
+
+/// Everything a command needs besides its own arguments, defaults applied.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// `--connect`, else `$ZK_CONNECT` (both checked); `None`: [`DEFAULT_CONNECT`].
+    pub(crate) connect: Option<String>,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connection_timeout: Duration,
+    pub(crate) namespace: Option<String>,
+    pub(crate) json: bool,
+}
+
+/// Where `curator` looks for ZooKeeper without `--connect` or `$ZK_CONNECT` (and where
+/// `curator server` serves when it can).
+pub(crate) const DEFAULT_CONNECT: &str = "127.0.0.1:2181";
+
+impl Settings {
+    /// The connect string to use.
     pub(crate) fn connect_string(&self) -> String {
         self.connect
             .clone()
-            .unwrap_or_else(|| "127.0.0.1:2181".to_owned())
+            .unwrap_or_else(|| DEFAULT_CONNECT.to_owned())
     }
+}
+
+impl Cli {
+    /// Whether `--json` was given anywhere (before or after the subcommand).
+    pub(crate) fn json(&self) -> bool {
+        self.output.json || self.command.sessions().iter().any(|s| s.output.json)
+    }
+
+    /// The command and its settings: the subcommand's flags, else those given before it, else
+    /// `$ZK_CONNECT` (for `--connect`), else the defaults.
+    ///
+    /// # Errors
+    /// A usage error for a flag the subcommand does not take, or a bad `$ZK_CONNECT`.
+    pub(crate) fn resolve(self) -> CliResult<(Command, Settings)> {
+        let Cli {
+            output,
+            connection,
+            command,
+        } = self;
+        let (output, connection) = match &command {
+            Command::Demo { connection: own } => {
+                if output.json {
+                    return Err(not_for("--json", "demo"));
+                }
+                (output, own.clone().or(connection))
+            }
+            Command::Server { output: own, .. } => {
+                if let Some(flag) = connection.given().first() {
+                    return Err(not_for(flag, "server"));
+                }
+                (
+                    Output {
+                        json: own.json || output.json,
+                    },
+                    connection,
+                )
+            }
+            Command::Sentinel { .. } => (output, connection),
+            // The innermost flags win (`counter PATH incr --json`: `incr`'s).
+            other => other.sessions().into_iter().fold(
+                (output, connection),
+                |(output, connection), own| {
+                    (
+                        Output {
+                            json: own.output.json || output.json,
+                        },
+                        own.connection.clone().or(connection),
+                    )
+                },
+            ),
+        };
+        let connect = match connection.connect {
+            Some(connect) => Some(connect),
+            None => match std::env::var("ZK_CONNECT") {
+                Ok(connect) if !connect.trim().is_empty() => Some(
+                    parse_connect(&connect)
+                        .map_err(|error| CliError::usage(format!("$ZK_CONNECT: {error}")))?,
+                ),
+                _ => None,
+            },
+        };
+        let settings = Settings {
+            connect,
+            session_timeout: connection
+                .session_timeout
+                .unwrap_or(Duration::from_secs(30)),
+            connection_timeout: connection
+                .connection_timeout
+                .unwrap_or(Duration::from_secs(10)),
+            namespace: connection.namespace,
+            json: output.json,
+        };
+        Ok((command, settings))
+    }
+}
+
+fn not_for(flag: &str, command: &str) -> CliError {
+    CliError::usage(format!("{flag} does not apply to `curator {command}`"))
+}
+
+/// Checks a connect string, `host:port[,host:port...][/chroot]` with ports 1 to 65535 (IPv6
+/// hosts in brackets: `[::1]:2181`), and returns it trimmed.
+///
+/// # Errors
+/// What is wrong with it, in a few words.
+pub(crate) fn parse_connect(input: &str) -> Result<String, String> {
+    let text = input.trim();
+    let example = "expected host:port[,host:port...][/chroot], e.g. 127.0.0.1:2181";
+    let (hosts, chroot) = match text.find('/') {
+        Some(slash) => (&text[..slash], Some(&text[slash..])),
+        None => (text, None),
+    };
+    if hosts.is_empty() {
+        return Err(format!("`{input}` names no host ({example})"));
+    }
+    for host in hosts.split(',') {
+        let host = host.trim();
+        let (name, port) = host
+            .rsplit_once(':')
+            .ok_or_else(|| format!("`{host}` has no port ({example})"))?;
+        let name_ok = match name.strip_prefix('[') {
+            Some(v6) => v6
+                .strip_suffix(']')
+                .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok()),
+            None => {
+                !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+            }
+        };
+        if !name_ok {
+            return Err(format!(
+                "`{host}` is not a host name or address ({example})"
+            ));
+        }
+        match port.parse::<u16>() {
+            Ok(port) if port > 0 => {}
+            _ => return Err(format!("`{host}`: the port must be 1 to 65535")),
+        }
+    }
+    if let Some(chroot) = chroot {
+        curator_framework::paths::validate(chroot)
+            .map_err(|error| format!("chroot `{chroot}`: {error}"))?;
+    }
+    Ok(text.to_owned())
 }
 
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// A short show of the framework against a real server (started here unless --connect)
-    Demo,
+    Demo {
+        #[command(flatten)]
+        connection: Connection,
+    },
     /// Start a local ZooKeeper server (or ensemble) and print its connect string until interrupted
     Server {
         /// Start an ensemble of N members instead of one server
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=9))]
         cluster: Option<u16>,
+        /// Serve on this port [default: 2181 when free, else any free port]
+        #[arg(long, value_name = "PORT", conflicts_with = "cluster", value_parser = clap::value_parser!(u16).range(1..))]
+        port: Option<u16>,
+        #[command(flatten)]
+        output: Output,
     },
     /// Run CMD while holding the distributed lock at PATH (Curator's InterProcessMutex)
     Lock {
@@ -80,6 +283,8 @@ pub(crate) enum Command {
         timeout: Option<Duration>,
         #[command(flatten)]
         run: RunArgs,
+        #[command(flatten)]
+        session: Session,
     },
     /// Run CMD only while this process leads the election at PATH (Curator's LeaderLatch)
     Leader {
@@ -93,6 +298,8 @@ pub(crate) enum Command {
         timeout: Option<Duration>,
         #[command(flatten)]
         run: RunArgs,
+        #[command(flatten)]
+        session: Session,
     },
     /// Enter the double barrier at PATH with N members, run CMD (or wait for Enter), then leave
     Barrier {
@@ -110,6 +317,8 @@ pub(crate) enum Command {
         /// The command to run inside the barrier (without one: wait for Enter or end of input)
         #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
+        #[command(flatten)]
+        session: Session,
     },
     /// A shared counter (Curator's DistributedAtomicLong: 8 bytes, big-endian)
     Counter {
@@ -117,11 +326,15 @@ pub(crate) enum Command {
         path: String,
         #[command(subcommand)]
         op: CounterOp,
+        #[command(flatten)]
+        session: Session,
     },
     /// List the children of PATH
     Ls {
         /// The node
         path: String,
+        #[command(flatten)]
+        session: Session,
     },
     /// Print the data of PATH
     Get {
@@ -130,6 +343,12 @@ pub(crate) enum Command {
         /// Also print the node's version and sizes
         #[arg(long)]
         stat: bool,
+        /// How to print the data: as text (invalid UTF-8 replaced by U+FFFD), or in base64 or
+        /// hex
+        #[arg(long, value_enum, default_value_t = Encoding::Utf8)]
+        encoding: Encoding,
+        #[command(flatten)]
+        session: Session,
     },
     /// Set the data of PATH (`-` reads it from standard input)
     Set {
@@ -140,6 +359,8 @@ pub(crate) enum Command {
         /// Only if the node is at this version
         #[arg(long)]
         version: Option<i32>,
+        #[command(flatten)]
+        session: Session,
     },
     /// Create PATH (with DATA, or empty) and print the created path
     Create {
@@ -153,6 +374,8 @@ pub(crate) enum Command {
         /// Make it sequential (the server appends a counter to the name)
         #[arg(long)]
         sequential: bool,
+        #[command(flatten)]
+        session: Session,
     },
     /// Delete PATH
     Rm {
@@ -164,11 +387,15 @@ pub(crate) enum Command {
         /// Only if the node is at this version
         #[arg(long)]
         version: Option<i32>,
+        #[command(flatten)]
+        session: Session,
     },
     /// Print PATH and everything below it
     Tree {
         /// The root of the tree
         path: String,
+        #[command(flatten)]
+        session: Session,
     },
     /// Print PATH's data and children, then every change, until interrupted
     Watch {
@@ -177,6 +404,18 @@ pub(crate) enum Command {
         /// Stop after N changes
         #[arg(long, value_name = "N")]
         count: Option<u64>,
+        #[command(flatten)]
+        session: Session,
+    },
+    /// Internal: the helper process of `lock`, `leader` and `barrier` (see the sentinel module)
+    #[command(name = "__sentinel", hide = true)]
+    Sentinel {
+        /// The wrapper's process id
+        #[arg(long)]
+        wrapper: i32,
+        /// After SIGTERM, how long CMD gets before SIGKILL
+        #[arg(long, value_parser = parse_duration)]
+        grace: Duration,
     },
 }
 
@@ -184,18 +423,37 @@ impl Command {
     /// The ZooKeeper path the command works on (`None` for `demo` and `server`).
     pub(crate) fn path(&self) -> Option<&str> {
         match self {
-            Command::Demo | Command::Server { .. } => None,
+            Command::Demo { .. } | Command::Server { .. } | Command::Sentinel { .. } => None,
             Command::Lock { path, .. }
             | Command::Leader { path, .. }
             | Command::Barrier { path, .. }
             | Command::Counter { path, .. }
-            | Command::Ls { path }
+            | Command::Ls { path, .. }
             | Command::Get { path, .. }
             | Command::Set { path, .. }
             | Command::Create { path, .. }
             | Command::Rm { path, .. }
-            | Command::Tree { path }
+            | Command::Tree { path, .. }
             | Command::Watch { path, .. } => Some(path),
+        }
+    }
+
+    /// The connection and output flags of a command that talks to ZooKeeper, outermost first
+    /// (`counter PATH --json incr` and `counter PATH incr --json` both work).
+    fn sessions(&self) -> Vec<&Session> {
+        match self {
+            Command::Demo { .. } | Command::Server { .. } | Command::Sentinel { .. } => Vec::new(),
+            Command::Counter { session, op, .. } => vec![session, op.session()],
+            Command::Lock { session, .. }
+            | Command::Leader { session, .. }
+            | Command::Barrier { session, .. }
+            | Command::Ls { session, .. }
+            | Command::Get { session, .. }
+            | Command::Set { session, .. }
+            | Command::Create { session, .. }
+            | Command::Rm { session, .. }
+            | Command::Tree { session, .. }
+            | Command::Watch { session, .. } => vec![session],
         }
     }
 }
@@ -216,19 +474,36 @@ pub(crate) struct RunArgs {
 #[command(args_conflicts_with_subcommands = false)]
 pub(crate) enum CounterOp {
     /// Print the value (0 when the node does not exist)
-    Get,
+    Get {
+        #[command(flatten)]
+        session: Session,
+    },
     /// Set the value
     Set {
         /// The new value
         #[arg(allow_negative_numbers = true)]
         value: i64,
+        #[command(flatten)]
+        session: Session,
     },
     /// Add N (default 1) and print the new value
     Incr {
         /// How much to add
         #[arg(allow_negative_numbers = true, default_value_t = 1)]
         by: i64,
+        #[command(flatten)]
+        session: Session,
     },
+}
+
+impl CounterOp {
+    fn session(&self) -> &Session {
+        match self {
+            CounterOp::Get { session }
+            | CounterOp::Set { session, .. }
+            | CounterOp::Incr { session, .. } => session,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -255,7 +530,10 @@ mod tests {
             "hi",
         ])
         .unwrap();
-        let Command::Lock { path, timeout, run } = cli.command else {
+        let Command::Lock {
+            path, timeout, run, ..
+        } = cli.command
+        else {
             panic!("not a lock command");
         };
         assert_eq!(path, "/l");
@@ -264,11 +542,91 @@ mod tests {
         assert!(Cli::try_parse_from(["curator", "lock", "/l"]).is_err());
     }
 
+    fn settings(args: &[&str]) -> CliResult<Settings> {
+        Cli::try_parse_from(args)
+            .unwrap()
+            .resolve()
+            .map(|(_, settings)| settings)
+    }
+
     #[test]
-    fn common_flags_go_anywhere() {
-        let cli =
-            Cli::try_parse_from(["curator", "ls", "/", "--json", "--connect", "h:1"]).unwrap();
-        assert!(cli.common.json);
-        assert_eq!(cli.common.connect.as_deref(), Some("h:1"));
+    fn session_flags_go_before_or_after_the_subcommand_and_after_wins() {
+        let after = settings(&["curator", "ls", "/", "--json", "--connect", "h:1"]).unwrap();
+        assert!(after.json);
+        assert_eq!(after.connect.as_deref(), Some("h:1"));
+        let before = settings(&["curator", "--json", "--connect", "h:1", "ls", "/"]).unwrap();
+        assert!(before.json);
+        assert_eq!(before.connect.as_deref(), Some("h:1"));
+        let both = settings(&[
+            "curator",
+            "--connect",
+            "h:1",
+            "--session-timeout",
+            "5s",
+            "ls",
+            "/",
+            "--connect",
+            "h:2",
+        ])
+        .unwrap();
+        assert_eq!(both.connect.as_deref(), Some("h:2"));
+        assert_eq!(both.session_timeout, Duration::from_secs(5));
+        assert_eq!(both.connection_timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn flags_a_subcommand_does_not_take_are_usage_errors() {
+        let server = settings(&["curator", "--namespace", "x", "server"]).unwrap_err();
+        assert_eq!(server.code, crate::exit::codes::USAGE);
+        assert!(Cli::try_parse_from(["curator", "server", "--connect", "h:1"]).is_err());
+        assert!(settings(&["curator", "--json", "demo"]).is_err());
+        assert!(Cli::try_parse_from(["curator", "demo", "--json"]).is_err());
+        assert!(settings(&["curator", "--json", "server"]).unwrap().json);
+    }
+
+    #[test]
+    fn counter_operations_take_the_session_flags_too() {
+        let inner = settings(&[
+            "curator",
+            "counter",
+            "/c",
+            "--connect",
+            "h:1",
+            "incr",
+            "-2",
+            "--json",
+            "--connect",
+            "h:2",
+        ])
+        .unwrap();
+        assert!(inner.json);
+        assert_eq!(inner.connect.as_deref(), Some("h:2"));
+    }
+
+    #[test]
+    fn connect_strings_are_checked() {
+        for good in [
+            "127.0.0.1:2181",
+            "a:1,b.example.com:65535",
+            " zk-1:2181,zk_2:2182/app/env ",
+            "[::1]:2181",
+        ] {
+            assert_eq!(parse_connect(good), Ok(good.trim().to_owned()), "{good}");
+        }
+        for bad in [
+            "garbage",
+            "",
+            "/chroot",
+            "h:0",
+            "h:65536",
+            "h:port",
+            ":2181",
+            "a:1,,b:2",
+            "h:1/bad//chroot",
+            "[zz]:1",
+            "h 1:2",
+        ] {
+            assert!(parse_connect(bad).is_err(), "{bad:?} passed");
+        }
     }
 }

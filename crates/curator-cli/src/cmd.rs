@@ -7,43 +7,51 @@ mod lock;
 mod nodes;
 mod server;
 
-use crate::args::{Cli, Command};
+use crate::args::{Command, Settings};
 use crate::connect::connect;
 use crate::exit::{CliError, CliResult};
 use crate::report::Reporter;
 
-/// Runs the parsed command line; returns the exit code.
-pub(crate) async fn run(cli: Cli) -> CliResult {
-    let Cli { common, command } = cli;
-    let report = Reporter { json: common.json };
+/// Runs `command` with `settings`; returns the exit code.
+pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
+    let report = Reporter {
+        json: settings.json,
+    };
     match command {
-        Command::Demo => crate::demo::run(&common).await,
-        Command::Server { cluster } => server::run(report, cluster).await,
+        Command::Demo { .. } => crate::demo::run(&settings).await,
+        Command::Server { cluster, port, .. } => server::run(report, cluster, port).await,
+        // Run by `main` before the runtime starts.
+        Command::Sentinel { .. } => Err(CliError::usage("__sentinel is internal")),
         command => {
             if let Some(path) = command.path() {
                 // Bad paths are usage errors, reported before any connection is tried.
                 curator_framework::paths::validate(path)
                     .map_err(|error| CliError::usage(error.to_string()))?;
             }
-            let client = connect(&common, &common.connect_string()).await?;
+            let client = connect(&settings, &settings.connect_string()).await?;
+            // How long the wrappers may take to check, after a stop, that they still hold what
+            // they held.
+            let check = settings.connection_timeout;
             let result = match command {
-                Command::Lock { path, timeout, run } => {
-                    lock::run(&client, report, &path, timeout, &run).await
-                }
+                Command::Lock {
+                    path, timeout, run, ..
+                } => lock::run(&client, report, &path, timeout, &run, check).await,
                 Command::Leader {
                     path,
                     id,
                     timeout,
                     run,
-                } => leader::run(&client, report, &path, id, timeout, &run).await,
+                    ..
+                } => leader::run(&client, report, &path, id, timeout, &run, check).await,
                 Command::Barrier {
                     path,
                     members,
                     timeout,
                     grace,
                     command,
+                    ..
                 } => barrier::run(&client, report, &path, members, timeout, grace, &command).await,
-                Command::Counter { path, op } => counter::run(&client, report, &path, op).await,
+                Command::Counter { path, op, .. } => counter::run(&client, report, &path, op).await,
                 other => nodes::run(&client, report, other).await,
             };
             client.close().await;

@@ -1,25 +1,43 @@
-//! A started, connected client from the common flags.
+//! A started, connected client from the connection settings.
 
+use std::io::ErrorKind;
 use std::time::Duration;
 
 use curator_framework::CuratorFramework;
 use curator_framework::retry::ExponentialBackoffRetry;
+use futures::future::join_all;
+use tokio::net::{TcpStream, lookup_host};
 
-use crate::args::Common;
+use crate::args::Settings;
 use crate::duration::human;
 use crate::exit::{CliError, CliResult, codes};
+
+/// How long a first look at each host may take (see [`refused_everywhere`]).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Builds and starts a client for `connect`, and waits for its first session.
 ///
 /// # Errors
-/// Exit code 2 for bad settings, 3 when no session comes within the connection timeout.
-pub(crate) async fn connect(common: &Common, connect: &str) -> CliResult<CuratorFramework> {
+/// Exit code 2 for bad settings; 3 at once when every host refuses the connection (or has no
+/// address), 3 when no session comes within the connection timeout.
+pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<CuratorFramework> {
+    if let Some(why) = refused_everywhere(connect).await {
+        let hint = if why.contains("refused") {
+            " (no server runs there; `curator server` starts one)"
+        } else {
+            ""
+        };
+        return Err(CliError::new(
+            codes::CONNECTION,
+            format!("cannot connect to ZooKeeper at {connect}: {why}{hint}"),
+        ));
+    }
     let mut builder = CuratorFramework::builder()
         .connect_string(connect)
-        .session_timeout(common.session_timeout)
-        .connection_timeout(common.connection_timeout)
+        .session_timeout(settings.session_timeout)
+        .connection_timeout(settings.connection_timeout)
         .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3));
-    if let Some(namespace) = &common.namespace {
+    if let Some(namespace) = &settings.namespace {
         builder = builder.namespace(namespace.as_str());
     }
     let client = builder
@@ -30,7 +48,7 @@ pub(crate) async fn connect(common: &Common, connect: &str) -> CliResult<Curator
         .await
         .map_err(|error| CliError::zk("starting the client", error))?;
     if client
-        .block_until_connected(common.connection_timeout)
+        .block_until_connected(settings.connection_timeout)
         .await
         .is_err()
     {
@@ -39,9 +57,48 @@ pub(crate) async fn connect(common: &Common, connect: &str) -> CliResult<Curator
             codes::CONNECTION,
             format!(
                 "cannot connect to ZooKeeper at {connect} within {}",
-                human(common.connection_timeout)
+                human(settings.connection_timeout)
             ),
         ));
     }
     Ok(client)
+}
+
+/// A plain TCP connection to each host of `connect` (at most [`PROBE_TIMEOUT`] each, all at
+/// once): `Some(why)` when every host refused it or has no address, so that waiting for the
+/// connection timeout would be pointless. `None` when any host accepted, or did not answer in
+/// time (it may be slow or far: the client gets its chance).
+async fn refused_everywhere(connect: &str) -> Option<String> {
+    let hosts = connect.split('/').next().unwrap_or_default();
+    let probes = hosts.split(',').map(|host| async move {
+        let host = host.trim();
+        let addresses = match tokio::time::timeout(PROBE_TIMEOUT, lookup_host(host)).await {
+            Ok(Ok(addresses)) => addresses.collect::<Vec<_>>(),
+            Ok(Err(_)) => return Some(format!("{host}: no such host")),
+            Err(_) => return None,
+        };
+        if addresses.is_empty() {
+            return Some(format!("{host}: no such host"));
+        }
+        for address in addresses {
+            match tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(address)).await {
+                Ok(Err(error)) if error.kind() == ErrorKind::ConnectionRefused => {}
+                // Accepted (dropped at once: ZooKeeper logs a client that said nothing), or
+                // another failure, or no answer in time: let the client try.
+                _ => return None,
+            }
+        }
+        Some(format!("{host}: connection refused"))
+    });
+    let refusals = join_all(probes).await;
+    let refusals: Option<Vec<String>> = refusals.into_iter().collect();
+    refusals.map(|refusals| {
+        if refusals.len() == 1 {
+            refusals[0]
+                .rsplit_once(": ")
+                .map_or_else(|| refusals[0].clone(), |(_, why)| why.to_owned())
+        } else {
+            refusals.join("; ")
+        }
+    })
 }

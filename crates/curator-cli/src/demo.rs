@@ -21,9 +21,10 @@ use futures::StreamExt;
 use futures::future::{join_all, select_all};
 use tokio::sync::watch;
 
-use crate::args::Common;
+use crate::args::Settings;
 use crate::connect::connect;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output::{self, Stream};
 
 const WORKERS: usize = 3;
 const TURNS_PER_WORKER: usize = 2;
@@ -45,20 +46,21 @@ struct Show {
 }
 
 impl Show {
-    fn step(&mut self, title: &str) {
+    fn step(&mut self, title: &str) -> CliResult<()> {
         self.step += 1;
         self.title = title.to_owned();
-        println!("\n[{}/6] {title}", self.step);
+        Ok(output::out(format_args!("\n[{}/6] {title}", self.step))?)
     }
 
-    fn say(&self, line: impl AsRef<str>) {
-        println!("      {}", line.as_ref());
+    fn say(&self, line: impl AsRef<str>) -> CliResult<()> {
+        Ok(output::out(format_args!("      {}", line.as_ref()))?)
     }
 
-    fn proved(&mut self, claim: impl Into<String>) {
+    fn proved(&mut self, claim: impl Into<String>) -> CliResult<()> {
         let claim = claim.into();
-        println!("  ✔ proved: {claim}");
+        output::out(format_args!("  ✔ proved: {claim}"))?;
         self.proofs.push((self.title.clone(), claim));
+        Ok(())
     }
 }
 
@@ -77,7 +79,7 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> CliResult<T> 
         .map_err(|_| CliError::timeout(format!("demo: {what} took longer than {WAIT:?}")))
 }
 
-pub(crate) async fn run(common: &Common) -> CliResult {
+pub(crate) async fn run(settings: &Settings) -> CliResult {
     let started = Instant::now();
     let mut show = Show {
         step: 0,
@@ -86,23 +88,23 @@ pub(crate) async fn run(common: &Common) -> CliResult {
     };
 
     // Keep the server (when we start one) until the end of the demo.
-    let (connect_string, _server) = match &common.connect {
+    let (connect_string, _server) = match &settings.connect {
         Some(connect) => {
-            println!("curator demo against ZooKeeper at {connect}");
+            output::out(format_args!("curator demo against ZooKeeper at {connect}"))?;
             (connect.clone(), None)
         }
         None => {
-            println!(
-                "curator demo: starting a real ZooKeeper server (a JVM, via curator-test) ..."
-            );
+            output::out(
+                "curator demo: starting a real ZooKeeper server (a JVM, via curator-test) ...",
+            )?;
             let server = curator_test::TestingServer::start_dedicated()
                 .await
                 .map_err(|error| broken(format!("cannot start ZooKeeper: {error}")))?;
-            println!(
+            output::out(format_args!(
                 "ZooKeeper serves at {} (started in {:.1}s; it stops when the demo ends)",
                 server.connect_string(),
                 started.elapsed().as_secs_f64()
-            );
+            ))?;
             (server.connect_string(), Some(server))
         }
     };
@@ -110,14 +112,19 @@ pub(crate) async fn run(common: &Common) -> CliResult {
         "/curator-demo-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    println!("everything happens under {root}; {WORKERS} workers, each with its own session");
+    output::out(format_args!(
+        "everything happens under {root}; {WORKERS} workers, each with its own session"
+    ))?;
 
     let mut workers = Vec::with_capacity(WORKERS);
     for n in 1..=WORKERS {
         let name = format!("worker-{n}");
-        let client = connect(common, &connect_string).await?;
-        let latch = LeaderLatch::new(client.clone(), &paths::join(&root, "leader"), name.clone())
-            .map_err(failed("making a leader latch"))?;
+        let client = connect(settings, &connect_string).await?;
+        let latch =
+            LeaderLatch::builder(client.clone(), &paths::join(&root, "leader"), name.clone())
+                .close_mode(CloseMode::Silent)
+                .build()
+                .map_err(failed("making a leader latch"))?;
         workers.push(Worker {
             name,
             client,
@@ -128,7 +135,7 @@ pub(crate) async fn run(common: &Common) -> CliResult {
 
     // Clean up whatever happened.
     for worker in &workers {
-        let _ = worker.latch.close(CloseMode::Silent).await;
+        let _ = worker.latch.close().await;
     }
     let _ = workers[0]
         .client
@@ -140,14 +147,21 @@ pub(crate) async fn run(common: &Common) -> CliResult {
     for worker in &workers {
         worker.client.close().await;
     }
-    result?;
+    if let Err(error) = result {
+        // The reader went away (`curator demo | head -2`): whatever failed afterwards (the
+        // cache's printer stopped, say) is a consequence; say nothing more.
+        if output::is_gone(Stream::Stdout) {
+            return Err(CliError::output_closed());
+        }
+        return Err(error);
+    }
 
-    println!(
+    output::out(format_args!(
         "\nWhat the demo proved ({:.1}s):",
         started.elapsed().as_secs_f64()
-    );
+    ))?;
     for (step, claim) in &show.proofs {
-        println!("  - {step}: {claim}");
+        output::out(format_args!("  - {step}: {claim}"))?;
     }
     Ok(codes::OK)
 }
@@ -188,7 +202,7 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     };
 
     // 1. Leader election.
-    show.step("elect a leader");
+    show.step("elect a leader")?;
     for worker in workers {
         worker
             .latch
@@ -219,15 +233,15 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
             .map(|p| format!("{}{}", p.id, if p.is_leader { " (leader)" } else { "" }))
             .collect::<Vec<_>>()
             .join(", ")
-    ));
+    ))?;
     publish(&leader.client, format!("{} is the leader", leader.name)).await?;
     show.proved(format!(
         "exactly one of {WORKERS} workers leads ({}), and every participant agrees who",
         leader.name
-    ));
+    ))?;
 
     // 2. A lock and a shared counter.
-    show.step("take turns on a lock and increment a shared counter");
+    show.step("take turns on a lock and increment a shared counter")?;
     let lock_path = paths::join(root, "lock");
     let counter_path = paths::join(root, "counter");
     let holders = Arc::new(AtomicUsize::new(0));
@@ -241,7 +255,8 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
         let counter_path = counter_path.clone();
         let publish = &publish;
         async move {
-            let mutex = InterProcessMutex::new(worker.client.clone(), &lock_path)
+            let mutex = InterProcessMutex::builder(worker.client.clone(), &lock_path)
+                .build()
                 .map_err(failed("making a lock"))?;
             let counter = DistributedAtomicLong::builder(
                 worker.client.clone(),
@@ -291,7 +306,7 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     show.proved(format!(
         "{} turns, never two holders at once, fencing tokens strictly increasing",
         tokens.len()
-    ));
+    ))?;
     let total = DistributedAtomicLong::builder(
         client.clone(),
         &counter_path,
@@ -311,17 +326,17 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     }
 
     // 3. The counter's total.
-    show.step("read the shared counter");
+    show.step("read the shared counter")?;
     show.say(format!(
         "{counter_path} = {total} (Curator's DistributedAtomicLong layout: 8 bytes, big-endian)"
-    ));
+    ))?;
     show.proved(format!(
         "the counter is {total}: every one of the {} increments applied exactly once",
         WORKERS * TURNS_PER_WORKER
-    ));
+    ))?;
 
     // 4. A double barrier.
-    show.step("meet at a double barrier");
+    show.step("meet at a double barrier")?;
     let barrier_path = paths::join(root, "barrier");
     let last_arrival = Arc::new(std::sync::Mutex::new(None::<Instant>));
     let meetings = workers.iter().enumerate().map(|(index, worker)| {
@@ -336,7 +351,7 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
                 // The last worker is late on purpose: the others must wait for it.
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 *last_arrival.lock().expect("arrival") = Some(Instant::now());
-                println!("      {} arrives last", worker.name);
+                output::out(format_args!("      {} arrives last", worker.name))?;
             }
             within("entering the barrier", barrier.enter())
                 .await?
@@ -366,10 +381,10 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     }
     show.proved(format!(
         "no worker got through before all {WORKERS} had arrived, and all left together"
-    ));
+    ))?;
 
     // 5. The cache.
-    show.step("check the cache");
+    show.step("check the cache")?;
     let count = seen.borrow().len();
     let (children, _) = client
         .get_children()
@@ -381,18 +396,18 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     }
     show.say(format!(
         "{count} nodes under {published}, and the cache printed each one"
-    ));
-    show.proved("a CuratorCache saw every publication, in order, without polling".to_owned());
+    ))?;
+    show.proved("a CuratorCache saw every publication, in order, without polling".to_owned())?;
 
     // 6. Hand-over.
-    show.step("end the leader's session and watch the hand-over");
+    show.step("end the leader's session and watch the hand-over")?;
     let mut states = leader.client.connection_state_stream();
     let old_session = leader.client.session_id();
     show.say(format!(
         "ending {}'s session ({:#x}): its ephemeral nodes vanish",
         leader.name,
         old_session.unwrap_or_default()
-    ));
+    ))?;
     let ended = Instant::now();
     leader
         .client
@@ -425,7 +440,7 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
         "{}'s connection: {}",
         leader.name,
         seen_states.join(" -> ")
-    ));
+    ))?;
     publish(
         &new_leader.client,
         format!("{} is the leader now", new_leader.name),
@@ -441,7 +456,7 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
         took.as_millis(),
         leader.name,
         leader.name
-    ));
+    ))?;
     cache.abort();
     Ok(())
 }
@@ -461,10 +476,14 @@ async fn watch_published(
             if node.path() == dir {
                 continue;
             }
-            println!(
+            let printed = output::out(format_args!(
                 "      cache: {}",
                 String::from_utf8_lossy(node.data().unwrap_or_default())
-            );
+            ));
+            if printed.is_err() {
+                // Nobody reads: stop, so the workers waiting for the cache give up too.
+                break;
+            }
             seen.send_modify(|seen| {
                 seen.insert(node.path().to_owned());
             });

@@ -6,14 +6,18 @@ mod cmd;
 mod connect;
 mod demo;
 mod duration;
+mod encoding;
 mod exit;
+mod output;
 mod report;
+mod sentinel;
 mod signals;
 mod spinner;
 
 pub use duration::parse_duration;
 pub use exit::codes;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -23,13 +27,23 @@ use clap::Parser;
 /// Errors are printed as one line on standard error; the code tells them apart (see
 /// [`codes`]).
 pub fn main() -> ExitCode {
-    // A bug must still read as one line, not a backtrace.
+    // A bug must still read as one line, not a backtrace; and the hook itself must not panic
+    // when standard error is gone (`eprintln!` would, and a panic in the hook aborts).
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("curator: internal error: {info}");
+        let _ = writeln!(std::io::stderr(), "curator: internal error: {info}");
     }));
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => return exit::usage_error(&error),
+        Err(error) => return exit::usage_error(&error, exit::json_in_args()),
+    };
+    if let args::Command::Sentinel { wrapper, grace } = cli.command {
+        // A small helper process: no runtime, no connection.
+        return sentinel::run(wrapper, grace);
+    }
+    let json = cli.json();
+    let (command, settings) = match cli.resolve() {
+        Ok(resolved) => resolved,
+        Err(error) => return ExitCode::from(exit::report(&error, json)),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -38,16 +52,16 @@ pub fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("curator: cannot start the async runtime: {error}");
-            return ExitCode::from(codes::OTHER);
+            let error = exit::CliError::new(
+                codes::OTHER,
+                format!("cannot start the async runtime: {error}"),
+            );
+            return ExitCode::from(exit::report(&error, json));
         }
     };
-    let code = match runtime.block_on(cmd::run(cli)) {
+    let code = match runtime.block_on(cmd::run(command, settings)) {
         Ok(code) => code,
-        Err(error) => {
-            eprintln!("curator: {}", error.message);
-            error.code
-        }
+        Err(error) => exit::report(&error, json),
     };
     // Background work (a release retried after a lost connection, say) must not hold the exit.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

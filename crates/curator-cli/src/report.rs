@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::output::{self, WriteError};
+
 /// Where status events and results go, in the chosen format.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Reporter {
@@ -10,24 +12,36 @@ pub(crate) struct Reporter {
 
 impl Reporter {
     /// A status event on stderr: `curator: <human>` or `{"event": <event>, ...fields}`.
-    pub(crate) fn status(&self, event: &str, fields: Value, human: impl AsRef<str>) {
+    ///
+    /// # Errors
+    /// A failed write: standard error is gone (see [`output`]).
+    pub(crate) fn status(
+        &self,
+        event: &str,
+        fields: Value,
+        human: impl AsRef<str>,
+    ) -> Result<(), WriteError> {
         if self.json {
-            eprintln!("{}", Self::object(event, fields));
+            output::err(Self::object(event, fields))
         } else {
-            eprintln!("curator: {}", human.as_ref());
+            output::err(format_args!("curator: {}", human.as_ref()))
         }
     }
 
     /// A result on stdout: `human` as is, or the JSON value.
-    pub(crate) fn result(&self, value: Value, human: impl AsRef<str>) {
+    ///
+    /// # Errors
+    /// A failed write: standard output is gone (see [`output`]).
+    pub(crate) fn result(&self, value: Value, human: impl AsRef<str>) -> Result<(), WriteError> {
         if self.json {
-            println!("{value}");
+            output::out(value)
         } else {
-            println!("{}", human.as_ref());
+            output::out(human.as_ref())
         }
     }
 
-    fn object(event: &str, fields: Value) -> Value {
+    /// `{"event": <event>, ...fields}`.
+    pub(crate) fn object(event: &str, fields: Value) -> Value {
         let mut object = Map::new();
         object.insert("event".into(), json!(event));
         if let Value::Object(fields) = fields {

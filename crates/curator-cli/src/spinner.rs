@@ -1,9 +1,11 @@
 //! A one-line spinner on stderr while waiting, only when stderr is a terminal.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
+
+use crate::output;
 
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -25,13 +27,11 @@ impl Spinner {
             let mut ticker = tokio::time::interval(Duration::from_millis(100));
             for frame in FRAMES.iter().cycle() {
                 ticker.tick().await;
-                let mut stderr = std::io::stderr().lock();
-                let _ = write!(
-                    stderr,
+                // A failed redraw marks stderr gone; the command notices that itself.
+                let _ = output::err_raw(&format!(
                     "\r\x1b[2K{frame} {message} ({}s)",
                     started.elapsed().as_secs()
-                );
-                let _ = stderr.flush();
+                ));
             }
         });
         Self { task: Some(task) }
@@ -42,9 +42,7 @@ impl Drop for Spinner {
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "\r\x1b[2K");
-            let _ = stderr.flush();
+            let _ = output::err_raw("\r\x1b[2K");
         }
     }
 }

@@ -2,9 +2,11 @@
 
 mod support;
 
-use curator_test::{TestingServer, unique_root};
+use std::time::Instant;
+
+use curator_test::{TestingServer, Timing, unique_root};
 use serde_json::Value;
-use support::{Running, curator, run, text};
+use support::{Running, curator, curator_env, run, text};
 
 fn json(output: &std::process::Output) -> Value {
     assert_eq!(
@@ -106,6 +108,49 @@ async fn counter_counts() {
     assert_eq!(text(&counter(&["get"]).stdout).trim(), "-10");
 }
 
+/// Every write of `DistributedAtomicLong` leaves an outcome marker until the instance's next write;
+/// a `curator counter` process makes one write, so it must delete its marker before it exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counter_calls_leave_no_markers() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-counter-markers");
+    let counter = |args: &[&str]| {
+        let mut all = vec!["counter", path.as_str()];
+        all.extend_from_slice(args);
+        let output = run(curator(&connect, &all));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        text(&output.stdout).trim().to_owned()
+    };
+    let mut expected = 0;
+    for call in 0..20 {
+        match call % 5 {
+            // A set now and then, and reads, between the increments.
+            3 => {
+                expected = 100 * call;
+                assert_eq!(
+                    counter(&["set", &expected.to_string()]),
+                    expected.to_string()
+                );
+            }
+            4 => assert_eq!(counter(&["get"]), expected.to_string()),
+            _ => {
+                expected += 1;
+                assert_eq!(counter(&["incr"]), expected.to_string());
+            }
+        }
+    }
+    assert_eq!(counter(&["get"]), expected.to_string());
+    let children = run(curator(&connect, &["ls", &path]));
+    assert_eq!(
+        children.status.code(),
+        Some(0),
+        "{}",
+        text(&children.stderr)
+    );
+    assert_eq!(text(&children.stdout).trim(), "", "markers left behind");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn barrier_opens_when_all_members_arrive() {
     let server = TestingServer::start().await.unwrap();
@@ -203,24 +248,330 @@ fn bad_arguments_exit_with_code_2_in_one_line() {
     assert!(text(&help.stdout).contains("Exit codes:"));
 }
 
+/// Nobody listens: curator says so at once (not after --connection-timeout) and points to
+/// `curator server`.
 #[test]
-fn an_unreachable_server_exits_with_code_3() {
-    // A port nobody listens on: bound, then released.
+fn a_refused_connection_fails_at_once() {
+    let connect = free_port_address();
+    for args in [&["ls", "/"][..], &["lock", "/a", "--", "true"]] {
+        let mut all = vec!["--connection-timeout", "10m"];
+        all.extend_from_slice(args);
+        let started = Instant::now();
+        let output = run(curator(&connect, &all));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "{stderr}");
+        assert!(started.elapsed() < Timing::new().wait(), "{stderr}");
+        assert_eq!(
+            stderr.trim(),
+            format!(
+                "curator: cannot connect to ZooKeeper at {connect}: connection refused (no server runs there; `curator server` starts one)"
+            )
+        );
+    }
+    let no_server = run(curator_env(None, &["ls", "/", "--connect", &connect]));
+    assert_eq!(no_server.status.code(), Some(3));
+}
+
+/// Something listens but never answers: curator waits --connection-timeout, then exits 3.
+#[test]
+fn a_silent_server_exits_with_code_3_after_the_timeout() {
+    // A bound socket that is never accepted from: connections complete (the kernel queues
+    // them) and then hear nothing.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let connect = listener.local_addr().unwrap().to_string();
+    let output = run(curator(
+        &connect,
+        &["--connection-timeout", "1s", "ls", "/"],
+    ));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!("curator: cannot connect to ZooKeeper at {connect} within 1s")
+    );
+    drop(listener);
+}
+
+fn one_json_line(stderr: &[u8]) -> Value {
+    let stderr = text(stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    serde_json::from_str(stderr.trim())
+        .unwrap_or_else(|error| panic!("not JSON ({error}): {stderr}"))
+}
+
+/// With --json, a failure is a JSON object on stderr too, with the exit code in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_json_with_json() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let root = unique_root("cli-json-errors");
+
+    let missing = run(curator(&connect, &["get", &format!("{root}/x"), "--json"]));
+    assert_eq!(missing.status.code(), Some(1));
+    let error = one_json_line(&missing.stderr);
+    assert_eq!(error["event"], "error");
+    assert_eq!(error["code"], 1);
+    assert_eq!(error["message"], format!("reading {root}/x: no such node"));
+
+    // Before the subcommand's own flags parse, and before --json could be seen by them.
+    let usage = run(curator(&connect, &["--json", "lock", "/a"]));
+    assert_eq!(usage.status.code(), Some(2));
+    assert_eq!(one_json_line(&usage.stderr)["code"], 2);
+
+    let timeout = run(curator(
+        &connect,
+        &[
+            "barrier",
+            &root,
+            "--members",
+            "2",
+            "--timeout",
+            "300ms",
+            "--json",
+        ],
+    ));
+    assert_eq!(timeout.status.code(), Some(4));
+    let error = one_json_line(&timeout.stderr);
+    assert_eq!(error["code"], 4);
+    assert!(error["message"].as_str().unwrap().contains("within 300ms"));
+
+    let refused = run(curator(&free_port_address(), &["ls", "/", "--json"]));
+    assert_eq!(refused.status.code(), Some(3));
+    assert_eq!(one_json_line(&refused.stderr)["code"], 3);
+}
+
+/// With --json, CMD's stderr joins the JSON stream line by line (non-UTF-8 lines in base64),
+/// before the `exited` event; CMD's stdout is its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cmd_stderr_becomes_json_events() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("cli-json-stderr");
+    let output = run(curator(
+        &server.connect_string(),
+        &[
+            "lock",
+            &path,
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo 'err {1}' >&2; printf '\\377\\376\\n' >&2; printf 'last' >&2",
+        ],
+    ));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "out");
+    let events: Vec<Value> = text(&output.stderr)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "acquired", "started", "stderr", "stderr", "stderr", "exited"
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(events[2]["line"], "err {1}");
+    assert_eq!(events[2]["encoding"], "utf8");
+    assert_eq!(events[3]["line"], "//4=");
+    assert_eq!(events[3]["encoding"], "base64");
+    assert_eq!(events[4]["line"], "last");
+}
+
+/// `get` prints binary data losslessly on request, and says which encoding it used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_prints_data_in_the_chosen_encoding() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let node = format!("{}/bin", unique_root("cli-encoding"));
+    let client = curator_framework::CuratorFramework::builder()
+        .connect_string(&connect)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&node, b"\x00\xffhi")
+        .await
+        .unwrap();
+    client.close().await;
+
+    let text_json = json(&run(curator(&connect, &["get", &node, "--json"])));
+    assert_eq!(text_json["encoding"], "utf8");
+    assert_eq!(text_json["data"], "\u{0}\u{fffd}hi");
+    assert_eq!(text_json["lossy"], true);
+    let base64 = json(&run(curator(
+        &connect,
+        &["get", &node, "--json", "--encoding", "base64"],
+    )));
+    assert_eq!(base64["encoding"], "base64");
+    assert_eq!(base64["data"], "AP9oaQ==");
+    assert!(base64.get("lossy").is_none());
+    let hex = run(curator(&connect, &["get", &node, "--encoding", "hex"]));
+    assert_eq!(text(&hex.stdout).trim(), "00ff6869");
+    let bad = run(curator(&connect, &["get", &node, "--encoding", "rot13"]));
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+/// Each subcommand's help lists what it takes; connection flags go before or after the
+/// subcommand, and are refused by `server`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_lists_only_what_applies() {
+    let help = |args: &[&str]| {
+        let output = run(curator_env(None, args));
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        text(&output.stdout)
+    };
+    let server_help = help(&["server", "--help"]);
+    for absent in [
+        "--connect",
+        "--namespace",
+        "--session-timeout",
+        "--connection-timeout",
+    ] {
+        assert!(
+            !server_help.contains(absent),
+            "server --help shows {absent}:\n{server_help}"
+        );
+    }
+    for present in ["--cluster", "--port", "--json"] {
+        assert!(server_help.contains(present), "{present}:\n{server_help}");
+    }
+    let demo_help = help(&["demo", "--help"]);
+    assert!(!demo_help.contains("--json"), "{demo_help}");
+    assert!(demo_help.contains("--connect"), "{demo_help}");
+    let ls_help = help(&["ls", "--help"]);
+    for present in ["--connect", "--namespace", "--json"] {
+        assert!(ls_help.contains(present), "{present}:\n{ls_help}");
+    }
+
+    for args in [&["--connect", "h:1", "server"][..], &["--json", "demo"]] {
+        let output = run(curator_env(None, args));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("does not apply"), "{stderr}");
+    }
+
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    for args in [
+        &["--connect", connect.as_str(), "ls", "/"][..],
+        &["ls", "/", "--connect", connect.as_str()],
+        // The subcommand's flag wins.
+        &[
+            "--connect",
+            "127.0.0.1:1",
+            "ls",
+            "/",
+            "--connect",
+            connect.as_str(),
+        ],
+    ] {
+        let output = run(curator_env(None, args));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(text(&output.stdout).contains("zookeeper"));
+    }
+}
+
+/// The server refuses to delete /zookeeper; a create without its parent suggests -p; a CMD
+/// without `--` gets the tip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_what_to_do() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+
+    let rm = run(curator(&connect, &["rm", "/zookeeper"]));
+    let stderr = text(&rm.stderr);
+    assert_eq!(rm.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("belong to ZooKeeper itself"), "{stderr}");
+
+    let orphan = format!("{}/a/b", unique_root("cli-no-parent"));
+    let create = run(curator(&connect, &["create", &orphan]));
+    let stderr = text(&create.stderr);
+    assert_eq!(create.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("does not exist (-p creates it too)"),
+        "{stderr}"
+    );
+
+    for (args, tip) in [
+        (&["lock", "/a", "echo", "hi"][..], "go after `--`"),
+        (&["lock", "/a", "-x"], "use '-- -x'"),
+    ] {
+        let output = run(curator(&connect, args));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("tip:") && stderr.contains(tip), "{stderr}");
+    }
+}
+
+/// `curator watch` reports a lost connection at once (and the reconnection), and watches on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_reports_connection_changes() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-watch-connection");
+    assert_eq!(
+        run(curator(&connect, &["create", &path, "v1", "-p"]))
+            .status
+            .code(),
+        Some(0)
+    );
+    let mut watch = Running::spawn(curator(&connect, &["watch", &path, "--json"]));
+    let initial: Value = serde_json::from_str(&watch.wait_stdout(|_| true)).unwrap();
+    assert_eq!(initial["data"], "v1");
+
+    server.stop().unwrap();
+    assert_eq!(watch.wait_event("connection")["state"], "Suspended");
+    server.restart().await.unwrap();
+    assert_eq!(watch.wait_event("connection")["state"], "Reconnected");
+    assert_eq!(
+        run(curator(&connect, &["set", &path, "v2"])).status.code(),
+        Some(0)
+    );
+    let changed: Value = serde_json::from_str(&watch.wait_stdout(|_| true)).unwrap();
+    assert_eq!(changed["event"], "NodeDataChanged");
+    assert_eq!(changed["data"], "v2");
+}
+
+/// `--connect garbage` (or such a $ZK_CONNECT) is a usage error, before any connection.
+#[test]
+fn bad_connect_strings_are_usage_errors() {
+    for (flag, env) in [
+        (Some("garbage"), None),
+        (Some("h:99999"), None),
+        (None, Some("garbage")),
+    ] {
+        let mut args = Vec::new();
+        if let Some(flag) = flag {
+            args.extend(["--connect", flag]);
+        }
+        args.extend(["ls", "/"]);
+        let output = run(curator_env(env, &args));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}
+
+/// `127.0.0.1:<a port nobody listens on>`: bound, then released.
+fn free_port_address() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let connect = format!("127.0.0.1:{port}");
-    for args in [&["ls", "/"][..], &["lock", "/a", "--", "true"]] {
-        let mut all = vec!["--connection-timeout", "1s"];
-        all.extend_from_slice(args);
-        let output = run(curator(&connect, &all));
-        let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(3), "{stderr}");
-        assert_eq!(
-            stderr.trim(),
-            format!("curator: cannot connect to ZooKeeper at {connect} within 1s")
-        );
-    }
+    format!("127.0.0.1:{port}")
 }

@@ -3,9 +3,8 @@
 mod support;
 
 use curator_test::{Expiry, FaultProxy, TestingServer, Timing, expire_session, unique_root};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-use support::{Running, await_gone, curator};
+use nix::sys::signal::Signal;
+use support::{Running, await_dead, await_gone, curator};
 
 fn participant(connect: &str, path: &str, id: &str) -> Running {
     Running::spawn(curator(
@@ -27,8 +26,8 @@ fn participant(connect: &str, path: &str, id: &str) -> Running {
     ))
 }
 
-/// The leader process is killed (SIGKILL: no goodbye); once its session expires, the other
-/// participant leads and starts its command.
+/// The leader process is killed (SIGKILL: no goodbye): its sentinel ends its command at once; once
+/// its session expires, the other participant leads and starts its command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hands_over_when_the_leader_process_is_killed() {
     let server = TestingServer::start().await.unwrap();
@@ -42,8 +41,7 @@ async fn hands_over_when_the_leader_process_is_killed() {
 
     first.signal(Signal::SIGKILL);
     assert_eq!(first.wait_exit().code(), None);
-    // A killed curator cannot stop its command: that is the documented limit. Clean it up.
-    let _ = killpg(Pid::from_raw(first_child), Signal::SIGKILL);
+    await_dead(first_child);
 
     let leading = second.wait_event("leading");
     assert_eq!(leading["id"], "second");

@@ -84,6 +84,36 @@ async fn passes_the_exit_code_through_and_releases() {
     assert_eq!(missing.status.code(), Some(127));
 }
 
+/// CMD finds the fencing token of its hold (as in the `acquired` event) in its environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cmd_gets_the_fencing_token() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("cli-lock-token");
+    let mut holder = Running::spawn(curator(
+        &server.connect_string(),
+        &[
+            "lock",
+            &path,
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$CURATOR_FENCING_TOKEN $CURATOR_LOCK_NODE\"",
+        ],
+    ));
+    let acquired = holder.wait_event("acquired");
+    let line = holder.wait_stdout(|_| true);
+    assert_eq!(
+        line,
+        format!(
+            "{} {}",
+            acquired["fencing_token"],
+            acquired["node"].as_str().unwrap()
+        )
+    );
+    assert_eq!(holder.wait_exit().code(), Some(0));
+}
+
 /// While one run holds the lock, another with `--timeout` gives up with code 4; SIGTERM stops the
 /// holder's command and releases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

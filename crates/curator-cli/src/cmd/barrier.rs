@@ -4,11 +4,13 @@ use std::time::Duration;
 
 use curator_barriers::DistributedDoubleBarrier;
 use curator_framework::CuratorFramework;
+use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::child::{Child, exit_code};
+use crate::child::{self, Child, ChildEvent, exit_code};
 use crate::duration::human;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output;
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
@@ -23,6 +25,7 @@ pub(crate) async fn run(
     command: &[String],
 ) -> CliResult {
     let mut signals = Signals::install()?;
+    child::handle_terminal_stops()?;
     let barrier = DistributedDoubleBarrier::new(client.clone(), path, members as usize)
         .map_err(|error| CliError::zk(&format!("barrier {path}"), error))?;
 
@@ -40,7 +43,7 @@ pub(crate) async fn run(
         tokio::select! {
             result = enter => result.map_err(|error| CliError::zk(&format!("entering barrier {path}"), error))?,
             signal = signals.recv() => {
-                report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while entering barrier {path}"));
+                let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while entering barrier {path}"));
                 return Ok(signals::exit_code(signal));
             }
         }
@@ -51,15 +54,18 @@ pub(crate) async fn run(
             human(timeout.unwrap_or_default())
         )));
     }
+    // Nobody would hear what happens inside: do not start CMD. (The member node goes with the
+    // session, which `curator` closes on its way out.)
     report.status(
         "entered",
         json!({ "path": path, "members": members }),
         format!("all {members} members entered {path}"),
-    );
+    )?;
 
+    output::watch_pipes();
     let code = if command.is_empty() {
         if !report.json {
-            eprintln!("curator: press Enter (or end the input) to leave");
+            output::err("curator: press Enter (or end the input) to leave")?;
         }
         let line = tokio::task::spawn_blocking(|| {
             let mut line = String::new();
@@ -68,12 +74,46 @@ pub(crate) async fn run(
         tokio::select! {
             _ = line => codes::OK,
             signal = signals.recv() => signals::exit_code(signal),
+            _ = output::gone() => return Err(CliError::output_closed()),
         }
     } else {
-        let mut child = Child::spawn(command)?;
-        tokio::select! {
-            status = child.wait() => exit_code(status),
-            signal = signals.recv() => exit_code(child.stop(signal, grace).await),
+        let mut child = Child::spawn(command, &[], grace, report).await?;
+        // A failed write marks stderr gone; the wait below then stops CMD.
+        let _ = report.status(
+            "started",
+            json!({ "pid": child.pid(), "command": command }),
+            format!("running {} (pid {})", child.name(), child.pid()),
+        );
+        loop {
+            tokio::select! {
+                event = child.next() => match event {
+                    ChildEvent::Exited(status) => break exit_code(status),
+                    ChildEvent::Paused => {
+                        // A barrier holds nothing exclusive: CMD goes on with curator.
+                        child.resume();
+                        let _ = report.status(
+                            "continued",
+                            json!({ "pid": child.pid(), "path": path }),
+                            format!("continued; {} resumed", child.name()),
+                        );
+                    }
+                },
+                signal = signals.recv() => break exit_code(child.stop(signal, grace).await),
+                stream = output::gone() => {
+                    // Nobody can hear about CMD any more: stop it and go (without waiting for
+                    // the others to leave; the member node goes with the session).
+                    let status = child.stop(Signal::SIGTERM, grace).await;
+                    return Err(CliError::new(
+                        codes::OUTPUT_CLOSED,
+                        format!(
+                            "{} closed: {} stopped (code {}), leaving barrier {path}",
+                            stream.name(),
+                            child.name(),
+                            exit_code(status)
+                        ),
+                    ));
+                }
+            }
         }
     };
 
@@ -91,7 +131,7 @@ pub(crate) async fn run(
         tokio::select! {
             result = leave => result.map_err(|error| CliError::zk(&format!("leaving barrier {path}"), error))?,
             signal = signals.recv() => {
-                report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while leaving barrier {path}"));
+                let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while leaving barrier {path}"));
                 return Ok(signals::exit_code(signal));
             }
         }
@@ -102,7 +142,7 @@ pub(crate) async fn run(
             human(timeout.unwrap_or_default())
         )));
     }
-    report.status(
+    let _ = report.status(
         "left",
         json!({ "path": path, "code": code }),
         format!("all members left {path}"),

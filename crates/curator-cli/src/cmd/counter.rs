@@ -25,38 +25,52 @@ pub(crate) async fn run(
     )
     .build()
     .map_err(|error| CliError::zk(&what, error))?;
-    let (previous, value) = match op {
-        CounterOp::Get => {
+    let outcome = apply(&counter, &what, op).await;
+    // Each write leaves an outcome marker that the instance deletes with its next write; this
+    // process makes no next write, so it deletes the marker now (also after a failed write,
+    // which may have been applied). A failure here leaves one empty marker: nothing to report.
+    let _ = counter.flush_markers().await;
+    let (previous, value) = outcome?;
+    report.result(
+        json!({ "path": path, "value": value, "previous": previous }),
+        value.to_string(),
+    )?;
+    Ok(codes::OK)
+}
+
+/// Runs `op`; the previous value (for `incr`) and the value after it.
+async fn apply(
+    counter: &DistributedAtomicLong,
+    what: &str,
+    op: CounterOp,
+) -> CliResult<(Option<i64>, i64)> {
+    match op {
+        CounterOp::Get { .. } => {
             let value = counter
                 .get()
                 .await
-                .map_err(|error| CliError::zk(&what, error))?;
-            (None, value.post_value)
+                .map_err(|error| CliError::zk(what, error))?;
+            Ok((None, value.post_value))
         }
-        CounterOp::Set { value } => {
+        CounterOp::Set { value, .. } => {
             counter
                 .force_set(value)
                 .await
-                .map_err(|error| CliError::zk(&what, error))?;
-            (None, value)
+                .map_err(|error| CliError::zk(what, error))?;
+            Ok((None, value))
         }
-        CounterOp::Incr { by } => {
+        CounterOp::Incr { by, .. } => {
             let result = counter
                 .add(by)
                 .await
-                .map_err(|error| CliError::zk(&what, error))?;
+                .map_err(|error| CliError::zk(what, error))?;
             if !result.succeeded {
                 return Err(CliError::new(
                     codes::OTHER,
                     format!("{what}: too much contention, the increment was not applied"),
                 ));
             }
-            (Some(result.pre_value), result.post_value)
+            Ok((Some(result.pre_value), result.post_value))
         }
-    };
-    report.result(
-        json!({ "path": path, "value": value, "previous": previous }),
-        value.to_string(),
-    );
-    Ok(codes::OK)
+    }
 }

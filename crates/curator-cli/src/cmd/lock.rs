@@ -3,27 +3,33 @@
 use std::time::Duration;
 
 use curator_framework::CuratorFramework;
-use curator_locks::InterProcessMutex;
+use curator_locks::{InterProcessMutex, LockGuard};
 use nix::sys::signal::Signal;
 use serde_json::json;
 
 use crate::args::RunArgs;
-use crate::child::{Child, exit_code};
+use crate::child::{self, Child, ChildEvent, exit_code};
 use crate::duration::human;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output::{self, Stream};
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
 
+/// Runs CMD under the lock at `path`; `check` bounds the check, after curator was stopped, that
+/// the lock is still ours (see [`still_held`]).
 pub(crate) async fn run(
     client: &CuratorFramework,
     report: Reporter,
     path: &str,
     timeout: Option<Duration>,
     run: &RunArgs,
+    check: Duration,
 ) -> CliResult {
     let mut signals = Signals::install()?;
-    let mutex = InterProcessMutex::new(client.clone(), path)
+    child::handle_terminal_stops()?;
+    let mutex = InterProcessMutex::builder(client.clone(), path)
+        .build()
         .map_err(|error| CliError::zk(&format!("lock {path}"), error))?;
 
     let guard = {
@@ -38,7 +44,7 @@ pub(crate) async fn run(
             result = acquire => result.map_err(|error| CliError::zk(&format!("acquiring lock {path}"), error))?,
             signal = signals.recv() => {
                 // Dropping the acquisition leaves no lock node behind.
-                report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while waiting for lock {path}"));
+                let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while waiting for lock {path}"));
                 return Ok(signals::exit_code(signal));
             }
         }
@@ -50,50 +56,168 @@ pub(crate) async fn run(
             human(timeout)
         )));
     };
-    report.status(
+    if let Err(error) = report.status(
         "acquired",
         json!({ "path": path, "node": guard.node_path(), "fencing_token": guard.fencing_token() }),
         format!("acquired lock {path}"),
-    );
+    ) {
+        // Nobody would hear what CMD does: do not start it.
+        let _ = guard.release().await;
+        return Err(error.into());
+    }
 
-    let mut child = match Child::spawn(&run.command) {
+    // The fencing token for CMD to hand to what it changes (see the README).
+    let env = [
+        ("CURATOR_FENCING_TOKEN", guard.fencing_token().to_string()),
+        ("CURATOR_LOCK_NODE", guard.node_path().to_owned()),
+    ];
+    let mut child = match Child::spawn(&run.command, &env, run.grace, report).await {
         Ok(child) => child,
         Err(error) => {
             let _ = guard.release().await;
             return Err(error);
         }
     };
-    report.status(
+    // A failed write marks stderr gone; the wait below then stops CMD.
+    let _ = report.status(
         "started",
         json!({ "pid": child.pid(), "command": run.command }),
         format!("running {} (pid {})", child.name(), child.pid()),
     );
-    tokio::select! {
-        status = child.wait() => {
-            let code = exit_code(status);
-            let released = guard.release().await;
-            report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; lock released", child.name()));
-            if let Err(error) = released {
-                report.status("release_failed", json!({ "error": error.to_string() }), format!("releasing lock {path}: {error} (it goes with the session)"));
+    output::watch_pipes();
+    loop {
+        let next = tokio::select! {
+            event = child.next() => Next::Child(event),
+            () = guard.lost() => Next::Lost,
+            signal = signals.recv() => Next::Signal(signal),
+            stream = output::gone() => Next::OutputGone(stream),
+        };
+        match next {
+            Next::Child(ChildEvent::Exited(status)) => {
+                let code = exit_code(status);
+                let released = guard.release().await;
+                let _ = report.status(
+                    "exited",
+                    json!({ "code": code }),
+                    format!("{} exited with code {code}; lock released", child.name()),
+                );
+                if let Err(error) = released {
+                    let _ = report.status(
+                        "release_failed",
+                        json!({ "error": error.to_string() }),
+                        format!("releasing lock {path}: {error} (it goes with the session)"),
+                    );
+                }
+                return Ok(code);
             }
-            Ok(code)
+            Next::Child(ChildEvent::Paused) => {
+                // curator was stopped, and CMD with it; while both stood still the session may
+                // have expired and another process taken the lock. CMD goes on only if the
+                // server still shows our lock node, owned by our session.
+                match still_held(client, &guard, check).await {
+                    Ok(()) => {
+                        child.resume();
+                        let _ = report.status(
+                            "continued",
+                            json!({ "pid": child.pid(), "path": path }),
+                            format!(
+                                "continued; lock {path} still held, {} resumed",
+                                child.name()
+                            ),
+                        );
+                    }
+                    Err(why) => {
+                        let status = child.stop(Signal::SIGTERM, run.grace).await;
+                        return Err(CliError::new(
+                            codes::LOST,
+                            format!(
+                                "lock {path} lost while curator was stopped ({why}); {} stopped (code {})",
+                                child.name(),
+                                exit_code(status)
+                            ),
+                        ));
+                    }
+                }
+            }
+            Next::Lost => {
+                let status = child.stop(Signal::SIGTERM, run.grace).await;
+                return Err(CliError::new(
+                    codes::LOST,
+                    format!(
+                        "lock {path} lost (connection suspended or session expired); {} stopped (code {})",
+                        child.name(),
+                        exit_code(status)
+                    ),
+                ));
+            }
+            Next::Signal(signal) => {
+                let _ = report.status(
+                    "interrupted",
+                    json!({ "signal": signal.as_str() }),
+                    format!("{signal}: stopping {}", child.name()),
+                );
+                let status = child.stop(signal, run.grace).await;
+                let _ = guard.release().await;
+                let code = exit_code(status);
+                let _ = report.status(
+                    "exited",
+                    json!({ "code": code }),
+                    format!("{} exited with code {code}; lock released", child.name()),
+                );
+                return Ok(code);
+            }
+            Next::OutputGone(stream) => {
+                // Nobody can hear about CMD any more (`... 2>&1 | head -1`): a lock that nobody
+                // watches over must not outlive its reader.
+                let status = child.stop(Signal::SIGTERM, run.grace).await;
+                let _ = guard.release().await;
+                return Err(CliError::new(
+                    codes::OUTPUT_CLOSED,
+                    format!(
+                        "{} closed: {} stopped (code {}), lock {path} released",
+                        stream.name(),
+                        child.name(),
+                        exit_code(status)
+                    ),
+                ));
+            }
         }
-        () = guard.lost() => {
-            let status = child.stop(Signal::SIGTERM, run.grace).await;
-            let message = format!(
-                "lock {path} lost (connection suspended or session expired); {} stopped (code {})",
-                child.name(),
-                exit_code(status)
-            );
-            Err(CliError::new(codes::LOST, message))
+    }
+}
+
+/// What ended a wait while CMD runs.
+enum Next {
+    Child(ChildEvent),
+    Lost,
+    Signal(Signal),
+    OutputGone(Stream),
+}
+
+/// Whether the lock is still ours, as the server sees it: the guard saw no suspension, and the
+/// lock node exists with our session as its owner (an `exists` answered by the server within
+/// `within`).
+async fn still_held(
+    client: &CuratorFramework,
+    guard: &LockGuard,
+    within: Duration,
+) -> Result<(), String> {
+    if guard.is_lost() {
+        return Err("the connection was suspended".to_owned());
+    }
+    let session = client.session_id();
+    let exists = client.check_exists().for_path(guard.node_path());
+    let stat = match tokio::time::timeout(within, exists).await {
+        Ok(Ok(stat)) => stat,
+        Ok(Err(error)) => return Err(format!("checking the lock node: {error}")),
+        Err(_) => return Err(format!("no answer from ZooKeeper within {}", human(within))),
+    };
+    match stat {
+        None => Err("the lock node is gone".to_owned()),
+        Some(stat) if Some(stat.ephemeral_owner) != session => {
+            Err("the lock node belongs to another session".to_owned())
         }
-        signal = signals.recv() => {
-            report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal}: stopping {}", child.name()));
-            let status = child.stop(signal, run.grace).await;
-            let _ = guard.release().await;
-            let code = exit_code(status);
-            report.status("exited", json!({ "code": code }), format!("{} exited with code {code}; lock released", child.name()));
-            Ok(code)
-        }
+        // A suspension during the check counts too.
+        Some(_) if guard.is_lost() => Err("the connection was suspended".to_owned()),
+        Some(_) => Ok(()),
     }
 }

@@ -2,12 +2,18 @@
 
 use std::io::Read;
 
-use curator_framework::{CreateMode, CuratorFramework, Error, Stat, paths};
+use curator_framework::listen::ListenerStream;
+use curator_framework::watcher::Watcher;
+use curator_framework::{
+    ConnectionState, CreateMode, CuratorFramework, Error, Stat, WatchedEvent, paths,
+};
+use futures::StreamExt;
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::{Value, json};
 
 use crate::args::Command;
 use crate::exit::{CliError, CliResult, codes};
+use crate::output;
 use crate::report::Reporter;
 
 pub(crate) async fn run(
@@ -16,32 +22,40 @@ pub(crate) async fn run(
     command: Command,
 ) -> CliResult {
     match command {
-        Command::Ls { path } => {
+        Command::Ls { path, .. } => {
             let (mut children, _) = client
                 .get_children()
                 .for_path(&path)
                 .await
                 .map_err(|error| CliError::zk(&format!("listing {path}"), error))?;
             children.sort();
-            report.result(json!(children), children.join("\n"));
+            report.result(json!(children), children.join("\n"))?;
         }
-        Command::Get { path, stat } => {
+        Command::Get {
+            path,
+            stat,
+            encoding,
+            ..
+        } => {
             let (data, node) = client
                 .get_data()
                 .for_path(&path)
                 .await
                 .map_err(|error| CliError::zk(&format!("reading {path}"), error))?;
-            let text = String::from_utf8_lossy(&data);
+            let (text, lossy) = encoding.encode(&data);
             if report.json {
-                let mut value = json!({ "path": path, "data": text });
+                let mut value = json!({ "path": path, "data": text, "encoding": encoding.name() });
+                if lossy {
+                    value["lossy"] = json!(true);
+                }
                 if stat {
                     value["stat"] = stat_json(&node);
                 }
-                report.result(value, "");
+                report.result(value, "")?;
             } else {
-                println!("{text}");
+                output::out(text)?;
                 if stat {
-                    println!("{}", stat_text(&node));
+                    output::out(stat_text(&node))?;
                 }
             }
         }
@@ -49,6 +63,7 @@ pub(crate) async fn run(
             path,
             data,
             version,
+            ..
         } => {
             let data = read_data(&data)?;
             let mut set = client.set_data();
@@ -62,13 +77,14 @@ pub(crate) async fn run(
             report.result(
                 json!({ "path": path, "version": stat.version }),
                 format!("{path} version {}", stat.version),
-            );
+            )?;
         }
         Command::Create {
             path,
             data,
             parents,
             sequential,
+            ..
         } => {
             let data = match data {
                 Some(data) => read_data(&data)?,
@@ -86,13 +102,23 @@ pub(crate) async fn run(
             let created = create
                 .for_path(&path, data)
                 .await
-                .map_err(|error| CliError::zk(&format!("creating {path}"), error))?;
-            report.result(json!({ "path": created }), &created);
+                .map_err(|error| match error {
+                    Error::NoNode if !parents => CliError::new(
+                        codes::OTHER,
+                        format!(
+                            "creating {path}: its parent {} does not exist (-p creates it too)",
+                            paths::parent(&path).unwrap_or("/")
+                        ),
+                    ),
+                    error => CliError::zk(&format!("creating {path}"), error),
+                })?;
+            report.result(json!({ "path": created }), &created)?;
         }
         Command::Rm {
             path,
             recursive,
             version,
+            ..
         } => {
             let mut delete = client.delete();
             if recursive {
@@ -104,30 +130,40 @@ pub(crate) async fn run(
             delete
                 .for_path(&path)
                 .await
-                .map_err(|error| CliError::zk(&format!("deleting {path}"), error))?;
+                .map_err(|error| match error {
+                    // The only delete the server refuses this way: /zookeeper and below.
+                    Error::BadArguments => CliError::new(
+                        codes::OTHER,
+                        format!(
+                            "deleting {path}: refused by the server: /zookeeper and the nodes under it belong to ZooKeeper itself"
+                        ),
+                    ),
+                    error => CliError::zk(&format!("deleting {path}"), error),
+                })?;
             if report.json {
-                report.result(json!({ "deleted": path }), "");
+                report.result(json!({ "deleted": path }), "")?;
             }
         }
-        Command::Tree { path } => {
+        Command::Tree { path, .. } => {
             let tree = tree(client, path.clone())
                 .await
                 .map_err(|error| CliError::zk(&format!("reading the tree under {path}"), error))?;
             if report.json {
-                report.result(tree, "");
+                report.result(tree, "")?;
             } else {
                 let mut lines = Vec::new();
                 print_tree(&tree, 0, &mut lines);
-                println!("{}", lines.join("\n"));
+                output::out(lines.join("\n"))?;
             }
         }
-        Command::Watch { path, count } => watch(client, report, &path, count).await?,
-        Command::Demo
+        Command::Watch { path, count, .. } => watch(client, report, &path, count).await?,
+        Command::Demo { .. }
         | Command::Server { .. }
         | Command::Lock { .. }
         | Command::Leader { .. }
         | Command::Barrier { .. }
-        | Command::Counter { .. } => unreachable!("not a node command"),
+        | Command::Counter { .. }
+        | Command::Sentinel { .. } => unreachable!("not a node command"),
     }
     Ok(codes::OK)
 }
@@ -203,6 +239,8 @@ fn print_tree(node: &Value, depth: usize, lines: &mut Vec<String>) {
 }
 
 /// Prints the node's state, then again after every change, until `count` changes were seen.
+/// Connection changes are status events (`connection`, with the state) as they come: a
+/// watcher should not look like a quiet node while the server is away.
 async fn watch(
     client: &CuratorFramework,
     report: Reporter,
@@ -210,68 +248,187 @@ async fn watch(
     count: Option<u64>,
 ) -> CliResult<()> {
     let failed = |error| CliError::zk(&format!("watching {path}"), error);
+    output::watch_pipes();
+    let mut states = client.connection_state_stream();
     let mut event_name = "initial".to_owned();
     let mut seen = 0;
     loop {
         // One round: read data and children with watches (an exists watch while the node is
         // missing), print, and wait for the first watch to fire.
-        let state = match client.get_data().watched().for_path(path).await {
-            Ok((data, stat, data_watch)) => {
-                match client.get_children().watched().for_path(path).await {
-                    Ok((mut children, _, children_watch)) => {
-                        children.sort();
-                        Some((data, stat, children, data_watch, Some(children_watch)))
-                    }
-                    // Deleted in between: the data watch reports it.
-                    Err(Error::NoNode) => Some((data, stat, Vec::new(), data_watch, None)),
-                    Err(error) => return Err(failed(error)),
-                }
+        let round = read_watched(client, path).await;
+        let state = match round {
+            Ok(state) => state,
+            Err(error) if is_connection(&error) => {
+                // Away from the server: say so, and read again once connected.
+                await_connected(client, report, &mut states).await?;
+                continue;
             }
-            Err(Error::NoNode) => None,
             Err(error) => return Err(failed(error)),
         };
-        let event = match state {
-            Some((data, stat, children, data_watch, children_watch)) => {
+        let change: BoxFuture<'static, WatchedEvent> = match state {
+            Watched::Node {
+                data,
+                stat,
+                children,
+                data_watch,
+                children_watch,
+            } => {
                 let text = String::from_utf8_lossy(&data).into_owned();
                 report.result(
                     json!({ "event": event_name, "path": path, "exists": true, "data": text, "version": stat.version, "children": children }),
                     format!("{event_name}: {path} = {text:?} (version {}), children [{}]", stat.version, children.join(", ")),
-                );
+                )?;
                 if done(&mut seen, &event_name, count) {
                     return Ok(());
                 }
                 match children_watch {
-                    Some(children_watch) => tokio::select! {
-                        event = data_watch.changed() => event,
-                        event = children_watch.changed() => event,
-                    },
-                    None => data_watch.changed().await,
+                    Some(children_watch) => async move {
+                        tokio::select! {
+                            event = data_watch.changed() => event,
+                            event = children_watch.changed() => event,
+                        }
+                    }
+                    .boxed(),
+                    None => data_watch.changed().boxed(),
                 }
             }
-            None => {
-                let (stat, exists_watch) = client
-                    .check_exists()
-                    .watched()
-                    .for_path(path)
-                    .await
-                    .map_err(failed)?;
-                if stat.is_some() {
-                    // Created in between: read it in the next round.
-                    event_name = "NodeCreated".to_owned();
-                    continue;
-                }
+            Watched::Created => {
+                // Created in between: read it in the next round.
+                event_name = "NodeCreated".to_owned();
+                continue;
+            }
+            Watched::Missing { exists_watch } => {
                 report.result(
                     json!({ "event": event_name, "path": path, "exists": false }),
                     format!("{event_name}: {path} does not exist"),
-                );
+                )?;
                 if done(&mut seen, &event_name, count) {
                     return Ok(());
                 }
-                exists_watch.changed().await
+                exists_watch.changed().boxed()
+            }
+        };
+        let mut change = change;
+        let event = loop {
+            tokio::select! {
+                event = &mut change => break event,
+                state = states.next() => {
+                    if let Some(state) = state {
+                        connection_status(report, state)?;
+                    }
+                }
+                // Nobody reads any more (`curator watch ... | head -1`): stop now rather than
+                // at the next change, which may never come.
+                _ = output::gone() => return Err(CliError::output_closed()),
             }
         };
         event_name = format!("{:?}", event.event_type);
     }
+}
+
+/// What a round of `watch` read.
+enum Watched {
+    Node {
+        data: Vec<u8>,
+        stat: Stat,
+        children: Vec<String>,
+        data_watch: Watcher,
+        children_watch: Option<Watcher>,
+    },
+    /// The node did not exist for the data read, and did for the exists watch.
+    Created,
+    Missing {
+        exists_watch: Watcher,
+    },
+}
+
+async fn read_watched(client: &CuratorFramework, path: &str) -> Result<Watched, Error> {
+    match client.get_data().watched().for_path(path).await {
+        Ok((data, stat, data_watch)) => {
+            let (children, children_watch) =
+                match client.get_children().watched().for_path(path).await {
+                    Ok((mut children, _, children_watch)) => {
+                        children.sort();
+                        (children, Some(children_watch))
+                    }
+                    // Deleted in between: the data watch reports it.
+                    Err(Error::NoNode) => (Vec::new(), None),
+                    Err(error) => return Err(error),
+                };
+            Ok(Watched::Node {
+                data,
+                stat,
+                children,
+                data_watch,
+                children_watch,
+            })
+        }
+        Err(Error::NoNode) => {
+            let (stat, exists_watch) = client.check_exists().watched().for_path(path).await?;
+            Ok(match stat {
+                Some(_) => Watched::Created,
+                None => Watched::Missing { exists_watch },
+            })
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Whether `error` says the connection or the session is gone, not the request was wrong.
+fn is_connection(error: &Error) -> bool {
+    error.is_retryable() || error.is_session_terminal()
+}
+
+/// Reports connection changes until the client is connected again.
+async fn await_connected(
+    client: &CuratorFramework,
+    report: Reporter,
+    states: &mut ListenerStream<ConnectionState>,
+) -> CliResult<()> {
+    loop {
+        if client.is_connected() {
+            // Changes that came meanwhile, then go on.
+            while let Some(Some(state)) = states.next().now_or_never() {
+                connection_status(report, state)?;
+            }
+            return Ok(());
+        }
+        tokio::select! {
+            state = states.next() => match state {
+                Some(state) => {
+                    connection_status(report, state)?;
+                    if state.is_connected() {
+                        return Ok(());
+                    }
+                }
+                None => return Err(CliError::new(codes::CONNECTION, "the client closed")),
+            },
+            _ = output::gone() => return Err(CliError::output_closed()),
+        }
+    }
+}
+
+/// `{"event":"connection","state":"Suspended"}`, or a line for people (nothing for the first
+/// `Connected`, which the client reports just after it started).
+fn connection_status(report: Reporter, state: ConnectionState) -> CliResult<()> {
+    let human = match state {
+        ConnectionState::Connected => return Ok(()),
+        ConnectionState::Suspended => {
+            "connection to ZooKeeper suspended; watching on once it is back".to_owned()
+        }
+        ConnectionState::Lost => {
+            "session lost (expired, or away too long); watching on with a new session once connected"
+                .to_owned()
+        }
+        ConnectionState::Reconnected => "reconnected to ZooKeeper".to_owned(),
+        other => format!("connection {other}"),
+    };
+    report.status(
+        "connection",
+        json!({ "state": format!("{state:?}") }),
+        human,
+    )?;
+    Ok(())
 }
 
 /// Counts a printed change (not the initial state); whether `count` changes have been printed.

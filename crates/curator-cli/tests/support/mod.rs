@@ -23,6 +23,16 @@ pub fn curator(connect: &str, args: &[&str]) -> Command {
     command
 }
 
+/// `curator ARGS...` without `--connect`, with `ZK_CONNECT` set to `zk_connect` (or unset).
+pub fn curator_env(zk_connect: Option<&str>, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_curator"));
+    command.env_remove("ZK_CONNECT").args(args);
+    if let Some(zk_connect) = zk_connect {
+        command.env("ZK_CONNECT", zk_connect);
+    }
+    command
+}
+
 /// Runs to the end (at most [`Timing::forever`]) and returns what it printed.
 pub fn run(command: Command) -> Output {
     let mut running = Running::spawn(command);
@@ -47,28 +57,68 @@ pub struct Running {
     stderr_seen: Vec<String>,
 }
 
-fn lines(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+/// How a test reads one of curator's output streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// Reads every line until the end.
+    All,
+    /// Reads this many lines, then closes its end of the pipe, as `| head -N` does (0: closed
+    /// before curator writes anything).
+    CloseAfter(usize),
+}
+
+fn lines(stream: impl std::io::Read + Send + 'static, reader: Reader) -> Receiver<String> {
     let (tx, rx) = channel();
+    let limit = match reader {
+        Reader::All => usize::MAX,
+        Reader::CloseAfter(n) => n,
+    };
+    if limit == 0 {
+        // Closed here, before the process can write anything.
+        drop(stream);
+        return rx;
+    }
     std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines() {
+        for line in BufReader::new(stream).lines().take(limit) {
             let Ok(line) = line else { break };
             if tx.send(line).is_err() {
                 break;
             }
         }
+        // Returning drops the pipe's read end: the writer's next write fails with EPIPE.
     });
     rx
 }
 
+/// `sh -c 'exec curator --connect <connect> ARGS... 2>&1'`: curator with its stderr on the same
+/// pipe as its stdout, as in `curator ... 2>&1 | head -1`.
+pub fn curator_2_to_1(connect: &str, args: &[&str]) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .env_remove("ZK_CONNECT")
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" 2>&1")
+        .arg(env!("CARGO_BIN_EXE_curator"))
+        .arg("--connect")
+        .arg(connect)
+        .args(args);
+    command
+}
+
 impl Running {
-    pub fn spawn(mut command: Command) -> Self {
+    pub fn spawn(command: Command) -> Self {
+        Self::spawn_reading(command, Reader::All, Reader::All)
+    }
+
+    /// Spawns with stdout and stderr read as `stdout` and `stderr` say.
+    pub fn spawn_reading(mut command: Command, stdout: Reader, stderr: Reader) -> Self {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = command.spawn().expect("spawning curator");
-        let stdout = lines(child.stdout.take().expect("stdout"));
-        let stderr = lines(child.stderr.take().expect("stderr"));
+        let stdout = lines(child.stdout.take().expect("stdout"), stdout);
+        let stderr = lines(child.stderr.take().expect("stderr"), stderr);
         Self {
             child,
             stdout,
@@ -107,6 +157,26 @@ impl Running {
         }
     }
 
+    /// Waits for a stderr line for which `wanted` holds.
+    pub fn wait_stderr(&mut self, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Timing::new().wait();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => {
+                    self.stderr_seen.push(line.clone());
+                    if wanted(&line) {
+                        return line;
+                    }
+                }
+                Err(error) => panic!(
+                    "no wanted stderr line ({error:?}); stderr so far: {:#?}",
+                    self.stderr_seen
+                ),
+            }
+        }
+    }
+
     /// Waits for a stdout line for which `wanted` holds.
     pub fn wait_stdout(&mut self, wanted: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Timing::new().wait();
@@ -125,6 +195,11 @@ impl Running {
                 ),
             }
         }
+    }
+
+    /// The process id of curator.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
     }
 
     pub fn signal(&self, signal: Signal) {
@@ -175,6 +250,85 @@ impl Drop for Running {
 /// Whether a process with this id still exists (zombies included).
 fn alive(pid: i32) -> bool {
     kill(Pid::from_raw(pid), None).is_ok()
+}
+
+/// The state letter of process `pid` from `/proc/<pid>/stat` (`R`, `S`, `T` for stopped, `Z`
+/// for a zombie, ...); `None` once it is gone.
+pub fn process_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, in parentheses, may itself hold spaces and parentheses.
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Waits until process `pid` is in a state `wanted` accepts (`None`: gone).
+pub fn await_state(pid: i32, what: &str, wanted: impl Fn(Option<char>) -> bool) {
+    let deadline = Instant::now() + Timing::new().wait();
+    loop {
+        let state = process_state(pid);
+        if wanted(state) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} not {what} in time (state {state:?})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until process `pid` is stopped (`T`).
+pub fn await_stopped(pid: i32) {
+    await_state(pid, "stopped", |state| state == Some('T'));
+}
+
+/// Waits until process `pid` runs again (any state but stopped, and not gone).
+pub fn await_running(pid: i32) {
+    await_state(
+        pid,
+        "running",
+        |state| matches!(state, Some(state) if state != 'T' && state != 't'),
+    );
+}
+
+/// Waits until process `pid` has ended: gone, or a zombie its new parent has not reaped yet
+/// (a process orphaned by a killed `curator` is reaped by init, whenever init gets to it).
+pub fn await_dead(pid: i32) {
+    await_state(pid, "dead", |state| matches!(state, None | Some('Z')));
+}
+
+/// Waits until `path` holds at least `lines` lines; returns them.
+pub fn await_lines(path: &std::path::Path, lines: usize) -> Vec<String> {
+    let deadline = Instant::now() + Timing::new().wait();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let found: Vec<String> = text.lines().map(str::to_owned).collect();
+        if found.len() >= lines {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} has {} lines, not {lines}, in time",
+            path.display(),
+            found.len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Asserts the lock (or election) directory at `path` has no child left: `ls` shows nothing, or
+/// the container is already gone.
+pub fn assert_no_children(connect: &str, path: &str) {
+    let listing = run(curator(connect, &["ls", path]));
+    if listing.status.code() == Some(1) {
+        assert!(
+            text(&listing.stderr).contains("no such node"),
+            "{}",
+            text(&listing.stderr)
+        );
+    } else {
+        assert_eq!(listing.status.code(), Some(0), "{}", text(&listing.stderr));
+        assert_eq!(text(&listing.stdout).trim(), "", "a node is left behind");
+    }
 }
 
 /// Waits until the process `pid` is gone.

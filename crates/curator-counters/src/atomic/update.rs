@@ -99,7 +99,8 @@ impl Core {
             (&outcome, &self.promoted, attempts)
         {
             let promoted_start = Instant::now();
-            let mutex = InterProcessMutex::builder(self.client.clone(), &promoted.lock_path).build()?;
+            let mutex =
+                InterProcessMutex::builder(self.client.clone(), &promoted.lock_path).build()?;
             let guard = match promoted.timeout {
                 Some(timeout) => mutex.acquire_timeout(timeout).await?,
                 None => Some(mutex.acquire().await?),
