@@ -200,11 +200,7 @@ impl LeaderLatch {
     /// deleted in the background).
     pub async fn start(&self) -> Result<()> {
         let inner = &self.inner;
-        match inner.lifecycle.state() {
-            RecipeState::Latent => {}
-            RecipeState::Started => return Err(Error::AlreadyStarted),
-            _ => return Err(Error::Closed),
-        }
+        inner.lifecycle.ensure_startable()?;
         let (node, session) = inner.make_offer().await?;
         // Under the node's lock, so that a `close()` coming now finds the node to delete.
         let started = {

@@ -131,6 +131,13 @@ impl RecipeTasks {
         F: Future<Output = ()> + Send + 'static,
     {
         let token = self.token.child_token();
+        if token.is_cancelled() {
+            // Closed already (by the recipe or the client): nothing to run.
+            return TaskHandle {
+                token,
+                detached: true,
+            };
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::error!(recipe = %self.name, "no Tokio runtime to run recipe work on");
             token.cancel();
@@ -180,6 +187,12 @@ impl RecipeTasks {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let token = self.token.child_token();
+        if token.is_cancelled() {
+            return TaskHandle {
+                token,
+                detached: true,
+            };
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::error!(recipe = %self.name, "no Tokio runtime to run recipe work on");
             token.cancel();
@@ -504,6 +517,8 @@ pub struct Hold {
     node: Arc<str>,
     token: i64,
     lost: watch::Receiver<bool>,
+    /// The client's close, which ends a hold made with [`Hold::new`].
+    client_closed: Option<CancellationToken>,
     _listener: Option<Arc<ListenerHandle>>,
 }
 
@@ -520,7 +535,7 @@ impl fmt::Debug for Hold {
 impl Hold {
     /// A hold on `node` with fencing `token`, lost when the client's connection state becomes
     /// an error state under its connection-state error policy (with the standard policy: at
-    /// `Suspended`).
+    /// `Suspended`), or when the client closes.
     pub fn new(client: &CuratorFramework, node: String, token: i64) -> Self {
         let policy = client.connection_state_error_policy();
         let (lost_tx, lost) = watch::channel(false);
@@ -535,6 +550,7 @@ impl Hold {
             node: Arc::from(node),
             token,
             lost,
+            client_closed: Some(client.inner.cancel.clone()),
             _listener: Some(Arc::new(listener)),
         }
     }
@@ -546,6 +562,7 @@ impl Hold {
             node: Arc::from(node),
             token,
             lost,
+            client_closed: None,
             _listener: None,
         }
     }
@@ -562,7 +579,12 @@ impl Hold {
 
     /// Whether the hold may be lost already (see [`lost`](Self::lost)).
     pub fn is_lost(&self) -> bool {
-        *self.lost.borrow() || self.lost.has_changed().is_err()
+        *self.lost.borrow()
+            || self.lost.has_changed().is_err()
+            || self
+                .client_closed
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Resolves when the hold may have been lost: the holder must stop acting on it.
@@ -571,6 +593,17 @@ impl Hold {
     /// Safe.
     pub async fn lost(&self) {
         let mut lost = self.lost.clone();
-        let _ = lost.wait_for(|lost| *lost).await;
+        let signalled = async {
+            let _ = lost.wait_for(|lost| *lost).await;
+        };
+        match &self.client_closed {
+            Some(closed) => {
+                tokio::select! {
+                    () = signalled => {}
+                    () = closed.cancelled() => {}
+                }
+            }
+            None => signalled.await,
+        }
     }
 }

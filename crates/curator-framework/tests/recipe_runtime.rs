@@ -137,6 +137,19 @@ async fn a_hold_is_lost_when_the_connection_is_suspended() {
     assert!(hold.clone().is_lost(), "clones share the signal");
 }
 
+#[tokio::test]
+async fn a_hold_is_lost_when_its_client_closes() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::connected(&server.connect_string()).await;
+    let hold = Hold::new(&client, "/anything".into(), 1);
+    assert!(!hold.is_lost());
+    client.close().await;
+    assert!(hold.is_lost());
+    tokio::time::timeout(Timing::new().wait(), hold.lost())
+        .await
+        .expect("lost() resolves at the client's close");
+}
+
 #[test]
 fn a_lifecycle_starts_once_and_closes_for_good() {
     let lifecycle = Lifecycle::new();
