@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::recipe::{Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, Stat, paths};
 use parking_lot::Mutex;
 
@@ -79,12 +79,15 @@ struct Inner<T, C> {
 /// ```
 pub struct SharedValue<T, C = Json> {
     inner: Arc<Inner<T, C>>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 impl<T, C> Clone for SharedValue<T, C> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            _guard: self._guard.clone(),
         }
     }
 }
@@ -353,18 +356,20 @@ where
             .map_err(|e| codec::with_path(e, &path))?;
         let listeners = client.listener_container("shared value");
         let tasks = client.recipe_tasks("shared value");
+        let inner = Arc::new(Inner {
+            client,
+            path,
+            seed,
+            codec,
+            current: Mutex::new(None),
+            listeners,
+            lifecycle: Lifecycle::new(),
+            tasks,
+            _value: PhantomData,
+        });
         Ok(SharedValue {
-            inner: Arc::new(Inner {
-                client,
-                path,
-                seed,
-                codec,
-                current: Mutex::new(None),
-                listeners,
-                lifecycle: Lifecycle::new(),
-                tasks,
-                _value: PhantomData,
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }

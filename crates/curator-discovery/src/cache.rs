@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use curator_caches::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
-use curator_framework::recipe::RecipeTasks;
+use curator_framework::recipe::{HandleGuard, RecipeTasks};
 use curator_framework::{Error, Result, codec};
 use parking_lot::RwLock;
 use tokio::sync::watch;
@@ -73,6 +73,8 @@ type Instances<P> = Arc<RwLock<BTreeMap<String, ServiceInstance<P>>>>;
 /// ```
 pub struct ServiceCache<P = serde_json::Value> {
     inner: Arc<CacheInner<P>>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 struct CacheInner<P> {
@@ -95,6 +97,7 @@ impl<P> Clone for ServiceCache<P> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            _guard: self._guard.clone(),
         }
     }
 }
@@ -233,16 +236,18 @@ impl<P: Payload> ServiceCacheBuilder<P> {
             Arc::clone(&instances),
             initialized.clone(),
         ));
+        let inner = Arc::new(CacheInner {
+            name: Arc::from(self.name.as_str()),
+            children,
+            serializer: inner.serializer.clone(),
+            instances,
+            initialized,
+            tasks: inner.client.recipe_tasks("ServiceCache"),
+            _keeper: keeper,
+        });
         Ok(ServiceCache {
-            inner: Arc::new(CacheInner {
-                name: Arc::from(self.name.as_str()),
-                children,
-                serializer: inner.serializer.clone(),
-                instances,
-                initialized,
-                tasks: inner.client.recipe_tasks("ServiceCache"),
-                _keeper: keeper,
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use curator_framework::recipe::{Lifecycle, RecipeState, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeState, RecipeTasks};
 use curator_framework::{CuratorFramework, Error, Result, codec, paths};
 use parking_lot::Mutex;
 
@@ -84,12 +84,15 @@ impl<P> Inner<P> {
 /// ```
 pub struct ServiceDiscovery<P = serde_json::Value> {
     pub(crate) inner: Arc<Inner<P>>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 impl<P> Clone for ServiceDiscovery<P> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            _guard: self._guard.clone(),
         }
     }
 }
@@ -393,8 +396,11 @@ impl<P: Payload> ServiceDiscovery<P> {
                 registration.stop().await;
                 continue;
             }
-            if let Err(error) = registration.unregister().await {
-                result = result.and(Err(error));
+            match registration.unregister().await {
+                Ok(()) => {}
+                // The client closed first: a dynamic instance's node went with its session.
+                Err(Error::Closed) if registration.instance().service_type().is_dynamic() => {}
+                Err(error) => result = result.and(Err(error)),
             }
         }
         self.inner.tasks.close().await;
@@ -486,18 +492,20 @@ impl<P: Payload> ServiceDiscoveryBuilder<P> {
         if let Some(instance) = &self.this_instance {
             validate_instance(instance)?;
         }
+        let inner = Arc::new(Inner {
+            tasks: self.client.recipe_tasks("ServiceDiscovery"),
+            client: self.client,
+            base_path: self.base_path,
+            serializer: self.serializer,
+            watch_instances: self.watch_instances,
+            this_instance: self.this_instance,
+            lifecycle: Lifecycle::new(),
+            registrations: tokio::sync::Mutex::new(HashMap::new()),
+            caches: Mutex::new(Vec::new()),
+        });
         Ok(ServiceDiscovery {
-            inner: Arc::new(Inner {
-                tasks: self.client.recipe_tasks("ServiceDiscovery"),
-                client: self.client,
-                base_path: self.base_path,
-                serializer: self.serializer,
-                watch_instances: self.watch_instances,
-                this_instance: self.this_instance,
-                lifecycle: Lifecycle::new(),
-                registrations: tokio::sync::Mutex::new(HashMap::new()),
-                caches: Mutex::new(Vec::new()),
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }

@@ -1,4 +1,6 @@
 #![doc = include_str!("../README.md")]
+// Background work goes through the recipe runtime (clippy.toml says why).
+#![warn(clippy::disallowed_methods)]
 
 mod cache;
 mod discovery;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
 use curator_framework::ops::delete::Delete;
-use curator_framework::recipe::{Backoff, Hold, Lifecycle, RecipeState, RecipeTasks};
+use curator_framework::recipe::{Backoff, HandleGuard, Hold, Lifecycle, RecipeState, RecipeTasks};
 use curator_framework::types::EventType;
 use curator_framework::watcher::Watcher;
 use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result, paths};
@@ -91,6 +91,8 @@ pub enum CloseMode {
 #[derive(Clone)]
 pub struct LeaderLatch {
     inner: Arc<Inner>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 /// Options of a [`LeaderLatch`], from [`LeaderLatch::builder`].
@@ -118,19 +120,21 @@ impl LeaderLatchBuilder {
     pub fn build(self) -> Result<LeaderLatch> {
         paths::validate(&self.path)?;
         let client = self.client;
+        let inner = Arc::new(Inner {
+            events: client.listener_container("leader latch"),
+            tasks: client.recipe_tasks("LeaderLatch"),
+            client,
+            path: self.path,
+            id: self.id,
+            close_mode: self.close_mode,
+            lifecycle: Lifecycle::new(),
+            leader: watch::Sender::new(false),
+            leadership: Mutex::new(None),
+            node: Mutex::new(None),
+        });
         Ok(LeaderLatch {
-            inner: Arc::new(Inner {
-                events: client.listener_container("leader latch"),
-                tasks: client.recipe_tasks("LeaderLatch"),
-                client,
-                path: self.path,
-                id: self.id,
-                close_mode: self.close_mode,
-                lifecycle: Lifecycle::new(),
-                leader: watch::Sender::new(false),
-                leadership: Mutex::new(None),
-                node: Mutex::new(None),
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }

@@ -6,8 +6,8 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::recipe::{Backoff, Hold, Lifecycle, RecipeState, RecipeTasks};
-use curator_framework::{CuratorFramework, Result};
+use curator_framework::recipe::{Backoff, HandleGuard, Hold, Lifecycle, RecipeState, RecipeTasks};
+use curator_framework::{CuratorFramework, Error, Result};
 use curator_locks::{InterProcessMutex, LockGuard};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -77,6 +77,8 @@ impl Deref for LeadershipContext {
 #[derive(Clone)]
 pub struct LeaderSelector {
     inner: Arc<Inner>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 /// Options of a [`LeaderSelector`], from [`LeaderSelector::builder`].
@@ -114,17 +116,19 @@ impl LeaderSelectorBuilder {
         let mutex = InterProcessMutex::builder(self.client.clone(), &self.path)
             .node_data(self.id)
             .build()?;
+        let inner = Arc::new(Inner {
+            tasks: self.client.recipe_tasks("LeaderSelector"),
+            client: self.client,
+            mutex,
+            task: self.task,
+            auto_requeue: self.auto_requeue,
+            lifecycle: Lifecycle::new(),
+            leadership: Mutex::new(None),
+            interrupt: Notify::new(),
+        });
         Ok(LeaderSelector {
-            inner: Arc::new(Inner {
-                tasks: self.client.recipe_tasks("LeaderSelector"),
-                client: self.client,
-                mutex,
-                task: self.task,
-                auto_requeue: self.auto_requeue,
-                lifecycle: Lifecycle::new(),
-                leadership: Mutex::new(None),
-                interrupt: Notify::new(),
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }
@@ -216,7 +220,11 @@ impl LeaderSelector {
         }
         inner.tasks.close().await;
         match inner.end_leadership() {
-            Some(guard) => guard.release().await,
+            // After the client's close, the lock node went with the session.
+            Some(guard) => match guard.release().await {
+                Err(Error::Closed) => Ok(()),
+                other => other,
+            },
             None => Ok(()),
         }
     }

@@ -233,6 +233,28 @@ impl RecipeTasks {
         }
     }
 
+    /// A guard for the recipe's handles: when its last clone is dropped, these tasks are
+    /// cancelled. A recipe keeps it in its user-facing handle (never in what its tasks hold), so
+    /// dropping every handle of a recipe stops its background work, which in turn releases the
+    /// client clones the tasks held.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) {
+    /// use curator_framework::recipe::{HandleGuard, RecipeTasks};
+    /// #[derive(Clone)]
+    /// struct Watchdog { tasks: RecipeTasks, _guard: HandleGuard }
+    /// let tasks = client.recipe_tasks("watchdog");
+    /// let watchdog = Watchdog { _guard: tasks.handle_guard(), tasks };
+    /// watchdog.tasks.spawn(std::future::pending()).detach();
+    /// drop(watchdog); // the last handle: the task is cancelled
+    /// # }
+    /// ```
+    pub fn handle_guard(&self) -> HandleGuard {
+        HandleGuard {
+            _cancel_on_drop: Arc::new(self.token.clone().drop_guard()),
+        }
+    }
+
     /// Cancels every task, now and to come (tasks spawned later end at once).
     pub fn cancel(&self) {
         self.token.cancel();
@@ -275,6 +297,13 @@ impl RecipeTasks {
     pub fn is_empty(&self) -> bool {
         self.tracker.is_empty()
     }
+}
+
+/// Cancels a recipe's tasks when its last clone is dropped; see
+/// [`RecipeTasks::handle_guard`].
+#[derive(Debug, Clone)]
+pub struct HandleGuard {
+    _cancel_on_drop: Arc<tokio_util::sync::DropGuard>,
 }
 
 /// One task of a [`RecipeTasks`]. Dropping it cancels the task, unless it was

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::recipe::{Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::{ConnectionState, CuratorFramework, Error, Result, paths};
 use curator_locks::{InterProcessMutex, LockGuard};
 use futures::StreamExt;
@@ -156,23 +156,25 @@ impl SetPartitionerBuilder {
                     .build()?,
             );
         }
+        let inner = Arc::new(Inner {
+            transitions: self.client.listener_container("SetPartitioner"),
+            tasks: self.client.recipe_tasks("SetPartitioner"),
+            client: self.client,
+            path: self.path,
+            id,
+            items,
+            locks,
+            settle: self.settle,
+            partition: self.partition,
+            group,
+            state: watch::Sender::new(PartitionState::Allocating),
+            release: Notify::new(),
+            lifecycle: Lifecycle::new(),
+            left_held: Mutex::new(Vec::new()),
+        });
         Ok(SetPartitioner {
-            inner: Arc::new(Inner {
-                transitions: self.client.listener_container("SetPartitioner"),
-                tasks: self.client.recipe_tasks("SetPartitioner"),
-                client: self.client,
-                path: self.path,
-                id,
-                items,
-                locks,
-                settle: self.settle,
-                partition: self.partition,
-                group,
-                state: watch::Sender::new(PartitionState::Allocating),
-                release: Notify::new(),
-                lifecycle: Lifecycle::new(),
-                left_held: Mutex::new(Vec::new()),
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }
@@ -261,6 +263,8 @@ impl Inner {
 #[derive(Clone)]
 pub struct SetPartitioner {
     inner: Arc<Inner>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 impl fmt::Debug for SetPartitioner {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::ListenerStream;
-use curator_framework::recipe::{Backoff, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{Backoff, HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -68,6 +68,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct PersistentNode {
     inner: Arc<Inner>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 impl fmt::Debug for PersistentNode {
@@ -194,13 +196,19 @@ impl PersistentNode {
         let actual = self.actual_path();
         match actual {
             Some(actual) => {
-                self.inner
+                let deleted = self
+                    .inner
                     .client
                     .delete()
                     .guaranteed()
                     .quietly()
                     .for_path(&actual)
-                    .await
+                    .await;
+                match deleted {
+                    // The client closed first: an ephemeral node went with its session.
+                    Err(Error::Closed) if self.inner.mode.is_ephemeral() => Ok(()),
+                    other => other,
+                }
             }
             None => Ok(()),
         }
@@ -295,19 +303,21 @@ impl PersistentNodeBuilder {
             _ => {}
         }
         let tasks = client.recipe_tasks("PersistentNode");
+        let inner = Arc::new(Inner {
+            client,
+            path,
+            mode,
+            protected,
+            ttl,
+            data: Mutex::new(data),
+            actual: watch::Sender::new(None),
+            poke: Notify::new(),
+            lifecycle: Lifecycle::new(),
+            tasks,
+        });
         Ok(PersistentNode {
-            inner: Arc::new(Inner {
-                client,
-                path,
-                mode,
-                protected,
-                ttl,
-                data: Mutex::new(data),
-                actual: watch::Sender::new(None),
-                poke: Notify::new(),
-                lifecycle: Lifecycle::new(),
-                tasks,
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::recipe::{Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
 use crate::PersistentNode;
@@ -32,6 +32,8 @@ pub const TOUCH_NODE: &str = "touch";
 #[derive(Debug, Clone)]
 pub struct PersistentTtlNode {
     inner: Arc<Inner>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 #[derive(Debug)]
@@ -64,15 +66,17 @@ impl PersistentTtlNode {
             PersistentNode::builder(client.clone(), path, CreateMode::PersistentWithTtl, data)
                 .with_ttl(ttl)
                 .build()?;
+        let inner = Arc::new(Inner {
+            node,
+            touch_path: paths::join(path, TOUCH_NODE),
+            ttl,
+            lifecycle: Lifecycle::new(),
+            tasks: client.recipe_tasks("PersistentTtlNode"),
+            client,
+        });
         Ok(Self {
-            inner: Arc::new(Inner {
-                node,
-                touch_path: paths::join(path, TOUCH_NODE),
-                ttl,
-                lifecycle: Lifecycle::new(),
-                tasks: client.recipe_tasks("PersistentTtlNode"),
-                client,
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::recipe::{Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
@@ -183,6 +183,8 @@ pub type DistributedIdQueue<T, C = Json> = Queue<kind::Id, T, C>;
 /// [`listenable`](Self::listenable) and [`stream`](Self::stream).
 pub struct Queue<K, T, C = Json> {
     core: Arc<Core<T, C>>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
     kind: PhantomData<K>,
 }
 
@@ -204,6 +206,7 @@ impl<K, T, C> Clone for Queue<K, T, C> {
     fn clone(&self) -> Self {
         Self {
             core: Arc::clone(&self.core),
+            _guard: self._guard.clone(),
             kind: PhantomData,
         }
     }
@@ -353,20 +356,22 @@ where
         }
         let puts = self.client.listener_container("queue puts");
         let tasks = self.client.recipe_tasks("queue");
+        let core = Arc::new(Core {
+            client: self.client,
+            path: self.path,
+            codec: self.codec,
+            lock_path: self.lock_path,
+            error_mode: self.error_mode,
+            max_items: self.max_items,
+            kind: K::KIND,
+            consumer: self.consumer,
+            puts,
+            lifecycle: Lifecycle::new(),
+            tasks,
+        });
         Ok(Queue {
-            core: Arc::new(Core {
-                client: self.client,
-                path: self.path,
-                codec: self.codec,
-                lock_path: self.lock_path,
-                error_mode: self.error_mode,
-                max_items: self.max_items,
-                kind: K::KIND,
-                consumer: self.consumer,
-                puts,
-                lifecycle: Lifecycle::new(),
-                tasks,
-            }),
+            _guard: core.tasks.handle_guard(),
+            core,
             kind: PhantomData,
         })
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::{CloseMode, LeaderLatch};
-use curator_framework::recipe::{Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use rand::Rng;
@@ -35,6 +35,8 @@ use crate::queue::QUEUE_PREFIX;
 #[derive(Debug, Clone)]
 pub struct QueueSharder {
     inner: Arc<Inner>,
+    /// Cancels the recipe's tasks when the last handle is dropped.
+    _guard: HandleGuard,
 }
 
 #[derive(Debug)]
@@ -110,18 +112,20 @@ impl QueueSharderBuilder {
             .close_mode(CloseMode::Silent)
             .build()?;
         let tasks = self.client.recipe_tasks("queue sharder");
+        let inner = Arc::new(Inner {
+            client: self.client,
+            path: self.path,
+            threshold: self.threshold,
+            check_interval: self.check_interval,
+            max_shards: self.max_shards,
+            latch,
+            shards: Mutex::new(Vec::new()),
+            lifecycle: Lifecycle::new(),
+            tasks,
+        });
         Ok(QueueSharder {
-            inner: Arc::new(Inner {
-                client: self.client,
-                path: self.path,
-                threshold: self.threshold,
-                check_interval: self.check_interval,
-                max_shards: self.max_shards,
-                latch,
-                shards: Mutex::new(Vec::new()),
-                lifecycle: Lifecycle::new(),
-                tasks,
-            }),
+            _guard: inner.tasks.handle_guard(),
+            inner,
         })
     }
 }
