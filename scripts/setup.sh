@@ -3,7 +3,11 @@
 # found. Idempotent: on a machine that has everything it installs nothing.
 set -euo pipefail
 
-packages=(zookeeper libcurator-recipes-java libcurator-test-java libcurator-discovery-java python3-kazoo)
+# ZooKeeper, Curator and Kazoo for the tests, interop and benchmarks; a Kerberos KDC and its
+# tools for the secured-server tests; the headers the framework's `kerberos` feature builds
+# against (MIT krb5's GSSAPI through libgssapi, whose bindings bindgen makes with libclang).
+packages=(zookeeper libcurator-recipes-java libcurator-test-java libcurator-discovery-java python3-kazoo
+    krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
