@@ -10,7 +10,9 @@ use crate::ensemble::{EnsembleProvider, FixedEnsembleProvider, validate_connect_
 use crate::error::{Error, Result};
 use crate::paths;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy, SharedRetryPolicy};
+use crate::security::{SaslConfig, TlsConfig};
 use crate::state::ConnectionStateErrorPolicy;
+use crate::wire::WireTls;
 
 /// The validated settings a client runs with.
 #[derive(Clone)]
@@ -28,6 +30,8 @@ pub(crate) struct Settings {
     pub(crate) simulated_expiration_percent: u8,
     pub(crate) default_data: Vec<u8>,
     pub(crate) use_container_parents: bool,
+    pub(crate) tls: Option<WireTls>,
+    pub(crate) sasl: Option<SaslConfig>,
 }
 
 impl fmt::Debug for Settings {
@@ -56,6 +60,8 @@ impl fmt::Debug for Settings {
             )
             .field("default_data_len", &self.default_data.len())
             .field("use_container_parents", &self.use_container_parents)
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
             .finish()
     }
 }
@@ -99,6 +105,8 @@ pub struct CuratorFrameworkBuilder {
     simulated_expiration_percent: u8,
     default_data: Vec<u8>,
     use_container_parents: bool,
+    tls: Option<TlsConfig>,
+    sasl: Option<SaslConfig>,
     error: Option<Error>,
 }
 
@@ -109,6 +117,8 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("session_timeout", &self.session_timeout)
             .field("connection_timeout", &self.connection_timeout)
             .field("namespace", &self.namespace)
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
             .field("error", &self.error)
             .finish_non_exhaustive()
     }
@@ -133,6 +143,8 @@ impl Default for CuratorFrameworkBuilder {
             simulated_expiration_percent: 100,
             default_data: Vec::new(),
             use_container_parents: true,
+            tls: None,
+            sasl: None,
             error: None,
         }
     }
@@ -244,6 +256,43 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Connects over TLS (see [`security`](crate::security)): every server of the connect string
+    /// is reached over TLS, its certificate checked against `config`'s CA and the host name
+    /// connected to; `config`'s client certificate, if any, is presented.
+    ///
+    /// ```no_run
+    /// use curator_framework::CuratorFramework;
+    /// use curator_framework::security::TlsConfig;
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("zk1.example.com:2281")
+    ///     .tls(TlsConfig::new().ca_file("/etc/zookeeper/ca.pem"))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(client);
+    /// ```
+    pub fn tls(mut self, config: TlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Logs in with SASL when a session is made, and again for every new session (see
+    /// [`security`](crate::security)).
+    ///
+    /// ```no_run
+    /// use curator_framework::CuratorFramework;
+    /// use curator_framework::security::SaslConfig;
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("zk1.example.com:2181")
+    ///     .sasl(SaslConfig::digest_md5("app", "s3cret"))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(client);
+    /// ```
+    pub fn sasl(mut self, config: SaslConfig) -> Self {
+        self.sasl = Some(config);
+        self
+    }
+
     /// Data written by creates that give none (default: empty; Java Curator writes the local IP
     /// address).
     pub fn default_data(mut self, data: impl Into<Vec<u8>>) -> Self {
@@ -262,7 +311,10 @@ impl CuratorFrameworkBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the first bad setting: no connect string, a zero
-    /// timeout, a bad namespace, a bad expiration percent, an empty authorization scheme.
+    /// timeout, a bad namespace, a bad expiration percent, an empty authorization scheme;
+    /// [`Error::Tls`] with [`TlsFailure::Config`](crate::security::TlsFailure::Config) for TLS
+    /// settings without a CA, with an unreadable file or with PEM that holds no certificate or
+    /// key.
     pub fn build(self) -> Result<CuratorFramework> {
         if let Some(error) = self.error {
             return Err(error);
@@ -300,6 +352,8 @@ impl CuratorFrameworkBuilder {
             simulated_expiration_percent: self.simulated_expiration_percent,
             default_data: self.default_data,
             use_container_parents: self.use_container_parents,
+            tls: self.tls.map(WireTls::new).transpose()?,
+            sasl: self.sasl,
         };
         Ok(CuratorFramework::from_settings(settings))
     }

@@ -71,6 +71,13 @@ impl Inner {
         self.dispatch.connected(session);
     }
 
+    /// A connection attempt failed in a way retrying cannot fix: waiters learn it now.
+    pub(crate) fn connect_failed(&self, failure: Error) {
+        tracing::warn!(%failure, "cannot connect");
+        self.dispatch.failed(&failure);
+        self.slot.set_failure(Some(failure));
+    }
+
     /// The session is gone.
     pub(crate) fn remove_session(&self) {
         self.dispatch.disconnected();
@@ -215,6 +222,8 @@ impl CuratorFramework {
             connection_timeout: settings.connection_timeout,
             can_be_read_only: settings.can_be_read_only,
             auth: settings.auth.clone(),
+            tls: settings.tls.clone(),
+            sasl: settings.sasl.clone(),
         };
         let cancel = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -489,6 +498,46 @@ impl CuratorFramework {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// The identities the server gives this client's session (ZooKeeper's `whoAmI`, 3.7+):
+    /// `ip:<address>` always, and `sasl:<user>`, `x509:<subject>`, `digest:<user>` as the client
+    /// logged in. An ACL names these.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let identities = client.who_am_i().await?;
+    /// assert!(identities.iter().any(|identity| identity.scheme == "ip"));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::Unimplemented`] from a server older than 3.7.
+    ///
+    /// # Cancellation safety
+    /// Safe (a read).
+    pub async fn who_am_i(&self) -> Result<Vec<crate::security::AuthIdentity>> {
+        let span = tracing::debug_span!("zk.who_am_i", session_id = ?self.session_id());
+        crate::ops::run(
+            self,
+            span,
+            |session, _| async move { session.who_am_i().await },
+            |result| result,
+        )
+        .await
+    }
+
+    /// Reads the TLS settings' files again (a renewed certificate, a rotated CA): the next
+    /// connection uses them; the current one keeps its handshake. A no-op without TLS.
+    ///
+    /// # Errors
+    /// [`Error::Tls`] with [`TlsFailure::Config`](crate::security::TlsFailure::Config) when a
+    /// file cannot be read or holds no certificate or key; the certificates in use stay.
+    pub fn reload_tls(&self) -> Result<()> {
+        match &self.inner.connect_settings.tls {
+            Some(tls) => tls.reload(),
+            None => Ok(()),
+        }
     }
 
     /// Creates a node: `client.create().<options>.for_path(path, data).await`.

@@ -62,15 +62,49 @@ impl EnsembleProvider for FnEnsembleProvider {
     }
 }
 
+/// The `host[:port]` parts of a connect string (`[tcp://|tcp+tls://]host[:port],...[/chroot]`),
+/// without their protocol prefixes and the chroot.
+fn host_parts(connect: &str) -> Vec<&str> {
+    connect
+        .split(',')
+        .map(|part| {
+            let part = part.trim();
+            let part = part
+                .strip_prefix("tcp+tls://")
+                .or_else(|| part.strip_prefix("tcp://"))
+                .unwrap_or(part);
+            part.split('/').next().unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The servers of a connect string as `(host, port)` (ZooKeeper's default port 2181 when none
+/// is given).
+pub(crate) fn servers(connect: &str) -> Vec<(String, u16)> {
+    host_parts(connect)
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .map(|part| match part.rsplit_once(':') {
+            Some((host, port)) => (
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+                port.parse().unwrap_or(2181),
+            ),
+            None => (part.to_owned(), 2181),
+        })
+        .collect()
+}
+
 /// Checks that a connect string names at least one `host:port`.
 pub(crate) fn validate_connect_string(connect: &str) -> Result<(), crate::Error> {
-    let hosts = connect.split('/').next().unwrap_or_default();
-    if hosts.split(',').map(str::trim).all(str::is_empty) {
+    let hosts = host_parts(connect);
+    if hosts.iter().all(|host| host.is_empty()) {
         return Err(crate::Error::InvalidArgument(format!(
             "connect string {connect:?} names no server"
         )));
     }
-    for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+    for host in hosts.into_iter().filter(|h| !h.is_empty()) {
         let port = host.rsplit_once(':').map(|(_, p)| p);
         if let Some(port) = port {
             if port.parse::<u16>().is_err() {
@@ -81,4 +115,24 @@ pub(crate) fn validate_connect_string(connect: &str) -> Result<(), crate::Error>
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_of_a_connect_string() {
+        assert_eq!(
+            servers("tcp+tls://zk1:2281,zk2,tcp://10.0.0.3:2182/app"),
+            [
+                ("zk1".to_owned(), 2281),
+                ("zk2".to_owned(), 2181),
+                ("10.0.0.3".to_owned(), 2182)
+            ]
+        );
+        assert!(validate_connect_string("tcp+tls://localhost:2281").is_ok());
+        assert!(validate_connect_string("tcp+tls://").is_err());
+        assert!(validate_connect_string("zk1:x").is_err());
+    }
 }

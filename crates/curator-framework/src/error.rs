@@ -99,6 +99,10 @@ pub enum Error {
     /// of `/zookeeper`, which belongs to the server.
     #[error("the server refused the request's arguments")]
     BadArguments,
+    /// A TLS connection failed on its certificates or settings (see
+    /// [`TlsFailure`](crate::security::TlsFailure)); retrying the same settings will not help.
+    #[error("{0}")]
+    Tls(crate::security::TlsFailure),
     /// The client is closed.
     #[error("the client is closed")]
     Closed,

@@ -17,6 +17,7 @@ pub mod ops;
 pub mod paths;
 pub mod recipe;
 pub mod retry;
+pub mod security;
 pub mod state;
 pub mod types;
 pub mod watcher;

@@ -39,8 +39,13 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             Err(error) => {
                 failures = failures.saturating_add(1);
                 tracing::warn!(%error, connect_string, failures, "could not establish a ZooKeeper session");
-                if error == Error::AuthFailed {
-                    inner.report_error("session", format!("authentication failed: {error}"));
+                let definitive = tokio::select! {
+                    () = cancel.cancelled() => break,
+                    failure = why_not(&inner, &connect_string, &error) => failure,
+                };
+                if let Some(failure) = definitive {
+                    inner.report_error("session", format!("cannot connect: {failure}"));
+                    inner.connect_failed(failure);
                 }
                 // Back off a little between full connect attempts (each already waited for the
                 // servers up to the session timeout).
@@ -157,6 +162,20 @@ async fn monitor(
             },
         }
     }
+}
+
+/// Why a connection attempt that ended in `error` failed, when retrying cannot fix it: a
+/// refused login, or a TLS handshake that failed on a certificate with every server that could
+/// be reached.
+async fn why_not(inner: &Inner, connect_string: &str, error: &Error) -> Option<Error> {
+    if *error == Error::AuthFailed {
+        return Some(Error::AuthFailed);
+    }
+    let tls = inner.connect_settings.tls.as_ref()?;
+    let servers = crate::ensemble::servers(connect_string);
+    crate::security::diagnose(tls.loaded(), servers, inner.settings.connection_timeout)
+        .await
+        .map(Error::Tls)
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -14,6 +14,7 @@ use crate::acl::{Acl, Perms};
 use crate::error::{Error, Result};
 use crate::ops::multi_read::{Read, ReadResult};
 use crate::ops::transaction::{Step, TransactionResult};
+use crate::security::{AuthIdentity, LoadedTls, SaslConfig, SaslKind, TlsConfig, TlsFailure};
 use crate::types::{CreateMode, EventType, KeeperState, Stat, WatchedEvent};
 
 /// How to open a session.
@@ -23,6 +24,73 @@ pub(crate) struct ConnectSettings {
     pub(crate) connection_timeout: Duration,
     pub(crate) can_be_read_only: bool,
     pub(crate) auth: Vec<(String, Vec<u8>)>,
+    pub(crate) tls: Option<WireTls>,
+    pub(crate) sasl: Option<SaslConfig>,
+}
+
+/// The client's TLS certificates, as the wire client takes them: a cell every new connection
+/// reads, so a reload applies to the next connection.
+#[derive(Clone)]
+pub(crate) struct WireTls {
+    config: TlsConfig,
+    certs: zk::TlsDynamicCerts,
+    loaded: Arc<parking_lot::Mutex<LoadedTls>>,
+}
+
+impl std::fmt::Debug for WireTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireTls")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WireTls {
+    /// Reads and checks `config`.
+    ///
+    /// # Errors
+    /// [`Error::Tls`] with [`TlsFailure::Config`].
+    pub(crate) fn new(config: TlsConfig) -> Result<Self> {
+        let loaded = config.load()?;
+        let certs = zk::TlsDynamicCerts::new(parse_tls(&loaded)?);
+        Ok(Self {
+            config,
+            certs,
+            loaded: Arc::new(parking_lot::Mutex::new(loaded)),
+        })
+    }
+
+    /// Reads the settings again (their files may have new certificates); the next connection
+    /// uses them.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); the certificates in use stay.
+    pub(crate) fn reload(&self) -> Result<()> {
+        let loaded = self.config.load()?;
+        self.certs.update(parse_tls(&loaded)?);
+        *self.loaded.lock() = loaded;
+        Ok(())
+    }
+
+    /// The PEM texts in use.
+    pub(crate) fn loaded(&self) -> LoadedTls {
+        self.loaded.lock().clone()
+    }
+}
+
+fn parse_tls(loaded: &LoadedTls) -> Result<zk::TlsCerts> {
+    let config = |reason: String| Error::Tls(TlsFailure::Config { reason });
+    let ca = zk::TlsCa::from_pem(loaded.ca.expose())
+        .map_err(|error| config(format!("the CA: {error}")))?;
+    let mut certs = zk::TlsCerts::builder().with_ca(ca);
+    if let Some((cert, key)) = &loaded.identity {
+        let identity = zk::TlsIdentity::from_pem(cert.expose(), key.expose())
+            .map_err(|error| config(format!("the client certificate or key: {error}")))?;
+        certs = certs.with_identity(identity);
+    }
+    certs
+        .build()
+        .map_err(|error| config(format!("the certificates: {error}")))
 }
 
 impl std::fmt::Debug for ConnectSettings {
@@ -39,6 +107,8 @@ impl std::fmt::Debug for ConnectSettings {
                     .map(|(s, _)| s.as_str())
                     .collect::<Vec<_>>(),
             )
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
             .finish()
     }
 }
@@ -48,11 +118,36 @@ impl ConnectSettings {
         let mut connector = zk::Client::connector()
             .with_session_timeout(self.session_timeout)
             .with_connection_timeout(self.connection_timeout)
-            .with_readonly(self.can_be_read_only);
+            .with_readonly(self.can_be_read_only)
+            // One pass over the servers, then an error: the session holder decides what to do
+            // next (and says why, for a certificate or a login that will not work).
+            .with_fail_eagerly();
         for (scheme, auth) in &self.auth {
             connector = connector.with_auth(scheme, auth);
         }
+        if let Some(tls) = &self.tls {
+            connector = connector.with_tls(zk::TlsOptions::new().with_certs(tls.certs.clone()));
+        }
+        if let Some(sasl) = &self.sasl {
+            connector = connector.with_sasl(sasl_options(sasl));
+        }
         connector
+    }
+}
+
+fn sasl_options(sasl: &SaslConfig) -> zk::SaslOptions {
+    match &sasl.kind {
+        SaslKind::DigestMd5 { user, password } => {
+            zk::SaslOptions::digest_md5(user.clone(), password.expose().to_owned()).into()
+        }
+        #[cfg(feature = "kerberos")]
+        SaslKind::Kerberos { service, host } => {
+            let options = zk::SaslOptions::gssapi().with_username(service.clone());
+            match host {
+                Some(host) => options.with_hostname(host.clone()).into(),
+                None => options.into(),
+            }
+        }
     }
 }
 
@@ -115,12 +210,26 @@ impl WireSession {
         settings: &ConnectSettings,
         connect_string: &str,
     ) -> Result<WireSession> {
-        let client = settings
-            .connector()
-            .connect(connect_string)
-            .await
-            .map_err(convert_error)?;
+        let connector = settings.connector();
+        let client = if settings.tls.is_some() {
+            connector.secure_connect(connect_string).await
+        } else {
+            connector.connect(connect_string).await
+        }
+        .map_err(convert_error)?;
         Ok(WireSession { client })
+    }
+
+    /// The identities the server gives this session (`whoAmI`, ZooKeeper 3.7+).
+    pub(crate) async fn who_am_i(&self) -> Result<Vec<AuthIdentity>> {
+        let users = self.client.list_auth_users().await.map_err(convert_error)?;
+        Ok(users
+            .iter()
+            .map(|user| AuthIdentity {
+                scheme: user.scheme().to_owned(),
+                id: user.user().to_owned(),
+            })
+            .collect())
     }
 
     pub(crate) fn session_id(&self) -> i64 {

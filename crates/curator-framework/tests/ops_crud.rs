@@ -650,3 +650,28 @@ async fn the_server_refusing_arguments_is_its_own_error() {
     assert_eq!(error.code(), Some(-8));
     assert!(!error.is_retryable());
 }
+
+#[tokio::test]
+async fn who_am_i_names_the_sessions_identities() {
+    let server = TestingServer::start().await.unwrap();
+    let client = support::connected(&server.connect_string()).await;
+    let identities = client.who_am_i().await.unwrap();
+    assert!(
+        identities
+            .iter()
+            .any(|identity| identity.scheme == "ip" && identity.id == "127.0.0.1"),
+        "{identities:?}"
+    );
+    let digest = support::started(
+        support::builder(&server.connect_string())
+            .authorization("digest", b"alice:secret".to_vec()),
+    )
+    .await;
+    let identities = digest.who_am_i().await.unwrap();
+    assert!(
+        identities
+            .iter()
+            .any(|identity| identity.to_string() == "digest:alice"),
+        "{identities:?}"
+    );
+}

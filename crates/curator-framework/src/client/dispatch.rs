@@ -38,7 +38,8 @@ enum Phase {
     Closed,
 }
 
-type Parked = Box<dyn FnOnce(&Arc<WireSession>) + Send>;
+/// A waiting attempt: started with the session, or told why none will come.
+type Parked = Box<dyn FnOnce(std::result::Result<&Arc<WireSession>, &Error>) + Send>;
 
 /// A waiting attempt's fate, decided once: taken (and sent) by the dispatcher, or abandoned by
 /// its caller. Whichever comes first wins, so an abandoned attempt is never sent and a sent one
@@ -60,7 +61,7 @@ impl Ticket {
 
 /// An attempt waiting for a session. Dropping it abandons the attempt (unless already sent).
 pub(crate) struct Waiting<T> {
-    receiver: oneshot::Receiver<Sent<T>>,
+    receiver: oneshot::Receiver<Result<Sent<T>>>,
     ticket: Arc<Ticket>,
 }
 
@@ -76,6 +77,8 @@ struct State {
     /// Attempts waiting for a connected session, oldest first.
     backlog: VecDeque<Parked>,
     phase: Phase,
+    /// Why connecting fails, when retrying cannot fix it: submissions fail with it at once.
+    failure: Option<Error>,
 }
 
 /// The dispatcher (see the module docs).
@@ -101,6 +104,7 @@ impl Dispatch {
                 session: None,
                 backlog: VecDeque::new(),
                 phase: Phase::Latent,
+                failure: None,
             }),
         }
     }
@@ -123,12 +127,15 @@ impl Dispatch {
                 return Submitted::Sent(attempt(session));
             }
         }
+        if let Some(failure) = &state.failure {
+            return Submitted::Refused(failure.clone());
+        }
         let (sender, receiver) = oneshot::channel();
         let ticket = Arc::new(Ticket::default());
         let taken = Arc::clone(&ticket);
         state.backlog.push_back(Box::new(move |session| {
             if taken.decide(TAKEN) {
-                let _ = sender.send(attempt(session));
+                let _ = sender.send(session.map(attempt).map_err(Error::clone));
             }
         }));
         Submitted::Waiting(Waiting { receiver, ticket })
@@ -148,10 +155,21 @@ impl Dispatch {
         if state.phase == Phase::Closed {
             return;
         }
+        state.failure = None;
         while let Some(parked) = state.backlog.pop_front() {
-            parked(&session);
+            parked(Ok(&session));
         }
         state.session = Some(session);
+    }
+
+    /// Connecting fails in a way retrying cannot fix: waiting attempts fail with `failure` now,
+    /// and so do new ones until a session connects.
+    pub(crate) fn failed(&self, failure: &Error) {
+        let mut state = self.state.lock();
+        state.failure = Some(failure.clone());
+        while let Some(parked) = state.backlog.pop_front() {
+            parked(Err(failure));
+        }
     }
 
     /// No session is connected: submissions wait.
@@ -191,7 +209,8 @@ impl Dispatch {
                     }
                 };
                 match received {
-                    Ok(sent) => sent.await,
+                    Ok(Ok(sent)) => sent.await,
+                    Ok(Err(failure)) => Err(failure),
                     Err(_) => Err(Error::Closed),
                 }
             }

@@ -16,6 +16,9 @@ pub(crate) struct SlotState {
     pub(crate) connected: bool,
     pub(crate) state: Option<ConnectionState>,
     pub(crate) closed: bool,
+    /// Why the last connection attempt failed, when retrying cannot fix it (a TLS certificate,
+    /// a refused login): waiters get it at once instead of waiting out their timeout.
+    pub(crate) failure: Option<Error>,
 }
 
 /// The session slot: one `watch` channel, written by the session task.
@@ -29,7 +32,12 @@ impl Slot {
         self.sender.send_modify(|slot| {
             slot.session = Some(session);
             slot.connected = true;
+            slot.failure = None;
         });
+    }
+
+    pub(crate) fn set_failure(&self, failure: Option<Error>) {
+        self.sender.send_modify(|slot| slot.failure = failure);
     }
 
     pub(crate) fn remove(&self) {
@@ -77,7 +85,9 @@ impl Slot {
     /// The session once it is connected, waiting up to `timeout` (`None`: without a deadline).
     ///
     /// # Errors
-    /// [`Error::Closed`]; [`Error::NotConnected`] when `timeout` passes first.
+    /// [`Error::Closed`]; [`Error::NotConnected`] when `timeout` passes first; the failure of
+    /// the last connection attempt when retrying cannot fix it ([`Error::Tls`],
+    /// [`Error::AuthFailed`]).
     pub(crate) async fn wait_connected(
         &self,
         timeout: Option<Duration>,
@@ -85,11 +95,18 @@ impl Slot {
         let mut receiver = self.sender.subscribe();
         let ready = async {
             let slot = receiver
-                .wait_for(|slot| slot.closed || (slot.connected && slot.session.is_some()))
+                .wait_for(|slot| {
+                    slot.closed
+                        || (slot.connected && slot.session.is_some())
+                        || slot.failure.is_some()
+                })
                 .await
                 .map_err(|_| Error::Closed)?;
             if slot.closed {
                 return Err(Error::Closed);
+            }
+            if let (Some(failure), false) = (&slot.failure, slot.connected) {
+                return Err(failure.clone());
             }
             slot.session.clone().ok_or(Error::ConnectionLoss)
         };

@@ -1,0 +1,399 @@
+//! Secure connections: TLS (the server verified against a CA, optionally a client certificate,
+//! reloadable) and SASL logins (DIGEST-MD5; GSSAPI/Kerberos with the `kerberos` cargo feature),
+//! set on the builder with [`tls`](crate::CuratorFrameworkBuilder::tls) and
+//! [`sasl`](crate::CuratorFrameworkBuilder::sasl).
+//!
+//! Secrets never leave these types by `Debug`, logs or spans: a password or a private key prints
+//! as `<redacted>`.
+//!
+//! **Failures are prompt and typed.** A TLS handshake that fails on a certificate (an unknown
+//! CA, a name that does not match, an expired certificate, a client certificate the server
+//! refuses) is [`Error::Tls`](crate::Error::Tls) with a [`TlsFailure`] saying which; a refused
+//! SASL login is [`Error::AuthFailed`](crate::Error::AuthFailed). Waiting operations and
+//! [`block_until_connected`](crate::CuratorFramework::block_until_connected) get that error as
+//! soon as a connection attempt to every server failed that way, instead of waiting out the
+//! connection timeout; the client keeps trying in the background (the server may be fixed).
+//!
+//! ```no_run
+//! # async fn demo() -> curator_framework::Result<()> {
+//! use curator_framework::CuratorFramework;
+//! use curator_framework::security::{SaslConfig, TlsConfig};
+//! let client = CuratorFramework::builder()
+//!     .connect_string("zk1.example.com:2281,zk2.example.com:2281")
+//!     .tls(TlsConfig::new()
+//!         .ca_file("/etc/zookeeper/ca.pem")
+//!         .identity_files("/etc/app/client.pem", "/etc/app/client.key"))
+//!     .sasl(SaslConfig::digest_md5_password_file("app", "/etc/app/zk-password")?)
+//!     .build()?;
+//! client.start().await?;
+//! for identity in client.who_am_i().await? {
+//!     println!("the server knows us as {}:{}", identity.scheme, identity.id);
+//! }
+//! # Ok(()) }
+//! ```
+
+mod probe;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(crate) use probe::diagnose;
+
+use crate::error::{Error, Result};
+
+/// A string that must not be printed: a password, a private key.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Secret(Arc<str>);
+
+impl Secret {
+    pub(crate) fn new(value: impl Into<String>) -> Self {
+        Self(Arc::from(value.into()))
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Where PEM text comes from.
+#[derive(Clone, PartialEq, Eq)]
+enum Pem {
+    Text(Secret),
+    File(PathBuf),
+}
+
+impl Pem {
+    fn load(&self, what: &str) -> Result<Secret> {
+        match self {
+            Pem::Text(text) => Ok(text.clone()),
+            Pem::File(path) => std::fs::read_to_string(path)
+                .map(Secret::new)
+                .map_err(|error| {
+                    Error::Tls(TlsFailure::Config {
+                        reason: format!("cannot read the {what} file {}: {error}", path.display()),
+                    })
+                }),
+        }
+    }
+}
+
+impl fmt::Debug for Pem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pem::Text(_) => f.write_str("<PEM text>"),
+            Pem::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// TLS settings: the CA that signs the servers' certificates, and optionally this client's
+/// certificate and key (for servers that want client certificates, and ZooKeeper's `x509`
+/// authentication). PEM text or PEM files; files are read by `build()` and again by
+/// [`CuratorFramework::reload_tls`](crate::CuratorFramework::reload_tls).
+///
+/// The server's certificate is checked against the host name of the connect string (connect to
+/// `zk1.example.com`, not an IP address, unless the certificate names the address). With TLS on,
+/// every server of the connect string is reached over TLS.
+///
+/// ```
+/// use curator_framework::security::TlsConfig;
+/// let tls = TlsConfig::new().ca_file("/etc/zookeeper/ca.pem");
+/// assert!(format!("{tls:?}").contains("ca.pem"));
+/// ```
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct TlsConfig {
+    ca: Option<Pem>,
+    identity: Option<(Pem, Pem)>,
+}
+
+impl fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("ca", &self.ca)
+            .field(
+                "client_certificate",
+                &self.identity.as_ref().map(|(cert, _)| cert),
+            )
+            .finish()
+    }
+}
+
+/// The PEM texts of a [`TlsConfig`], read.
+#[derive(Clone, Debug)]
+pub(crate) struct LoadedTls {
+    pub(crate) ca: Secret,
+    pub(crate) identity: Option<(Secret, Secret)>,
+}
+
+impl TlsConfig {
+    /// No CA yet: add one with [`ca_pem`](Self::ca_pem) or [`ca_file`](Self::ca_file).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Trusts the CA certificates in `pem`.
+    pub fn ca_pem(mut self, pem: impl Into<String>) -> Self {
+        self.ca = Some(Pem::Text(Secret::new(pem)));
+        self
+    }
+
+    /// Trusts the CA certificates in the PEM file at `path`.
+    pub fn ca_file(mut self, path: impl AsRef<Path>) -> Self {
+        self.ca = Some(Pem::File(path.as_ref().to_owned()));
+        self
+    }
+
+    /// Presents the certificate (chain) `cert` with its private key `key`, both PEM.
+    pub fn identity_pem(mut self, cert: impl Into<String>, key: impl Into<String>) -> Self {
+        self.identity = Some((Pem::Text(Secret::new(cert)), Pem::Text(Secret::new(key))));
+        self
+    }
+
+    /// Presents the certificate in the PEM file `cert` with the private key in the PEM file
+    /// `key`.
+    pub fn identity_files(mut self, cert: impl AsRef<Path>, key: impl AsRef<Path>) -> Self {
+        self.identity = Some((
+            Pem::File(cert.as_ref().to_owned()),
+            Pem::File(key.as_ref().to_owned()),
+        ));
+        self
+    }
+
+    /// Reads what the settings name.
+    pub(crate) fn load(&self) -> Result<LoadedTls> {
+        let ca = self
+            .ca
+            .as_ref()
+            .ok_or_else(|| {
+                Error::Tls(TlsFailure::Config {
+                    reason: "no CA: set TlsConfig::ca_pem or ca_file".into(),
+                })
+            })?
+            .load("CA")?;
+        let identity = match &self.identity {
+            Some((cert, key)) => Some((cert.load("certificate")?, key.load("private key")?)),
+            None => None,
+        };
+        Ok(LoadedTls { ca, identity })
+    }
+}
+
+/// How the client logs in with SASL when a session is made (and again for every new session).
+///
+/// ```
+/// use curator_framework::security::SaslConfig;
+/// let login = SaslConfig::digest_md5("app", "s3cret");
+/// assert!(!format!("{login:?}").contains("s3cret"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct SaslConfig {
+    pub(crate) kind: SaslKind,
+}
+
+/// The mechanisms.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum SaslKind {
+    /// DIGEST-MD5 with a user and password (a `user_<name>` of the server's JAAS `Server`
+    /// section); the server then knows the session as `sasl:<user>`.
+    DigestMd5 { user: String, password: Secret },
+    /// GSSAPI (Kerberos): the server principal is `<service>/<host>`.
+    #[cfg(feature = "kerberos")]
+    Kerberos {
+        service: String,
+        host: Option<String>,
+    },
+}
+
+impl fmt::Debug for SaslConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            SaslKind::DigestMd5 { user, password } => f
+                .debug_struct("DigestMd5")
+                .field("user", user)
+                .field("password", password)
+                .finish(),
+            #[cfg(feature = "kerberos")]
+            SaslKind::Kerberos { service, host } => f
+                .debug_struct("Kerberos")
+                .field("service", service)
+                .field("host", host)
+                .finish(),
+        }
+    }
+}
+
+impl SaslConfig {
+    /// DIGEST-MD5 as `user` with `password` (a `user_<name>` of the server's JAAS `Server`
+    /// section); the server knows the session as `sasl:<user>`.
+    pub fn digest_md5(user: impl Into<String>, password: impl Into<String>) -> Self {
+        Self {
+            kind: SaslKind::DigestMd5 {
+                user: user.into(),
+                password: Secret::new(password),
+            },
+        }
+    }
+
+    /// DIGEST-MD5 as `user` with the password in the file at `path` (its first line; the file
+    /// is read now).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the file cannot be read or is empty (its content is never
+    /// part of the message).
+    pub fn digest_md5_password_file(
+        user: impl Into<String>,
+        path: impl AsRef<Path>,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            Error::InvalidArgument(format!(
+                "cannot read the password file {}: {error}",
+                path.display()
+            ))
+        })?;
+        let password = text.lines().next().unwrap_or_default();
+        if password.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "the password file {} is empty",
+                path.display()
+            )));
+        }
+        Ok(Self::digest_md5(user, password))
+    }
+
+    /// GSSAPI (Kerberos) with the server principal `zookeeper/<host connected to>`.
+    ///
+    /// The client's credentials come from the process's Kerberos environment, as MIT Kerberos
+    /// defines it: `KRB5_CONFIG`, and a keytab in `KRB5_CLIENT_KTNAME` or a ticket cache in
+    /// `KRB5CCNAME` (or the defaults of `krb5.conf`). The wire client asks GSSAPI for the
+    /// default credentials, so the principal is the one of that keytab or cache.
+    #[cfg(feature = "kerberos")]
+    pub fn kerberos() -> Self {
+        Self {
+            kind: SaslKind::Kerberos {
+                service: "zookeeper".into(),
+                host: None,
+            },
+        }
+    }
+
+    /// Kerberos with another service name than `zookeeper` (the first part of the server's
+    /// principal). No effect on other mechanisms.
+    #[cfg(feature = "kerberos")]
+    pub fn with_service(mut self, service: impl Into<String>) -> Self {
+        if let SaslKind::Kerberos {
+            service: current, ..
+        } = &mut self.kind
+        {
+            *current = service.into();
+        }
+        self
+    }
+
+    /// Kerberos with a fixed host part of the server principal (when the connect string names
+    /// servers otherwise than their principals do). No effect on other mechanisms.
+    #[cfg(feature = "kerberos")]
+    pub fn with_host(mut self, host: impl Into<String>) -> Self {
+        if let SaslKind::Kerberos { host: current, .. } = &mut self.kind {
+            *current = Some(host.into());
+        }
+        self
+    }
+}
+
+/// Why a TLS connection failed: [`Error::Tls`](crate::Error::Tls).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The server's certificate is not signed by a CA this client trusts.
+    UnknownIssuer {
+        /// The server (`host:port`).
+        server: String,
+    },
+    /// The server's certificate is not valid for the host name connected to.
+    WrongHostName {
+        /// The server (`host:port`).
+        server: String,
+    },
+    /// The server's certificate expired (or is not valid yet).
+    Expired {
+        /// The server (`host:port`).
+        server: String,
+    },
+    /// The server refused this client's certificate, or wanted one and got none.
+    ClientCertificateRefused {
+        /// The server (`host:port`).
+        server: String,
+    },
+    /// The server does not speak TLS on that port.
+    NotTls {
+        /// The server (`host:port`).
+        server: String,
+    },
+    /// Another handshake failure.
+    Handshake {
+        /// The server (`host:port`).
+        server: String,
+        /// What TLS said.
+        reason: String,
+    },
+    /// The TLS settings themselves are unusable: no CA, an unreadable file, PEM without a
+    /// certificate or key.
+    Config {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsFailure::UnknownIssuer { server } => write!(
+                f,
+                "the certificate of {server} is not signed by a trusted CA"
+            ),
+            TlsFailure::WrongHostName { server } => write!(
+                f,
+                "the certificate of {server} is not valid for that host name"
+            ),
+            TlsFailure::Expired { server } => write!(
+                f,
+                "the certificate of {server} has expired (or is not valid yet)"
+            ),
+            TlsFailure::ClientCertificateRefused { server } => write!(
+                f,
+                "{server} refused this client's certificate (or wanted one)"
+            ),
+            TlsFailure::NotTls { server } => write!(f, "{server} does not speak TLS"),
+            TlsFailure::Handshake { server, reason } => {
+                write!(f, "TLS handshake with {server} failed: {reason}")
+            }
+            TlsFailure::Config { reason } => write!(f, "unusable TLS settings: {reason}"),
+        }
+    }
+}
+
+/// One identity the server associates with this client's session (ZooKeeper's `whoAmI`),
+/// from [`CuratorFramework::who_am_i`](crate::CuratorFramework::who_am_i): `ip:127.0.0.1`,
+/// `sasl:app`, `x509:CN=app`, `digest:app`…
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct AuthIdentity {
+    /// The authentication scheme (`ip`, `sasl`, `x509`, `digest`, ...).
+    pub scheme: String,
+    /// The identity within the scheme.
+    pub id: String,
+}
+
+impl fmt::Display for AuthIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.scheme, self.id)
+    }
+}
