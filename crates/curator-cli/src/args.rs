@@ -1,8 +1,10 @@
 //! The command line, as clap reads it.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use curator_framework::security::{SaslConfig, TlsConfig};
 
 use crate::duration::parse_duration;
 use crate::encoding::Encoding;
@@ -55,6 +57,38 @@ pub(crate) struct Connection {
     /// Prefix every path with this namespace (like a chroot)
     #[arg(long, value_name = "NS")]
     pub(crate) namespace: Option<String>,
+    /// Connect over TLS, trusting the CA certificates in this PEM file [env: ZK_TLS_CA]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// This client's TLS certificate, PEM (with --tls-key) [env: ZK_TLS_CERT]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// This client's TLS private key, PEM (with --tls-cert) [env: ZK_TLS_KEY]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Log in with SASL DIGEST-MD5 as USER (with --sasl-password-file) [env: ZK_SASL_USER]
+    #[arg(long, value_name = "USER", help_heading = "Security")]
+    pub(crate) sasl_user: Option<String>,
+    /// The SASL password: the first line of FILE [env: ZK_SASL_PASSWORD_FILE]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) sasl_password_file: Option<PathBuf>,
+    /// Log in with Kerberos (SASL GSSAPI), with the keytab or ticket cache given or of the
+    /// environment (KRB5_CLIENT_KTNAME, KRB5CCNAME) [env: ZK_KERBEROS=1]
+    #[arg(long, help_heading = "Security")]
+    pub(crate) kerberos: bool,
+    /// The service of the servers' Kerberos principal [default: zookeeper] [env:
+    /// ZK_KERBEROS_SERVICE]
+    #[arg(long, value_name = "NAME", help_heading = "Security")]
+    pub(crate) kerberos_service: Option<String>,
+    /// The client's keytab (sets KRB5_CLIENT_KTNAME) [env: ZK_KERBEROS_KEYTAB]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) kerberos_keytab: Option<PathBuf>,
+    /// The client's ticket cache (sets KRB5CCNAME) [env: ZK_KERBEROS_CCACHE]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) kerberos_ccache: Option<PathBuf>,
+    /// The Kerberos configuration (sets KRB5_CONFIG) [env: ZK_KERBEROS_CONFIG]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) kerberos_config: Option<PathBuf>,
 }
 
 impl Connection {
@@ -73,6 +107,22 @@ impl Connection {
         if self.namespace.is_some() {
             given.push("--namespace");
         }
+        for (flag, set) in [
+            ("--tls-ca", self.tls_ca.is_some()),
+            ("--tls-cert", self.tls_cert.is_some()),
+            ("--tls-key", self.tls_key.is_some()),
+            ("--sasl-user", self.sasl_user.is_some()),
+            ("--sasl-password-file", self.sasl_password_file.is_some()),
+            ("--kerberos", self.kerberos),
+            ("--kerberos-service", self.kerberos_service.is_some()),
+            ("--kerberos-keytab", self.kerberos_keytab.is_some()),
+            ("--kerberos-ccache", self.kerberos_ccache.is_some()),
+            ("--kerberos-config", self.kerberos_config.is_some()),
+        ] {
+            if set {
+                given.push(flag);
+            }
+        }
         given
     }
 
@@ -83,8 +133,136 @@ impl Connection {
             session_timeout: self.session_timeout.or(outer.session_timeout),
             connection_timeout: self.connection_timeout.or(outer.connection_timeout),
             namespace: self.namespace.or(outer.namespace),
+            tls_ca: self.tls_ca.or(outer.tls_ca),
+            tls_cert: self.tls_cert.or(outer.tls_cert),
+            tls_key: self.tls_key.or(outer.tls_key),
+            sasl_user: self.sasl_user.or(outer.sasl_user),
+            sasl_password_file: self.sasl_password_file.or(outer.sasl_password_file),
+            kerberos: self.kerberos || outer.kerberos,
+            kerberos_service: self.kerberos_service.or(outer.kerberos_service),
+            kerberos_keytab: self.kerberos_keytab.or(outer.kerberos_keytab),
+            kerberos_ccache: self.kerberos_ccache.or(outer.kerberos_ccache),
+            kerberos_config: self.kerberos_config.or(outer.kerberos_config),
         }
     }
+
+    /// Each security flag not given, from its environment variable (read here rather than by
+    /// clap, so a variable set for other commands never counts as a flag given to `server`).
+    fn or_environment(self) -> Connection {
+        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+        let path = |name: &str| var(name).map(PathBuf::from);
+        let text = |name: &str| var(name).map(|value| value.to_string_lossy().into_owned());
+        Connection {
+            tls_ca: self.tls_ca.or_else(|| path("ZK_TLS_CA")),
+            tls_cert: self.tls_cert.or_else(|| path("ZK_TLS_CERT")),
+            tls_key: self.tls_key.or_else(|| path("ZK_TLS_KEY")),
+            sasl_user: self.sasl_user.or_else(|| text("ZK_SASL_USER")),
+            sasl_password_file: self
+                .sasl_password_file
+                .or_else(|| path("ZK_SASL_PASSWORD_FILE")),
+            kerberos: self.kerberos
+                || text("ZK_KERBEROS").is_some_and(|value| matches!(value.as_str(), "1" | "true")),
+            kerberos_service: self
+                .kerberos_service
+                .or_else(|| text("ZK_KERBEROS_SERVICE")),
+            kerberos_keytab: self.kerberos_keytab.or_else(|| path("ZK_KERBEROS_KEYTAB")),
+            kerberos_ccache: self.kerberos_ccache.or_else(|| path("ZK_KERBEROS_CCACHE")),
+            kerberos_config: self.kerberos_config.or_else(|| path("ZK_KERBEROS_CONFIG")),
+            ..self
+        }
+    }
+
+    /// The security settings, checked.
+    ///
+    /// # Errors
+    /// A usage error for flags that need each other, or Kerberos in a build without it.
+    fn security(&self) -> CliResult<Security> {
+        let tls = match (&self.tls_ca, &self.tls_cert, &self.tls_key) {
+            (None, None, None) => None,
+            (None, _, _) => {
+                return Err(CliError::usage(
+                    "--tls-cert and --tls-key need --tls-ca (the CA that signs the servers)",
+                ));
+            }
+            (Some(ca), cert, key) => {
+                let tls = TlsConfig::new().ca_file(ca);
+                match (cert, key) {
+                    (Some(cert), Some(key)) => Some(tls.identity_files(cert, key)),
+                    (None, None) => Some(tls),
+                    _ => {
+                        return Err(CliError::usage("--tls-cert and --tls-key go together"));
+                    }
+                }
+            }
+        };
+        let kerberos_flags = self.kerberos_service.is_some()
+            || self.kerberos_keytab.is_some()
+            || self.kerberos_ccache.is_some()
+            || self.kerberos_config.is_some();
+        if kerberos_flags && !self.kerberos {
+            return Err(CliError::usage("the --kerberos-* options need --kerberos"));
+        }
+        let sasl = match (&self.sasl_user, &self.sasl_password_file, self.kerberos) {
+            (None, None, false) => None,
+            (Some(_), _, true) | (_, Some(_), true) => {
+                return Err(CliError::usage(
+                    "--kerberos and --sasl-user are two logins: choose one",
+                ));
+            }
+            (Some(user), Some(file), false) => Some(
+                SaslConfig::digest_md5_password_file(user.clone(), file)
+                    .map_err(|error| CliError::usage(error.to_string()))?,
+            ),
+            (_, _, false) => {
+                return Err(CliError::usage(
+                    "--sasl-user and --sasl-password-file go together",
+                ));
+            }
+            (None, None, true) => Some(kerberos(self.kerberos_service.as_deref())?),
+        };
+        let mut environment = Vec::new();
+        for (variable, value) in [
+            ("KRB5_CLIENT_KTNAME", &self.kerberos_keytab),
+            ("KRB5CCNAME", &self.kerberos_ccache),
+            ("KRB5_CONFIG", &self.kerberos_config),
+        ] {
+            if let Some(value) = value {
+                environment.push((variable, value.as_os_str().to_owned()));
+            }
+        }
+        Ok(Security {
+            tls,
+            sasl,
+            kerberos_environment: environment,
+        })
+    }
+}
+
+/// A Kerberos login, in a build that has Kerberos.
+#[cfg(feature = "kerberos")]
+fn kerberos(service: Option<&str>) -> CliResult<SaslConfig> {
+    let login = SaslConfig::kerberos();
+    Ok(match service {
+        Some(service) => login.with_service(service),
+        None => login,
+    })
+}
+
+/// No Kerberos in this build.
+#[cfg(not(feature = "kerberos"))]
+fn kerberos(_: Option<&str>) -> CliResult<SaslConfig> {
+    Err(CliError::usage(
+        "this curator was built without Kerberos (build it with --features kerberos)",
+    ))
+}
+
+/// How the client proves who it is, and to whom it talks.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Security {
+    pub(crate) tls: Option<TlsConfig>,
+    pub(crate) sasl: Option<SaslConfig>,
+    /// The Kerberos variables the process must run with (see `main`).
+    pub(crate) kerberos_environment: Vec<(&'static str, std::ffi::OsString)>,
 }
 
 /// The output format.
@@ -114,6 +292,7 @@ pub(crate) struct Settings {
     pub(crate) connection_timeout: Duration,
     pub(crate) namespace: Option<String>,
     pub(crate) json: bool,
+    pub(crate) security: Security,
 }
 
 /// Where `curator` looks for ZooKeeper without `--connect` or `$ZK_CONNECT` (and where
@@ -178,6 +357,11 @@ impl Cli {
                 },
             ),
         };
+        let connection = connection.or_environment();
+        let security = match &command {
+            Command::Server { .. } | Command::Sentinel { .. } => Security::default(),
+            _ => connection.security()?,
+        };
         let connect = match connection.connect {
             Some(connect) => Some(connect),
             None => match std::env::var("ZK_CONNECT") {
@@ -198,6 +382,7 @@ impl Cli {
                 .unwrap_or(Duration::from_secs(10)),
             namespace: connection.namespace,
             json: output.json,
+            security,
         };
         Ok((command, settings))
     }
@@ -397,6 +582,11 @@ pub(crate) enum Command {
         #[command(flatten)]
         session: Session,
     },
+    /// Print the identities the server gives this client's session (ZooKeeper's whoAmI)
+    Whoami {
+        #[command(flatten)]
+        session: Session,
+    },
     /// Print PATH's data and children, then every change, until interrupted
     Watch {
         /// The node (it need not exist yet)
@@ -423,7 +613,10 @@ impl Command {
     /// The ZooKeeper path the command works on (`None` for `demo` and `server`).
     pub(crate) fn path(&self) -> Option<&str> {
         match self {
-            Command::Demo { .. } | Command::Server { .. } | Command::Sentinel { .. } => None,
+            Command::Demo { .. }
+            | Command::Server { .. }
+            | Command::Sentinel { .. }
+            | Command::Whoami { .. } => None,
             Command::Lock { path, .. }
             | Command::Leader { path, .. }
             | Command::Barrier { path, .. }
@@ -453,6 +646,7 @@ impl Command {
             | Command::Create { session, .. }
             | Command::Rm { session, .. }
             | Command::Tree { session, .. }
+            | Command::Whoami { session }
             | Command::Watch { session, .. } => vec![session],
         }
     }
@@ -547,6 +741,47 @@ mod tests {
             .unwrap()
             .resolve()
             .map(|(_, settings)| settings)
+    }
+
+    #[test]
+    fn security_flags_are_checked_together() {
+        let usage = |args: &[&str]| match settings(args) {
+            Err(error) => error.message.unwrap_or_default(),
+            Ok(_) => panic!("{args:?} should be refused"),
+        };
+        assert!(
+            usage(&[
+                "curator",
+                "ls",
+                "/",
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "k.pem"
+            ])
+            .contains("need --tls-ca")
+        );
+        assert!(
+            usage(&[
+                "curator",
+                "ls",
+                "/",
+                "--tls-ca",
+                "ca.pem",
+                "--tls-cert",
+                "c.pem"
+            ])
+            .contains("go together")
+        );
+        assert!(usage(&["curator", "ls", "/", "--sasl-user", "app"]).contains("go together"));
+        assert!(
+            usage(&["curator", "ls", "/", "--kerberos-keytab", "k"]).contains("need --kerberos")
+        );
+        assert!(usage(&["curator", "--tls-ca", "ca.pem", "server"]).contains("does not apply"));
+        // Flags before the subcommand count too, and the TLS files are read when connecting.
+        let tls = settings(&["curator", "--tls-ca", "ca.pem", "ls", "/"]).unwrap();
+        assert!(tls.security.tls.is_some());
+        assert!(tls.security.sasl.is_none());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::io::ErrorKind;
 use std::time::Duration;
 
-use curator_framework::CuratorFramework;
 use curator_framework::retry::ExponentialBackoffRetry;
+use curator_framework::{CuratorFramework, Error};
 use futures::future::join_all;
 use tokio::net::{TcpStream, lookup_host};
 
@@ -40,26 +40,38 @@ pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<Cur
     if let Some(namespace) = &settings.namespace {
         builder = builder.namespace(namespace.as_str());
     }
-    let client = builder
-        .build()
-        .map_err(|error| CliError::usage(error.to_string()))?;
+    if let Some(tls) = &settings.security.tls {
+        builder = builder.tls(tls.clone());
+    }
+    if let Some(sasl) = &settings.security.sasl {
+        builder = builder.sasl(sasl.clone());
+    }
+    let client = builder.build().map_err(|error| match error {
+        // Unreadable or unusable certificate files: the files' fault, said as such.
+        Error::Tls(failure) => CliError::new(codes::USAGE, failure.to_string()),
+        other => CliError::usage(other.to_string()),
+    })?;
     client
         .start()
         .await
         .map_err(|error| CliError::zk("starting the client", error))?;
-    if client
+    if let Err(error) = client
         .block_until_connected(settings.connection_timeout)
         .await
-        .is_err()
     {
         client.close().await;
-        return Err(CliError::new(
-            codes::CONNECTION,
-            format!(
+        let message = match error {
+            // A certificate or a login that will not work: said at once, as it is.
+            Error::Tls(failure) => format!("cannot connect to ZooKeeper at {connect}: {failure}"),
+            Error::AuthFailed => {
+                format!("cannot connect to ZooKeeper at {connect}: the server refused the login")
+            }
+            _ => format!(
                 "cannot connect to ZooKeeper at {connect} within {}",
                 human(settings.connection_timeout)
             ),
-        ));
+        };
+        return Err(CliError::new(codes::CONNECTION, message));
     }
     Ok(client)
 }

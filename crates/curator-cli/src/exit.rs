@@ -77,7 +77,9 @@ impl CliError {
             | Error::SessionMoved
             | Error::OperationTimeout
             | Error::Closed
-            | Error::NotConnected { .. } => codes::CONNECTION,
+            | Error::NotConnected { .. }
+            | Error::Tls(_)
+            | Error::AuthFailed => codes::CONNECTION,
             Error::InvalidPath { .. } | Error::InvalidArgument(_) => codes::USAGE,
             _ => codes::OTHER,
         };

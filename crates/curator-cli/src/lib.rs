@@ -22,6 +22,43 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// MIT Kerberos reads its settings (`KRB5_CONFIG`, `KRB5_CLIENT_KTNAME`, `KRB5CCNAME`) from the
+/// process's environment, and a running process cannot safely change its own environment. So
+/// when the `--kerberos-*` options ask for values the environment does not hold, the process
+/// runs itself again (same arguments) with them; this returns only when nothing is to change,
+/// or with the error of that `exec`.
+fn with_kerberos_environment(
+    wanted: &[(&'static str, std::ffi::OsString)],
+) -> Option<exit::CliError> {
+    use std::os::unix::process::CommandExt;
+    let missing: Vec<_> = wanted
+        .iter()
+        .filter(|(name, value)| std::env::var_os(name).as_ref() != Some(value))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
+        Err(error) => {
+            return Some(exit::CliError::new(
+                codes::OTHER,
+                format!("cannot find this program to set the Kerberos environment: {error}"),
+            ));
+        }
+    };
+    let mut again = std::process::Command::new(program);
+    again.args(std::env::args_os().skip(1));
+    for (name, value) in missing {
+        again.env(name, value);
+    }
+    let error = again.exec();
+    Some(exit::CliError::new(
+        codes::OTHER,
+        format!("cannot run again with the Kerberos environment: {error}"),
+    ))
+}
+
 /// Runs the `curator` command with the process's arguments and returns its exit code.
 ///
 /// Errors are printed as one line on standard error; the code tells them apart (see
@@ -45,6 +82,9 @@ pub fn main() -> ExitCode {
         Ok(resolved) => resolved,
         Err(error) => return ExitCode::from(exit::report(&error, json)),
     };
+    if let Some(error) = with_kerberos_environment(&settings.security.kerberos_environment) {
+        return ExitCode::from(exit::report(&error, json));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -575,3 +575,27 @@ fn free_port_address() -> String {
         .port();
     format!("127.0.0.1:{port}")
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whoami_prints_the_sessions_identities() {
+    let server = TestingServer::start().await.unwrap();
+    let output = run(curator(&server.connect_string(), &["whoami"]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout)
+            .lines()
+            .any(|line| line == "ip:127.0.0.1"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = run(curator(&server.connect_string(), &["whoami", "--json"]));
+    let identities = json(&output);
+    assert!(
+        identities
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|identity| identity["scheme"] == "ip"),
+        "{identities}"
+    );
+}

@@ -157,6 +157,18 @@ pub(crate) async fn run(
             }
         }
         Command::Watch { path, count, .. } => watch(client, report, &path, count).await?,
+        Command::Whoami { .. } => {
+            let identities = client
+                .who_am_i()
+                .await
+                .map_err(|error| CliError::zk("asking who this client is", error))?;
+            let lines: Vec<String> = identities.iter().map(ToString::to_string).collect();
+            let json: Vec<_> = identities
+                .iter()
+                .map(|identity| json!({ "scheme": identity.scheme, "id": identity.id }))
+                .collect();
+            report.result(json!(json), lines.join("\n"))?;
+        }
         Command::Demo { .. }
         | Command::Server { .. }
         | Command::Lock { .. }
