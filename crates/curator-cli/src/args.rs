@@ -442,6 +442,10 @@ pub(crate) fn parse_connect(input: &str) -> Result<String, String> {
 
 /// What to do.
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing flattened clap arguments buys nothing"
+)]
 pub(crate) enum Command {
     /// A short show of the framework against a real server (started here unless --connect)
     Demo {
