@@ -9,16 +9,17 @@ default: demo
 setup:
     scripts/setup.sh
 
-# Every test of the workspace (unit, doc and real-server tests), sharing one ZooKeeper where it can.
+# Every test of the workspace (unit, doc and real-server tests, every feature: Kerberos too),
+# sharing one ZooKeeper where it can.
 test: setup
     #!/usr/bin/env bash
     set -euo pipefail
     if cargo nextest --version >/dev/null 2>&1; then
-        scripts/with-shared-zk.sh cargo nextest run --workspace --all-targets --no-fail-fast
+        scripts/with-shared-zk.sh cargo nextest run --workspace --all-targets --all-features --no-fail-fast
     else
-        scripts/with-shared-zk.sh cargo test --workspace --all-targets --no-fail-fast
+        scripts/with-shared-zk.sh cargo test --workspace --all-targets --all-features --no-fail-fast
     fi
-    cargo test --workspace --doc --quiet
+    cargo test --workspace --doc --all-features --quiet
 
 # The reliability suite: every recipe at once on a 3-member ensemble under a seeded random fault
 # schedule, with invariant checkers; fails on any violation. `just soak --minutes 10`; replay a
@@ -34,11 +35,12 @@ demo: setup
 fault-tour: setup
     cargo run --quiet -p curator-test --example fault_tour
 
-# Formatting, clippy and rustdoc, all with warnings as errors.
-lint:
+# Formatting, clippy and rustdoc, all with warnings as errors, with every feature (Kerberos too).
+lint: setup
     cargo fmt --all --check
+    cargo clippy --workspace --all-targets --all-features -- -D warnings
     cargo clippy --workspace --all-targets -- -D warnings
-    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
 # Benchmarks (never part of `just test`): curator-rs vs Apache Curator vs Kazoo on one server,
 # then the framework's overhead over the bare wire client. `just bench --quick` for a short run.

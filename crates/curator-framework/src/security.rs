@@ -98,9 +98,13 @@ impl fmt::Debug for Pem {
 /// authentication). PEM text or PEM files; files are read by `build()` and again by
 /// [`CuratorFramework::reload_tls`](crate::CuratorFramework::reload_tls).
 ///
-/// The server's certificate is checked against the host name of the connect string (connect to
-/// `zk1.example.com`, not an IP address, unless the certificate names the address). With TLS on,
-/// every server of the connect string is reached over TLS.
+/// The server's certificate is checked against the host name of the connect string, as Java's
+/// ZooKeeper client does (connect to `zk1.example.com`, not an IP address, unless the certificate
+/// names the address); that host is also the name sent in the handshake (SNI). There is no
+/// separate server-name setting: the wire client takes the name from the connect string. Where
+/// certificates do not name the hosts, [`hostname_verification(false)`](Self::hostname_verification)
+/// is the equivalent of Java's `zookeeper.ssl.hostnameVerification=false`. With TLS on, every
+/// server of the connect string is reached over TLS.
 ///
 /// ```
 /// use curator_framework::security::TlsConfig;
@@ -111,6 +115,7 @@ impl fmt::Debug for Pem {
 pub struct TlsConfig {
     ca: Option<Pem>,
     identity: Option<(Pem, Pem)>,
+    skip_hostname_verification: bool,
 }
 
 impl fmt::Debug for TlsConfig {
@@ -121,6 +126,7 @@ impl fmt::Debug for TlsConfig {
                 "client_certificate",
                 &self.identity.as_ref().map(|(cert, _)| cert),
             )
+            .field("hostname_verification", &!self.skip_hostname_verification)
             .finish()
     }
 }
@@ -130,6 +136,7 @@ impl fmt::Debug for TlsConfig {
 pub(crate) struct LoadedTls {
     pub(crate) ca: Secret,
     pub(crate) identity: Option<(Secret, Secret)>,
+    pub(crate) skip_hostname_verification: bool,
 }
 
 impl TlsConfig {
@@ -166,6 +173,26 @@ impl TlsConfig {
         self
     }
 
+    /// Whether the server's certificate must name the host the client connected to (default
+    /// `true`). Turning it off still checks that a trusted CA signed the certificate, but any
+    /// server holding a certificate from that CA can pose as any other: use it only where the
+    /// CA signs ZooKeeper servers alone.
+    ///
+    /// ```
+    /// use curator_framework::security::TlsConfig;
+    /// let tls = TlsConfig::new().ca_file("ca.pem").hostname_verification(false);
+    /// assert!(format!("{tls:?}").contains("hostname_verification: false"));
+    /// ```
+    pub fn hostname_verification(mut self, verify: bool) -> Self {
+        self.skip_hostname_verification = !verify;
+        self
+    }
+
+    /// Whether hostname verification is off.
+    pub(crate) fn skips_hostname_verification(&self) -> bool {
+        self.skip_hostname_verification
+    }
+
     /// Reads what the settings name.
     pub(crate) fn load(&self) -> Result<LoadedTls> {
         let ca = self
@@ -181,7 +208,11 @@ impl TlsConfig {
             Some((cert, key)) => Some((cert.load("certificate")?, key.load("private key")?)),
             None => None,
         };
-        Ok(LoadedTls { ca, identity })
+        Ok(LoadedTls {
+            ca,
+            identity,
+            skip_hostname_verification: self.skip_hostname_verification,
+        })
     }
 }
 

@@ -126,7 +126,16 @@ impl ConnectSettings {
             connector = connector.with_auth(scheme, auth);
         }
         if let Some(tls) = &self.tls {
-            connector = connector.with_tls(zk::TlsOptions::new().with_certs(tls.certs.clone()));
+            let mut options = zk::TlsOptions::new().with_certs(tls.certs.clone());
+            if tls.config.skips_hostname_verification() {
+                // SAFETY: the wire client marks this `unsafe` for its security risk, not for
+                // memory safety; the caller asked for it and TlsConfig documents the risk.
+                #[allow(unsafe_code, reason = "a security marker, not memory safety")]
+                {
+                    options = unsafe { options.with_no_hostname_verification() };
+                }
+            }
+            connector = connector.with_tls(options);
         }
         if let Some(sasl) = &self.sasl {
             connector = connector.with_sasl(sasl_options(sasl));

@@ -30,6 +30,12 @@ pub(crate) async fn diagnose(
             match handshake(&config, &host, port, timeout) {
                 Outcome::Unreachable => {}
                 Outcome::Fine => return None,
+                // The client does not check names; this probe's rustls does, and stops there.
+                Outcome::Failed(TlsFailure::WrongHostName { .. })
+                    if tls.skip_hostname_verification =>
+                {
+                    return None;
+                }
                 Outcome::Failed(failure) => {
                     if matches!(failure, TlsFailure::Handshake { .. }) {
                         // Not a certificate problem: maybe a server shutting down.
