@@ -7,7 +7,7 @@ use tempfile::TempDir;
 use crate::config::{self, PeerPorts, ServerSettings};
 use crate::error::{Error, Result};
 use crate::four_letter::{ServerMode, server_mode};
-use crate::java::{JavaProcess, server_jvm_args};
+use crate::java::{JavaProcess, server_jvm_args, spawn_java};
 use crate::timing::Timing;
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
@@ -53,7 +53,7 @@ impl Member {
         if settings.read_only_mode {
             jvm_args.push("-Dreadonlymode.enabled=true".to_owned());
         }
-        self.process = Some(JavaProcess::spawn(
+        self.process = Some(spawn_java(
             &server_jvm_args(&jvm_args),
             QUORUM_MAIN,
             &args,

@@ -5,6 +5,7 @@ mod config;
 mod curator_java;
 mod error;
 mod four_letter;
+mod guard;
 mod java;
 mod paths;
 mod proxy;

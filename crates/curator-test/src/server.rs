@@ -8,7 +8,7 @@ use tempfile::TempDir;
 use crate::config::{self, ServerSettings};
 use crate::error::{Error, Result};
 use crate::four_letter::ServerMode;
-use crate::java::{JavaProcess, server_jvm_args};
+use crate::java::{JavaProcess, server_jvm_args, spawn_java};
 use crate::timing::Timing;
 
 const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
@@ -156,7 +156,7 @@ impl Dedicated {
     async fn launch(&mut self) -> Result<()> {
         let log = self.dir.path().join("zookeeper.log");
         let args = vec![self.config.display().to_string()];
-        let mut process = JavaProcess::spawn(
+        let mut process = spawn_java(
             &server_jvm_args(&self.settings.jvm_args),
             STANDALONE_MAIN,
             &args,
