@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod certificates;
 mod cluster;
 mod config;
 mod curator_java;
@@ -13,6 +14,10 @@ mod server;
 mod session;
 mod timing;
 
+pub use certificates::{
+    CertificateAuthority, CertificateFiles, PemFiles, SERVER_HOSTS, TestCertificate,
+    TestCertificates, WRONG_HOST,
+};
 pub use cluster::TestingCluster;
 pub use curator_java::{CURATOR_CLASSPATH, CuratorProgram, JavaPeer};
 pub use error::{Error, Result};
