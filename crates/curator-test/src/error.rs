@@ -74,6 +74,9 @@ pub enum Error {
     /// A test certificate could not be generated.
     #[error("{0}")]
     Certificate(String),
+    /// A Kerberos tool (`kdb5_util`, `kadmin.local`, `kinit`) failed, or is not installed.
+    #[error("{0}")]
+    Kerberos(String),
     /// An I/O failure (spawning a process, a socket, a temporary directory).
     #[error("{context}: {source}")]
     Io {
