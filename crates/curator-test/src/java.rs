@@ -12,6 +12,10 @@ pub(crate) use crate::guard::GuardedProcess;
 /// names its dependencies) and, when present, a logger so start-up failures reach the log file.
 const DEBIAN_CLASSPATH: &[&str] = &["/usr/share/java/zookeeper.jar"];
 const DEBIAN_LOGGER: &str = "/usr/share/java/slf4j-simple.jar";
+/// Netty's codec jar, which Debian's ZooKeeper manifest leaves out although the Netty connection
+/// factory's TLS handler (`SslHandler`, a `ByteToMessageDecoder`) needs it: without it every TLS
+/// handshake fails with `NoClassDefFoundError`.
+const DEBIAN_NETTY_CODEC: &str = "/usr/share/java/netty-codec.jar";
 
 /// Finds the `java` executable: `$JAVA_HOME/bin/java`, then `java` on `PATH`.
 pub(crate) fn java_executable() -> Result<PathBuf> {
@@ -35,8 +39,10 @@ pub(crate) fn zookeeper_classpath() -> Result<String> {
         Ok(custom) if !custom.trim().is_empty() => custom,
         _ => {
             let mut entries: Vec<&str> = DEBIAN_CLASSPATH.to_vec();
-            if Path::new(DEBIAN_LOGGER).is_file() {
-                entries.push(DEBIAN_LOGGER);
+            for optional in [DEBIAN_NETTY_CODEC, DEBIAN_LOGGER] {
+                if Path::new(optional).is_file() {
+                    entries.push(optional);
+                }
             }
             entries.join(":")
         }
