@@ -114,8 +114,9 @@ impl ServerSasl {
     }
 
     /// Kerberos with `kdc`: adds `zookeeper/localhost` to its realm (once per KDC) and has the
-    /// server log in from its keytab. The server copies the keytab and `krb5.conf`, so it
-    /// restarts even after the KDC is dropped, but clients need the KDC running to log in.
+    /// server log in from its keytab. The server works from copies of the keytab and
+    /// `krb5.conf` in its own directory, but it logs in to the KDC whenever it starts (and
+    /// restarts), and clients log in through it too: keep the KDC as long as the server.
     ///
     /// # Errors
     /// As [`TestingKdc::add_principal`].

@@ -10,7 +10,7 @@ pub enum ClientAuth {
     #[default]
     None,
     /// The server asks for a certificate; a client that presents one signed by the trusted CA
-    /// gets its `x509` identity.
+    /// gets its `x509` identity, and a client without one is let in anonymously.
     Want,
     /// The server requires a certificate signed by the trusted CA; the handshake fails without
     /// one. Each client gets its `x509` identity: the certificate's subject, such as `CN=alice`.
