@@ -4,11 +4,13 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::config::{self, PeerPorts, ServerSettings};
+use crate::config::{self, ClientPorts, PeerPorts, ServerFiles, ServerSettings};
 use crate::error::{Error, Result};
 use crate::four_letter::{ServerMode, server_mode};
-use crate::java::{JavaProcess, server_jvm_args};
+use crate::java::{JavaProcess, server_jvm_args, spawn_java};
+use crate::sasl::ServerSasl;
 use crate::timing::Timing;
+use crate::tls::ServerTls;
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 const START_ATTEMPTS: usize = 3;
@@ -34,11 +36,75 @@ pub struct TestingCluster {
     dir: TempDir,
 }
 
+/// Options for a [`TestingCluster`].
+///
+/// ```no_run
+/// # async fn demo() -> curator_test::Result<()> {
+/// use curator_test::{TestCertificates, TestingCluster};
+/// let certs = TestCertificates::generate()?;
+/// let cluster = TestingCluster::builder(3).tls(certs.server_tls()).start().await?;
+/// let tls_members = cluster.secure_connect_string().unwrap(); // "localhost:p1,localhost:p2,..."
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct TestingClusterBuilder {
+    members: usize,
+    settings: ServerSettings,
+    timing: Option<Timing>,
+}
+
+impl TestingClusterBuilder {
+    /// Every member serves TLS on a second client port with the certificate and client
+    /// authentication of `tls` ([`TestingCluster::secure_connect_string`]). The members talk to
+    /// each other in plaintext, and their plaintext client ports stay open.
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.settings.tls = Some(tls);
+        self
+    }
+
+    /// Every member authenticates clients with SASL (see [`ServerSasl`]). The members do not
+    /// authenticate each other.
+    pub fn sasl(mut self, sasl: ServerSasl) -> Self {
+        self.settings.sasl = Some(sasl);
+        self
+    }
+
+    /// Members keep serving reads after losing their quorum (see
+    /// [`TestingCluster::start_read_only_capable`]).
+    pub fn read_only_capable(mut self) -> Self {
+        self.settings.read_only_mode = true;
+        self
+    }
+
+    /// An extra JVM option for every member.
+    pub fn jvm_arg(mut self, arg: impl Into<String>) -> Self {
+        self.settings.jvm_args.push(arg.into());
+        self
+    }
+
+    /// The deadlines used while starting and restarting (default [`Timing::new`]).
+    pub fn timing(mut self, timing: Timing) -> Self {
+        self.timing = Some(timing);
+        self
+    }
+
+    /// Starts the ensemble and waits until every member serves (with TLS, until every TLS port
+    /// accepts connections) and one leads.
+    ///
+    /// # Errors
+    /// As [`TestingCluster::start`]; [`Error::InvalidArgument`] for an invalid [`ServerSasl`]
+    /// option.
+    pub async fn start(self) -> Result<TestingCluster> {
+        self.settings.validate()?;
+        TestingCluster::launch(self.members, self.timing.unwrap_or_default(), self.settings).await
+    }
+}
+
 #[derive(Debug)]
 struct Member {
     process: Option<JavaProcess>,
     ports: PeerPorts,
-    config: std::path::PathBuf,
+    files: ServerFiles,
     log: std::path::PathBuf,
 }
 
@@ -47,13 +113,18 @@ impl Member {
         format!("127.0.0.1:{}", self.ports.client)
     }
 
+    fn secure_address(&self) -> Option<String> {
+        self.ports.secure.map(|port| format!("localhost:{port}"))
+    }
+
     fn spawn(&mut self, settings: &ServerSettings) -> Result<()> {
-        let args = vec![self.config.display().to_string()];
+        let args = vec![self.files.config.display().to_string()];
         let mut jvm_args = settings.jvm_args.clone();
+        jvm_args.extend(self.files.jvm_args.iter().cloned());
         if settings.read_only_mode {
             jvm_args.push("-Dreadonlymode.enabled=true".to_owned());
         }
-        self.process = Some(JavaProcess::spawn(
+        self.process = Some(spawn_java(
             &server_jvm_args(&jvm_args),
             QUORUM_MAIN,
             &args,
@@ -68,7 +139,7 @@ impl Member {
             .process
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument(format!("member at {address} is not running")))?;
-        config::await_serving(
+        let mode = config::await_serving(
             &address,
             process,
             &[
@@ -78,7 +149,11 @@ impl Member {
             ],
             deadline,
         )
-        .await
+        .await?;
+        if let Some(secure) = self.ports.secure {
+            config::await_accepting(&format!("127.0.0.1:{secure}"), process, deadline).await?;
+        }
+        Ok(mode)
     }
 }
 
@@ -108,11 +183,16 @@ impl TestingCluster {
     /// # Errors
     /// As [`TestingCluster::start`].
     pub async fn start_read_only_capable(n: usize) -> Result<Self> {
-        let settings = ServerSettings {
-            read_only_mode: true,
-            ..ServerSettings::default()
-        };
-        Self::launch(n, Timing::new(), settings).await
+        Self::builder(n).read_only_capable().start().await
+    }
+
+    /// Options for an `n`-member ensemble (TLS, SASL, read-only mode, deadlines).
+    pub fn builder(n: usize) -> TestingClusterBuilder {
+        TestingClusterBuilder {
+            members: n,
+            settings: ServerSettings::default(),
+            timing: None,
+        }
     }
 
     async fn launch(n: usize, timing: Timing, settings: ServerSettings) -> Result<Self> {
@@ -138,26 +218,32 @@ impl TestingCluster {
             .prefix("curator-test-ensemble-")
             .tempdir()
             .map_err(Error::io("creating a temporary ensemble directory"))?;
-        let ports = config::free_ports(3 * n)?;
+        let per_member = if settings.tls.is_some() { 4 } else { 3 };
+        let ports = config::free_ports(per_member * n)?;
         let peers: Vec<PeerPorts> = ports
-            .chunks(3)
+            .chunks(per_member)
             .map(|p| PeerPorts {
                 client: p[0],
                 quorum: p[1],
                 election: p[2],
+                secure: p.get(3).copied(),
             })
             .collect();
         let mut members = Vec::with_capacity(n);
         for (index, ports) in peers.iter().enumerate() {
             let member_dir = dir.path().join(format!("member-{}", index + 1));
-            let config = config::write_config(&member_dir, ports.client, &settings, &peers)?;
+            let client_ports = ClientPorts {
+                plain: ports.client,
+                secure: ports.secure,
+            };
+            let files = config::write_config(&member_dir, client_ports, &settings, &peers)?;
             let myid = member_dir.join("data/myid");
             std::fs::write(&myid, format!("{}\n", index + 1))
                 .map_err(Error::io(format!("writing {}", myid.display())))?;
             members.push(Member {
                 process: None,
                 ports: *ports,
-                config,
+                files,
                 log: member_dir.join("zookeeper.log"),
             });
         }
@@ -196,6 +282,36 @@ impl TestingCluster {
         self.members
             .iter()
             .map(Member::address)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Every member's TLS client address (`localhost:<port>`), comma-separated, for an ensemble
+    /// started with [`TestingClusterBuilder::tls`]; `None` otherwise. See
+    /// [`TestingServer::secure_connect_string`](crate::TestingServer::secure_connect_string).
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.members
+            .iter()
+            .map(Member::secure_address)
+            .collect::<Option<Vec<_>>>()
+            .map(|addresses| addresses.join(","))
+    }
+
+    /// One member's TLS client address (`localhost:<port>`), for an ensemble with TLS.
+    ///
+    /// # Panics
+    /// When `index` is not below [`len`](Self::len).
+    pub fn member_secure_connect_string(&self, index: usize) -> Option<String> {
+        self.members[index].secure_address()
+    }
+
+    /// Every member's plaintext client address as `localhost:<port>`, comma-separated: what a
+    /// Kerberos client connects to (see
+    /// [`TestingServer::localhost_connect_string`](crate::TestingServer::localhost_connect_string)).
+    pub fn localhost_connect_string(&self) -> String {
+        self.members
+            .iter()
+            .map(|member| format!("localhost:{}", member.ports.client))
             .collect::<Vec<_>>()
             .join(",")
     }

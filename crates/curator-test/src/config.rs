@@ -2,12 +2,14 @@
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::four_letter::{ServerMode, server_mode};
 use crate::java::JavaProcess;
+use crate::sasl::{Mechanism, ServerSasl, jaas_quoted};
+use crate::tls::ServerTls;
 
 /// Settings shared by standalone servers and ensemble members.
 #[derive(Debug, Clone)]
@@ -18,6 +20,20 @@ pub(crate) struct ServerSettings {
     /// Ensemble members serve reads without a quorum (with local sessions, which a read-only
     /// member needs to create sessions).
     pub(crate) read_only_mode: bool,
+    /// TLS on a second client port.
+    pub(crate) tls: Option<ServerTls>,
+    /// SASL authentication (DIGEST-MD5 or Kerberos).
+    pub(crate) sasl: Option<ServerSasl>,
+}
+
+impl ServerSettings {
+    /// The first invalid security option, if any.
+    pub(crate) fn validate(&self) -> Result<()> {
+        match self.sasl.as_ref().and_then(|sasl| sasl.invalid.clone()) {
+            Some(message) => Err(Error::InvalidArgument(message)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Default for ServerSettings {
@@ -27,6 +43,8 @@ impl Default for ServerSettings {
             max_session_timeout: Duration::from_secs(60),
             jvm_args: Vec::new(),
             read_only_mode: false,
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -37,15 +55,34 @@ pub(crate) struct PeerPorts {
     pub(crate) client: u16,
     pub(crate) quorum: u16,
     pub(crate) election: u16,
+    /// The TLS client port, for a server with TLS.
+    pub(crate) secure: Option<u16>,
 }
 
-/// Writes `zoo.cfg` into `dir` for a server whose data lives in `dir/data`.
+/// A server's client ports: the plaintext one (which four-letter words and the harness's
+/// readiness checks use) and, with TLS, the secure one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientPorts {
+    pub(crate) plain: u16,
+    pub(crate) secure: Option<u16>,
+}
+
+/// What a server needs besides its data: its `zoo.cfg` and the JVM options its security needs.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerFiles {
+    pub(crate) config: PathBuf,
+    pub(crate) jvm_args: Vec<String>,
+}
+
+/// Writes `zoo.cfg` into `dir` for a server whose data lives in `dir/data`, and the files its
+/// security needs into `dir/security`.
 pub(crate) fn write_config(
     dir: &Path,
-    client_port: u16,
+    ports: ClientPorts,
     settings: &ServerSettings,
     peers: &[PeerPorts],
-) -> Result<std::path::PathBuf> {
+) -> Result<ServerFiles> {
+    let client_port = ports.plain;
     let data = dir.join("data");
     std::fs::create_dir_all(&data).map_err(Error::io(format!("creating {}", data.display())))?;
     let tick = settings.tick_time.as_millis().max(1);
@@ -85,9 +122,118 @@ pub(crate) fn write_config(
             );
         }
     }
+    let jvm_args = write_security(dir, ports, settings, &mut cfg)?;
     let path = dir.join("zoo.cfg");
     std::fs::write(&path, cfg).map_err(Error::io(format!("writing {}", path.display())))?;
-    Ok(path)
+    Ok(ServerFiles {
+        config: path,
+        jvm_args,
+    })
+}
+
+const NETTY_FACTORY: &str = "org.apache.zookeeper.server.NettyServerCnxnFactory";
+const X509_PROVIDER: &str = "org.apache.zookeeper.server.auth.X509AuthenticationProvider";
+const SASL_PROVIDER: &str = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider";
+const DIGEST_LOGIN: &str = "org.apache.zookeeper.server.auth.DigestLoginModule";
+const KERBEROS_LOGIN: &str = "com.sun.security.auth.module.Krb5LoginModule";
+
+/// Adds the TLS and SASL lines to `cfg`, writes the key and trust stores, the JAAS file and the
+/// Kerberos files into `dir/security`, and returns the JVM options they need. (ZooKeeper turns
+/// every `zoo.cfg` key it does not know, such as `ssl.*` or `authProvider.*`, into the system
+/// property `zookeeper.<key>`; the JAAS and Kerberos locations must be real JVM options.)
+fn write_security(
+    dir: &Path,
+    ports: ClientPorts,
+    settings: &ServerSettings,
+    cfg: &mut String,
+) -> Result<Vec<String>> {
+    let mut jvm_args = Vec::new();
+    if settings.tls.is_none() && settings.sasl.is_none() {
+        return Ok(jvm_args);
+    }
+    let security = dir.join("security");
+    std::fs::create_dir_all(&security)
+        .map_err(Error::io(format!("creating {}", security.display())))?;
+    let write = |name: &str, contents: &[u8]| -> Result<PathBuf> {
+        let path = security.join(name);
+        std::fs::write(&path, contents)
+            .map_err(Error::io(format!("writing {}", path.display())))?;
+        Ok(path)
+    };
+    if let Some(tls) = &settings.tls {
+        let secure = ports.secure.ok_or_else(|| {
+            Error::InvalidArgument("a TLS server needs a secure client port".into())
+        })?;
+        let key_store = write(
+            "server-keystore.pem",
+            tls.certificate.key_store_pem().as_bytes(),
+        )?;
+        let trust_store = write("truststore.pem", tls.trusted_ca_pem.as_bytes())?;
+        let _ = writeln!(cfg, "secureClientPort={secure}");
+        let _ = writeln!(cfg, "secureClientPortAddress=127.0.0.1");
+        let _ = writeln!(cfg, "serverCnxnFactory={NETTY_FACTORY}");
+        let _ = writeln!(cfg, "ssl.keyStore.location={}", key_store.display());
+        let _ = writeln!(cfg, "ssl.keyStore.type=PEM");
+        let _ = writeln!(cfg, "ssl.trustStore.location={}", trust_store.display());
+        let _ = writeln!(cfg, "ssl.trustStore.type=PEM");
+        let _ = writeln!(cfg, "ssl.clientAuth={}", tls.client_auth.zookeeper_value());
+        // The Netty factory authenticates every client certificate it asks for through the
+        // `x509` provider, and closes connections when none is registered.
+        let _ = writeln!(cfg, "authProvider.x509={X509_PROVIDER}");
+    }
+    if let Some(sasl) = &settings.sasl {
+        let mut jaas = String::from("Server {\n");
+        match &sasl.mechanism {
+            Mechanism::DigestMd5 { users } => {
+                let _ = write!(jaas, "  {DIGEST_LOGIN} required");
+                for (name, password) in users {
+                    let _ = write!(jaas, "\n  user_{name}={}", jaas_quoted(password));
+                }
+                jaas.push_str(";\n");
+            }
+            Mechanism::Kerberos {
+                principal,
+                keytab,
+                krb5_conf,
+            } => {
+                let keytab_bytes = std::fs::read(keytab)
+                    .map_err(Error::io(format!("reading {}", keytab.display())))?;
+                let keytab = write("zookeeper.keytab", &keytab_bytes)?;
+                let krb5_bytes = std::fs::read(krb5_conf)
+                    .map_err(Error::io(format!("reading {}", krb5_conf.display())))?;
+                let krb5_conf = write("krb5.conf", &krb5_bytes)?;
+                let _ = writeln!(jaas, "  {KERBEROS_LOGIN} required");
+                let _ = writeln!(jaas, "  useKeyTab=true");
+                let _ = writeln!(
+                    jaas,
+                    "  keyTab={}",
+                    jaas_quoted(&keytab.display().to_string())
+                );
+                let _ = writeln!(jaas, "  storeKey=true");
+                let _ = writeln!(jaas, "  useTicketCache=false");
+                let _ = writeln!(jaas, "  principal={};", jaas_quoted(principal));
+                jvm_args.push(format!("-Djava.security.krb5.conf={}", krb5_conf.display()));
+                if sasl.remove_host {
+                    let _ = writeln!(cfg, "kerberos.removeHostFromPrincipal=true");
+                }
+                if sasl.remove_realm {
+                    let _ = writeln!(cfg, "kerberos.removeRealmFromPrincipal=true");
+                }
+            }
+        }
+        jaas.push_str("};\n");
+        let jaas_file = write("jaas.conf", jaas.as_bytes())?;
+        jvm_args.push(format!(
+            "-Djava.security.auth.login.config={}",
+            jaas_file.display()
+        ));
+        let _ = writeln!(cfg, "authProvider.sasl={SASL_PROVIDER}");
+        if sasl.enforced {
+            let _ = writeln!(cfg, "enforce.auth.enabled=true");
+            let _ = writeln!(cfg, "enforce.auth.schemes=sasl");
+        }
+    }
+    Ok(jvm_args)
 }
 
 /// `count` distinct free loopback ports. They are held open together while chosen, so they
@@ -104,6 +250,35 @@ pub(crate) fn free_ports(count: usize) -> Result<Vec<u16>> {
                 .map_err(Error::io("reading a bound port"))
         })
         .collect()
+}
+
+/// Polls until `address` accepts a TCP connection, the process exits, or `deadline` passes: a
+/// server's TLS port opens a moment after its plaintext port answers `srvr`.
+pub(crate) async fn await_accepting(
+    address: &str,
+    process: &mut JavaProcess,
+    deadline: Duration,
+) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = process.exited() {
+            return Err(Error::Exited {
+                status: status.to_string(),
+                log_tail: process.log_tail(),
+            });
+        }
+        if tokio::net::TcpStream::connect(address).await.is_ok() {
+            return Ok(());
+        }
+        if start.elapsed() > deadline {
+            return Err(Error::StartTimeout {
+                address: address.to_owned(),
+                seconds: deadline.as_secs(),
+                log_tail: process.log_tail(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Whether a failed start-up was a port taken by someone else (worth a retry on other ports).

@@ -71,6 +71,12 @@ pub enum Error {
     /// No answer within a deadline.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(std::time::Duration, String),
+    /// A test certificate could not be generated.
+    #[error("{0}")]
+    Certificate(String),
+    /// A Kerberos tool (`kdb5_util`, `kadmin.local`, `kinit`) failed, or is not installed.
+    #[error("{0}")]
+    Kerberos(String),
     /// An I/O failure (spawning a process, a socket, a temporary directory).
     #[error("{context}: {source}")]
     Io {

@@ -1,16 +1,21 @@
 //! Finding Java and ZooKeeper's jars, and running a JVM that cannot outlive the test process.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 
 use crate::error::{Error, Result};
+pub(crate) use crate::guard::GuardedProcess;
 
 /// The classpath used when `ZOOKEEPER_CLASSPATH` is not set: Debian's ZooKeeper jar (its manifest
 /// names its dependencies) and, when present, a logger so start-up failures reach the log file.
 const DEBIAN_CLASSPATH: &[&str] = &["/usr/share/java/zookeeper.jar"];
 const DEBIAN_LOGGER: &str = "/usr/share/java/slf4j-simple.jar";
+/// Netty's codec jar, which Debian's ZooKeeper manifest leaves out although the Netty connection
+/// factory's TLS handler (`SslHandler`, a `ByteToMessageDecoder`) needs it: without it every TLS
+/// handshake fails with `NoClassDefFoundError`.
+const DEBIAN_NETTY_CODEC: &str = "/usr/share/java/netty-codec.jar";
 
 /// Finds the `java` executable: `$JAVA_HOME/bin/java`, then `java` on `PATH`.
 pub(crate) fn java_executable() -> Result<PathBuf> {
@@ -34,8 +39,10 @@ pub(crate) fn zookeeper_classpath() -> Result<String> {
         Ok(custom) if !custom.trim().is_empty() => custom,
         _ => {
             let mut entries: Vec<&str> = DEBIAN_CLASSPATH.to_vec();
-            if Path::new(DEBIAN_LOGGER).is_file() {
-                entries.push(DEBIAN_LOGGER);
+            for optional in [DEBIAN_NETTY_CODEC, DEBIAN_LOGGER] {
+                if Path::new(optional).is_file() {
+                    entries.push(optional);
+                }
             }
             entries.join(":")
         }
@@ -53,91 +60,24 @@ pub(crate) fn zookeeper_classpath() -> Result<String> {
     Ok(classpath)
 }
 
-/// A JVM started under a small shell guard.
-///
-/// The guard holds the read end of a pipe whose write end only this process owns. When this
-/// process drops the pipe, or dies for any reason (a panic, `SIGKILL` from a test runner's
-/// timeout), the guard reads end-of-file and kills the JVM. So no test can leave a ZooKeeper
-/// process behind, and no `unsafe` `pre_exec` hook is needed.
-#[derive(Debug)]
-pub(crate) struct JavaProcess {
-    child: Child,
-    lifeline: Option<ChildStdin>,
-    log_path: PathBuf,
-}
+/// A JVM started under the shell guard of [`GuardedProcess`].
+pub(crate) type JavaProcess = GuardedProcess;
 
-/// Runs `"$@"` in the background, kills it when standard input closes, and exits with its status.
-const GUARD_SCRIPT: &str = r#"exec 3<&0
-"$@" </dev/null &
-pid=$!
-( read -r _ <&3; kill -9 "$pid" 2>/dev/null ) &
-wait "$pid"
-"#;
-
-impl JavaProcess {
-    /// Starts `java <jvm_args> <main_class> <args>` with its output appended to `log_path`.
-    pub(crate) fn spawn(
-        jvm_args: &[String],
-        main_class: &str,
-        args: &[String],
-        log_path: &Path,
-    ) -> Result<Self> {
-        let java = java_executable()?;
-        let classpath = zookeeper_classpath()?;
-        let log = File::options()
-            .create(true)
-            .append(true)
-            .open(log_path)
-            .map_err(Error::io(format!("opening {}", log_path.display())))?;
-        let log_err = log
-            .try_clone()
-            .map_err(Error::io("duplicating the log file"))?;
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(GUARD_SCRIPT)
-            .arg("curator-test-guard")
-            .arg(&java)
-            .arg("-cp")
-            .arg(&classpath)
-            .args(jvm_args)
-            .arg(main_class)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(log)
-            .stderr(log_err)
-            .spawn()
-            .map_err(Error::io(format!("starting {}", java.display())))?;
-        let lifeline = child.stdin.take();
-        Ok(Self {
-            child,
-            lifeline,
-            log_path: log_path.to_owned(),
-        })
-    }
-
-    /// The exit status if the JVM has already exited.
-    pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
-    }
-
-    /// The last lines of the process's log, for error messages.
-    pub(crate) fn log_tail(&self) -> String {
-        log_tail(&self.log_path, 30)
-    }
-
-    /// Kills the JVM (`SIGKILL`, as a crash would) and waits until it is gone, so its ports are
-    /// free when this returns.
-    pub(crate) fn kill(&mut self) {
-        // Closing the lifeline makes the guard kill the JVM; the guard exits once the JVM is reaped.
-        drop(self.lifeline.take());
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for JavaProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// Starts `java <jvm_args> <main_class> <args>` under the guard, with its output appended to
+/// `log_path`.
+pub(crate) fn spawn_java(
+    jvm_args: &[String],
+    main_class: &str,
+    args: &[String],
+    log_path: &Path,
+) -> Result<JavaProcess> {
+    let java = java_executable()?;
+    let classpath = zookeeper_classpath()?;
+    let mut command_args: Vec<OsString> = vec!["-cp".into(), classpath.into()];
+    command_args.extend(jvm_args.iter().map(OsString::from));
+    command_args.push(main_class.into());
+    command_args.extend(args.iter().map(OsString::from));
+    GuardedProcess::spawn(&java, &command_args, &[], log_path)
 }
 
 /// The last `lines` lines of the file at `path` (at most 16 KiB are read).

@@ -1,15 +1,17 @@
 //! `TestingServer`: one real ZooKeeper process on a loopback port.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::config::{self, ServerSettings};
+use crate::config::{self, ClientPorts, ServerFiles, ServerSettings};
 use crate::error::{Error, Result};
 use crate::four_letter::ServerMode;
-use crate::java::{JavaProcess, server_jvm_args};
+use crate::java::{JavaProcess, server_jvm_args, spawn_java};
+use crate::sasl::ServerSasl;
 use crate::timing::Timing;
+use crate::tls::ServerTls;
 
 const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
 const PORT_ATTEMPTS: usize = 5;
@@ -41,15 +43,15 @@ pub struct TestingServer {
 #[derive(Debug)]
 enum Kind {
     Shared { connect_string: String },
-    Dedicated(Dedicated),
+    Dedicated(Box<Dedicated>),
 }
 
 #[derive(Debug)]
 struct Dedicated {
     // Declared before `dir` so the process dies before its directory is removed.
     process: Option<JavaProcess>,
-    port: u16,
-    config: PathBuf,
+    ports: ClientPorts,
+    files: ServerFiles,
     settings: ServerSettings,
     timing: Timing,
     dir: TempDir,
@@ -106,29 +108,72 @@ impl TestingServerBuilder {
         self
     }
 
-    /// Starts the server and waits until it serves requests.
+    /// Serves TLS on a second client port ([`TestingServer::secure_connect_string`]), with the
+    /// certificate and client authentication of `tls`. The plaintext port stays open (for
+    /// four-letter words and the harness's readiness checks); a test that must prove plaintext
+    /// clients are refused needs SASL [`enforced`](ServerSasl::enforced) instead.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// use curator_test::{ClientAuth, TestCertificates, TestingServer};
+    /// let certs = TestCertificates::generate()?;
+    /// let server = TestingServer::builder()
+    ///     .tls(certs.server_tls().with_client_auth(ClientAuth::Need))
+    ///     .start()
+    ///     .await?;
+    /// let tls_address = server.secure_connect_string().unwrap(); // "localhost:<port>"
+    /// # Ok(()) }
+    /// ```
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.settings.tls = Some(tls);
+        self
+    }
+
+    /// Authenticates clients with SASL: DIGEST-MD5 users or Kerberos (see [`ServerSasl`]).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// use curator_test::{ServerSasl, TestingServer};
+    /// let server = TestingServer::builder()
+    ///     .sasl(ServerSasl::digest_md5().with_user("alice", "alice-secret"))
+    ///     .start()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn sasl(mut self, sasl: ServerSasl) -> Self {
+        self.settings.sasl = Some(sasl);
+        self
+    }
+
+    /// Starts the server and waits until it serves requests (and, with TLS, until its TLS
+    /// port accepts connections).
     ///
     /// # Errors
     /// [`Error::JavaNotFound`] or [`Error::JarNotFound`] when `just setup` has not run;
+    /// [`Error::InvalidArgument`] for an invalid [`ServerSasl`] option;
     /// [`Error::Exited`] or [`Error::StartTimeout`] (with the end of the server's log) when the
     /// server does not come up.
     pub async fn start(self) -> Result<TestingServer> {
+        self.settings.validate()?;
         let timing = self.timing.unwrap_or_default();
+        let tls = self.settings.tls.is_some();
         let mut dir = tempfile::Builder::new()
             .prefix("curator-test-zk-")
             .tempdir()
             .map_err(Error::io("creating a temporary data directory"))?;
         let mut last_error = None;
         for _ in 0..PORT_ATTEMPTS {
-            let port = match self.port {
-                Some(port) => port,
-                None => config::free_ports(1)?[0],
+            let free = config::free_ports(usize::from(self.port.is_none()) + usize::from(tls))?;
+            let mut free = free.into_iter();
+            let ports = ClientPorts {
+                plain: self.port.or_else(|| free.next()).unwrap_or_default(),
+                secure: free.next(),
             };
-            let config = config::write_config(dir.path(), port, &self.settings, &[])?;
+            let files = config::write_config(dir.path(), ports, &self.settings, &[])?;
             let mut server = Dedicated {
                 process: None,
-                port,
-                config,
+                ports,
+                files,
                 settings: self.settings.clone(),
                 timing,
                 dir,
@@ -136,11 +181,11 @@ impl TestingServerBuilder {
             match server.launch().await {
                 Ok(()) => {
                     return Ok(TestingServer {
-                        kind: Kind::Dedicated(server),
+                        kind: Kind::Dedicated(Box::new(server)),
                     });
                 }
                 Err(error) if self.port.is_none() && config::is_port_conflict(&error) => {
-                    tracing::debug!(port, "port taken during start-up; trying another");
+                    tracing::debug!(?ports, "port taken during start-up; trying another");
                     last_error = Some(error);
                     drop(server.process.take());
                     dir = server.dir;
@@ -155,14 +200,11 @@ impl TestingServerBuilder {
 impl Dedicated {
     async fn launch(&mut self) -> Result<()> {
         let log = self.dir.path().join("zookeeper.log");
-        let args = vec![self.config.display().to_string()];
-        let mut process = JavaProcess::spawn(
-            &server_jvm_args(&self.settings.jvm_args),
-            STANDALONE_MAIN,
-            &args,
-            &log,
-        )?;
-        let address = format!("127.0.0.1:{}", self.port);
+        let args = vec![self.files.config.display().to_string()];
+        let mut jvm_args = self.settings.jvm_args.clone();
+        jvm_args.extend(self.files.jvm_args.iter().cloned());
+        let mut process = spawn_java(&server_jvm_args(&jvm_args), STANDALONE_MAIN, &args, &log)?;
+        let address = format!("127.0.0.1:{}", self.ports.plain);
         config::await_serving(
             &address,
             &mut process,
@@ -170,6 +212,10 @@ impl Dedicated {
             self.timing.forever(),
         )
         .await?;
+        if let Some(secure) = self.ports.secure {
+            let secure_address = format!("127.0.0.1:{secure}");
+            config::await_accepting(&secure_address, &mut process, self.timing.forever()).await?;
+        }
         tracing::debug!(%address, "ZooKeeper server serving");
         self.process = Some(process);
         Ok(())
@@ -216,11 +262,43 @@ impl TestingServer {
         TestingServerBuilder::default()
     }
 
-    /// `host:port` to give a client.
+    /// `host:port` to give a client: the plaintext client port on `127.0.0.1`.
+    ///
+    /// A server with TLS also serves TLS on [`secure_connect_string`](Self::secure_connect_string);
+    /// a Kerberos client needs [`localhost_connect_string`](Self::localhost_connect_string).
     pub fn connect_string(&self) -> String {
         match &self.kind {
             Kind::Shared { connect_string } => connect_string.clone(),
-            Kind::Dedicated(server) => format!("127.0.0.1:{}", server.port),
+            Kind::Dedicated(server) => format!("127.0.0.1:{}", server.ports.plain),
+        }
+    }
+
+    /// The plaintext client port as `localhost:<port>`: the address a Kerberos (SASL GSSAPI)
+    /// client connects to, because a client asks for a ticket to `zookeeper/<host it connects
+    /// to>`, and the server's principal is `zookeeper/localhost`. `None` for a shared server.
+    pub fn localhost_connect_string(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Shared { .. } => None,
+            Kind::Dedicated(server) => Some(format!("localhost:{}", server.ports.plain)),
+        }
+    }
+
+    /// The TLS client port as `localhost:<port>`, for a server started with
+    /// [`TestingServerBuilder::tls`]; `None` otherwise. The host name is `localhost` because the
+    /// server certificates of [`TestCertificates`](crate::TestCertificates) name `localhost`
+    /// (and `127.0.0.1`), so a client that verifies host names accepts them.
+    ///
+    /// With `zookeeper-client`: `Client::connector().with_tls(..).secure_connect(&address)`, or
+    /// `connect("tcp+tls://" + address)`.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_port().map(|port| format!("localhost:{port}"))
+    }
+
+    /// The TLS client port, for a server started with [`TestingServerBuilder::tls`].
+    pub fn secure_port(&self) -> Option<u16> {
+        match &self.kind {
+            Kind::Shared { .. } => None,
+            Kind::Dedicated(server) => server.ports.secure,
         }
     }
 
@@ -234,7 +312,7 @@ impl TestingServer {
                 .and_then(|port| port.split('/').next())
                 .and_then(|port| port.parse().ok())
                 .unwrap_or(2181),
-            Kind::Dedicated(server) => server.port,
+            Kind::Dedicated(server) => server.ports.plain,
         }
     }
 
@@ -272,9 +350,9 @@ impl TestingServer {
         Ok(())
     }
 
-    /// Stops the server if it runs, then starts it again on the same port with the same data, and
-    /// waits until it serves. Sessions whose timeout has not passed survive: their clients
-    /// reconnect to the same session.
+    /// Stops the server if it runs, then starts it again on the same ports with the same data
+    /// and the same TLS and SASL settings, and waits until it serves. Sessions whose timeout has
+    /// not passed survive: their clients reconnect to the same session.
     ///
     /// # Errors
     /// [`Error::SharedServer`] for a shared server; start-up errors as
@@ -302,7 +380,7 @@ impl TestingServer {
                 operation,
                 connect_string: connect_string.clone(),
             }),
-            Kind::Dedicated(server) => Ok(server),
+            Kind::Dedicated(server) => Ok(server.as_mut()),
         }
     }
 }
