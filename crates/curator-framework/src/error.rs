@@ -103,6 +103,16 @@ pub enum Error {
     /// [`TlsFailure`](crate::security::TlsFailure)); retrying the same settings will not help.
     #[error("{0}")]
     Tls(crate::security::TlsFailure),
+    /// This client cannot start its SASL login (for Kerberos: no credentials in the process's
+    /// Kerberos environment, a server principal the KDC does not know, no KDC reachable); the
+    /// server was never asked. Not retried: the environment must change first.
+    #[error("the SASL {mechanism} login cannot start: {reason}")]
+    SaslLogin {
+        /// The mechanism (`GSSAPI`).
+        mechanism: String,
+        /// What the mechanism's library said.
+        reason: String,
+    },
     /// The client is closed.
     #[error("the client is closed")]
     Closed,

@@ -32,13 +32,17 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "kerberos")]
+mod kerberos;
 mod probe;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub(crate) use probe::diagnose;
+#[cfg(feature = "kerberos")]
+pub(crate) use kerberos::diagnose as diagnose_kerberos;
+pub(crate) use probe::{diagnose, diagnose_plaintext};
 
 use crate::error::{Error, Result};
 
@@ -368,6 +372,12 @@ pub enum TlsFailure {
         /// The server (`host:port`).
         server: String,
     },
+    /// The server speaks only TLS on that port, and this client has no TLS settings
+    /// ([`CuratorFrameworkBuilder::tls`](crate::CuratorFrameworkBuilder::tls)).
+    TlsRequired {
+        /// The server (`host:port`).
+        server: String,
+    },
     /// Another handshake failure.
     Handshake {
         /// The server (`host:port`).
@@ -403,6 +413,10 @@ impl fmt::Display for TlsFailure {
                 "{server} refused this client's certificate (or wanted one)"
             ),
             TlsFailure::NotTls { server } => write!(f, "{server} does not speak TLS"),
+            TlsFailure::TlsRequired { server } => write!(
+                f,
+                "{server} speaks only TLS: connect with TLS settings (a CA to trust)"
+            ),
             TlsFailure::Handshake { server, reason } => {
                 write!(f, "TLS handshake with {server} failed: {reason}")
             }

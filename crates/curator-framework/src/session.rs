@@ -165,17 +165,35 @@ async fn monitor(
 }
 
 /// Why a connection attempt that ended in `error` failed, when retrying cannot fix it: a
-/// refused login, or a TLS handshake that failed on a certificate with every server that could
-/// be reached.
+/// refused login, a Kerberos login that cannot start, a TLS handshake that failed on a
+/// certificate with every server that could be reached, or (without TLS settings) servers that
+/// speak only TLS.
 async fn why_not(inner: &Inner, connect_string: &str, error: &Error) -> Option<Error> {
     if *error == Error::AuthFailed {
         return Some(Error::AuthFailed);
     }
-    let tls = inner.connect_settings.tls.as_ref()?;
     let servers = crate::ensemble::servers(connect_string);
-    crate::security::diagnose(tls.loaded(), servers, inner.settings.connection_timeout)
-        .await
-        .map(Error::Tls)
+    #[cfg(feature = "kerberos")]
+    if let Some(crate::security::SaslConfig {
+        kind: crate::security::SaslKind::Kerberos { service, host },
+    }) = &inner.connect_settings.sasl
+    {
+        let hosts = servers.iter().map(|(host, _)| host.clone()).collect();
+        if let Some(failure) =
+            crate::security::diagnose_kerberos(service.clone(), host.clone(), hosts).await
+        {
+            return Some(failure);
+        }
+    }
+    let timeout = inner.settings.connection_timeout;
+    match inner.connect_settings.tls.as_ref() {
+        Some(tls) => crate::security::diagnose(tls.loaded(), servers, timeout).await,
+        // Cheap and short: most failed passes of a plaintext client are servers that are down.
+        None => {
+            crate::security::diagnose_plaintext(servers, timeout.min(Duration::from_secs(1))).await
+        }
+    }
+    .map(Error::Tls)
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -51,6 +51,41 @@ pub(crate) async fn diagnose(
     .unwrap_or(None)
 }
 
+/// For a client without TLS settings: [`TlsFailure::TlsRequired`] when every server that took a
+/// TCP connection answers a TLS handshake with a certificate and not the plaintext protocol,
+/// otherwise `None`.
+pub(crate) async fn diagnose_plaintext(
+    servers: Vec<(String, u16)>,
+    timeout: Duration,
+) -> Option<TlsFailure> {
+    tokio::task::spawn_blocking(move || {
+        // No CA at all: any certificate the server presents fails as an unknown issuer, which
+        // is all this needs to know (that it presented one).
+        let config = Arc::new(
+            ClientConfig::builder()
+                .with_root_certificates(RootCertStore::empty())
+                .with_no_client_auth(),
+        );
+        let mut found = None;
+        for (host, port) in servers {
+            match handshake(&config, &host, port, timeout) {
+                Outcome::Unreachable => {}
+                Outcome::Failed(
+                    TlsFailure::UnknownIssuer { server }
+                    | TlsFailure::Expired { server }
+                    | TlsFailure::WrongHostName { server },
+                ) => {
+                    found.get_or_insert(TlsFailure::TlsRequired { server });
+                }
+                Outcome::Fine | Outcome::Failed(_) => return None,
+            }
+        }
+        found
+    })
+    .await
+    .unwrap_or(None)
+}
+
 fn client_config(tls: &LoadedTls) -> Result<ClientConfig, TlsFailure> {
     let config = |reason: String| TlsFailure::Config { reason };
     let mut roots = RootCertStore::empty();
@@ -108,7 +143,16 @@ fn handshake(config: &Arc<ClientConfig>, host: &str, port: u16, timeout: Duratio
     };
     while tls.is_handshaking() {
         if let Err(error) = tls.complete_io(&mut tcp) {
-            return Outcome::Failed(classify(&server, &error));
+            let failure = classify(&server, &error);
+            // A plaintext ZooKeeper port reads a ClientHello as an oversized request and hangs
+            // up without a word: ask it something in its own language to be sure.
+            if matches!(failure, TlsFailure::Handshake { .. })
+                && hung_up(&error)
+                && speaks_plaintext(&address, timeout)
+            {
+                return Outcome::Failed(TlsFailure::NotTls { server });
+            }
+            return Outcome::Failed(failure);
         }
     }
     // TLS 1.3 servers judge the client's certificate after the client has finished: a refusal
@@ -124,6 +168,29 @@ fn handshake(config: &Arc<ClientConfig>, host: &str, port: u16, timeout: Duratio
         }
         Err(error) => Outcome::Failed(classify(&server, &error)),
     }
+}
+
+fn hung_up(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+    )
+}
+
+/// Whether the server at `address` answers the four-letter word `srvr` in plaintext, as a
+/// plaintext ZooKeeper port does (with the statistics, or with a refusal naming the whitelist);
+/// a TLS port hangs up.
+fn speaks_plaintext(address: &std::net::SocketAddr, timeout: Duration) -> bool {
+    let Ok(mut tcp) = TcpStream::connect_timeout(address, timeout) else {
+        return false;
+    };
+    let _ = tcp.set_read_timeout(Some(timeout));
+    let _ = tcp.set_write_timeout(Some(timeout));
+    if std::io::Write::write_all(&mut tcp, b"srvr").is_err() {
+        return false;
+    }
+    let mut answer = [0u8; 64];
+    matches!(tcp.read(&mut answer), Ok(n) if n > 0 && answer[..n].is_ascii())
 }
 
 fn classify(server: &str, error: &std::io::Error) -> TlsFailure {
