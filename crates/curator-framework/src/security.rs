@@ -8,8 +8,10 @@
 //!
 //! **Failures are prompt and typed.** A TLS handshake that fails on a certificate (an unknown
 //! CA, a name that does not match, an expired certificate, a client certificate the server
-//! refuses) is [`Error::Tls`](crate::Error::Tls) with a [`TlsFailure`] saying which; a refused
-//! SASL login is [`Error::AuthFailed`](crate::Error::AuthFailed). Waiting operations and
+//! refuses; TLS to a plaintext port; no TLS settings for a port that speaks only TLS) is
+//! [`Error::Tls`](crate::Error::Tls) with a [`TlsFailure`] saying which; a refused SASL login is
+//! [`Error::AuthFailed`](crate::Error::AuthFailed); a Kerberos login that cannot start (no
+//! credentials, no ticket for the service) is [`Error::SaslLogin`](crate::Error::SaslLogin). Waiting operations and
 //! [`block_until_connected`](crate::CuratorFramework::block_until_connected) get that error as
 //! soon as a connection attempt to every server failed that way, instead of waiting out the
 //! connection timeout; the client keeps trying in the background (the server may be fixed).
