@@ -315,6 +315,27 @@ async fn each_certificate_problem_fails_at_once_with_its_own_error() {
         matches!(garbage, Error::Tls(TlsFailure::Config { .. })),
         "{garbage}"
     );
+    let alice = certs.client("alice").unwrap();
+    let keys_as_certificate = builder(&secure(&good))
+        .tls(trusting(&certs).identity_pem(alice.key_pem(), alice.key_pem()))
+        .build()
+        .unwrap_err();
+    assert!(
+        keys_as_certificate
+            .to_string()
+            .contains("no PEM certificate"),
+        "{keys_as_certificate}"
+    );
+    let certificate_as_key = builder(&secure(&good))
+        .tls(trusting(&certs).identity_pem(alice.cert_pem(), alice.cert_pem()))
+        .build()
+        .unwrap_err();
+    assert!(
+        certificate_as_key
+            .to_string()
+            .contains("no PEM private key"),
+        "{certificate_as_key}"
+    );
     let missing = builder(&secure(&good))
         .tls(TlsConfig::new().ca_file("/nonexistent/ca.pem"))
         .build()

@@ -68,7 +68,7 @@ pub struct AtomicStats {
     pub promoted_time: Duration,
 }
 
-/// What to do when optimistic attempts give up: take an [`InterProcessMutex`] at `lock_path`
+/// What to do when optimistic attempts give up: take an [`InterProcessMutex`](curator_locks::InterProcessMutex) at `lock_path`
 /// and try again under it, with its own retry policy (Curator's `PromotedToLock`).
 ///
 /// ```

@@ -9,9 +9,9 @@
 //! **Failures are prompt and typed.** A TLS handshake that fails on a certificate (an unknown
 //! CA, a name that does not match, an expired certificate, a client certificate the server
 //! refuses; TLS to a plaintext port; no TLS settings for a port that speaks only TLS) is
-//! [`Error::Tls`](crate::Error::Tls) with a [`TlsFailure`] saying which; a refused SASL login is
-//! [`Error::AuthFailed`](crate::Error::AuthFailed); a Kerberos login that cannot start (no
-//! credentials, no ticket for the service) is [`Error::SaslLogin`](crate::Error::SaslLogin). Waiting operations and
+//! [`Error::Tls`] with a [`TlsFailure`] saying which; a refused SASL login is
+//! [`Error::AuthFailed`]; a Kerberos login that cannot start (no
+//! credentials, no ticket for the service) is [`Error::SaslLogin`]. Waiting operations and
 //! [`block_until_connected`](crate::CuratorFramework::block_until_connected) get that error as
 //! soon as a connection attempt to every server failed that way, instead of waiting out the
 //! connection timeout; the client keeps trying in the background (the server may be fixed).
@@ -210,8 +210,21 @@ impl TlsConfig {
                 })
             })?
             .load("CA")?;
+        require_certificates(&ca, "the CA")?;
         let identity = match &self.identity {
-            Some((cert, key)) => Some((cert.load("certificate")?, key.load("private key")?)),
+            Some((cert, key)) => {
+                let (cert, key) = (cert.load("certificate")?, key.load("private key")?);
+                require_certificates(&cert, "the client certificate")?;
+                match rustls_pemfile::private_key(&mut key.expose().as_bytes()) {
+                    Ok(Some(_)) => {}
+                    _ => {
+                        return Err(Error::Tls(TlsFailure::Config {
+                            reason: "the client key holds no PEM private key".into(),
+                        }));
+                    }
+                }
+                Some((cert, key))
+            }
             None => None,
         };
         Ok(LoadedTls {
@@ -220,6 +233,25 @@ impl TlsConfig {
             skip_hostname_verification: self.skip_hostname_verification,
         })
     }
+}
+
+/// Fails unless `pem` holds at least one readable PEM certificate.
+fn require_certificates(pem: &Secret, what: &str) -> Result<()> {
+    let mut count = 0;
+    for cert in rustls_pemfile::certs(&mut pem.expose().as_bytes()) {
+        cert.map_err(|error| {
+            Error::Tls(TlsFailure::Config {
+                reason: format!("{what}: {error}"),
+            })
+        })?;
+        count += 1;
+    }
+    if count == 0 {
+        return Err(Error::Tls(TlsFailure::Config {
+            reason: format!("{what} holds no PEM certificate"),
+        }));
+    }
+    Ok(())
 }
 
 /// How the client logs in with SASL when a session is made (and again for every new session).
@@ -345,7 +377,7 @@ impl SaslConfig {
     }
 }
 
-/// Why a TLS connection failed: [`Error::Tls`](crate::Error::Tls).
+/// Why a TLS connection failed: [`Error::Tls`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TlsFailure {

@@ -35,7 +35,7 @@ pub trait AtomicNumber:
     /// The number in node data.
     ///
     /// # Errors
-    /// [`Error::Decode`] for data of the wrong length.
+    /// [`Error::Decode`](curator_framework::Error::Decode) for data of the wrong length.
     fn from_bytes(bytes: &[u8]) -> Result<Self>;
 }
 
@@ -144,7 +144,7 @@ impl<N: AtomicNumber> DistributedAtomicNumber<N> {
     /// The current number (0 when the node is missing).
     ///
     /// # Errors
-    /// Connection errors; [`Error::Decode`] when the node holds data of the wrong length.
+    /// Connection errors; [`Error::Decode`](curator_framework::Error::Decode) when the node holds data of the wrong length.
     pub async fn get(&self) -> Result<AtomicValue<N>> {
         let raw = self.value.get().await?;
         let value = self.decode(&raw.post_value)?;
@@ -180,7 +180,7 @@ impl<N: AtomicNumber> DistributedAtomicNumber<N> {
     ///
     /// # Errors
     /// Connection errors (nothing applied; see [`DistributedAtomicValue`] for
-    /// [`Error::Closed`]); [`Error::Decode`] when the node holds data of the wrong length.
+    /// [`Error::Closed`](curator_framework::Error::Closed)); [`Error::Decode`](curator_framework::Error::Decode) when the node holds data of the wrong length.
     ///
     /// # Cancellation safety
     /// Dropping the future may leave the update applied or not.

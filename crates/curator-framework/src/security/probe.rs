@@ -157,8 +157,8 @@ fn handshake(config: &Arc<ClientConfig>, host: &str, port: u16, timeout: Duratio
     }
     // TLS 1.3 servers judge the client's certificate after the client has finished: a refusal
     // arrives as an alert on the first read. ZooKeeper says nothing before a request, so a
-    // read that times out means the server kept the connection.
-    let _ = tcp.set_read_timeout(Some(timeout.min(Duration::from_millis(500))));
+    // read that times out (2 s: room for a loaded machine) means the server kept the connection.
+    let _ = tcp.set_read_timeout(Some(timeout.min(Duration::from_secs(2))));
     let mut stream = rustls::Stream::new(&mut tls, &mut tcp);
     let mut byte = [0u8; 1];
     match stream.read(&mut byte) {
