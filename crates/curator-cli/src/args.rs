@@ -232,7 +232,9 @@ impl Connection {
         }
         Ok(Security {
             tls,
+            client_certificate: self.tls_cert.is_some(),
             sasl,
+            kerberos: self.kerberos,
             kerberos_environment: environment,
         })
     }
@@ -260,7 +262,11 @@ fn kerberos(_: Option<&str>) -> CliResult<SaslConfig> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Security {
     pub(crate) tls: Option<TlsConfig>,
+    /// Whether `tls` presents a client certificate.
+    pub(crate) client_certificate: bool,
     pub(crate) sasl: Option<SaslConfig>,
+    /// Whether `sasl` is a Kerberos login.
+    pub(crate) kerberos: bool,
     /// The Kerberos variables the process must run with (see `main`).
     pub(crate) kerberos_environment: Vec<(&'static str, std::ffi::OsString)>,
 }
