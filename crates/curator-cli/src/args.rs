@@ -80,7 +80,9 @@ pub(crate) struct Connection {
     /// ZK_KERBEROS_SERVICE]
     #[arg(long, value_name = "NAME", help_heading = "Security")]
     pub(crate) kerberos_service: Option<String>,
-    /// The client's keytab (sets KRB5_CLIENT_KTNAME) [env: ZK_KERBEROS_KEYTAB]
+    /// The client's keytab (sets KRB5_CLIENT_KTNAME; without --kerberos-ccache, tickets go to
+    /// a cache of this process's own, so the keytab's principal logs in) [env:
+    /// ZK_KERBEROS_KEYTAB]
     #[arg(long, value_name = "FILE", help_heading = "Security")]
     pub(crate) kerberos_keytab: Option<PathBuf>,
     /// The client's ticket cache (sets KRB5CCNAME) [env: ZK_KERBEROS_CCACHE]
@@ -210,8 +212,16 @@ impl Connection {
                 ));
             }
             (Some(user), Some(file), false) => Some(
-                SaslConfig::digest_md5_password_file(user.clone(), file)
-                    .map_err(|error| CliError::usage(error.to_string()))?,
+                SaslConfig::digest_md5_password_file(user.clone(), file).map_err(|error| {
+                    CliError::usage(match error {
+                        // "cannot read the password file ...": no need for the variant's
+                        // "invalid argument:" in front.
+                        curator_framework::Error::InvalidArgument(reason) => {
+                            format!("--sasl-password-file: {reason}")
+                        }
+                        other => other.to_string(),
+                    })
+                })?,
             ),
             (_, _, false) => {
                 return Err(CliError::usage(
@@ -220,6 +230,28 @@ impl Connection {
             }
             (None, None, true) => Some(kerberos(self.kerberos_service.as_deref())?),
         };
+        // Files MIT Kerberos would otherwise find missing only when the login fails, which
+        // looks like a server that never answers.
+        for (flag, value) in [
+            ("--kerberos-keytab", &self.kerberos_keytab),
+            ("--kerberos-config", &self.kerberos_config),
+        ] {
+            if let Some(file) = value.as_deref().and_then(local_file) {
+                readable(flag, file)?;
+            }
+        }
+        if self.kerberos_keytab.is_none() {
+            // With a keytab, a missing cache is one to fill; without, the login needs it.
+            if let Some(file) = self.kerberos_ccache.as_deref().and_then(local_file) {
+                readable("--kerberos-ccache", file).map_err(|error| {
+                    CliError::usage(format!(
+                        "{} (`kinit -c {}` makes one)",
+                        error.message.unwrap_or_default(),
+                        file.display()
+                    ))
+                })?;
+            }
+        }
         let mut environment = Vec::new();
         for (variable, value) in [
             ("KRB5_CLIENT_KTNAME", &self.kerberos_keytab),
@@ -230,12 +262,51 @@ impl Connection {
                 environment.push((variable, value.as_os_str().to_owned()));
             }
         }
+        if self.kerberos_keytab.is_some() && self.kerberos_ccache.is_none() {
+            // MIT Kerberos takes the principal of the ticket cache first, and goes to the
+            // keytab only when the cache holds none: with the caller's usual cache (or one of
+            // the environment's) holding someone else's ticket, that someone else would log in.
+            // A cache of this process's own, empty, makes the keytab's principal the one.
+            environment.push(("KRB5CCNAME", PRIVATE_TICKET_CACHE.into()));
+        }
         Ok(Security {
             tls,
+            client_certificate: self.tls_cert.is_some(),
             sasl,
+            kerberos: self.kerberos,
             kerberos_environment: environment,
         })
     }
+}
+
+/// The ticket cache of a `--kerberos-keytab` login without `--kerberos-ccache`: in this
+/// process's memory, so empty at the start and gone at the end.
+pub(crate) const PRIVATE_TICKET_CACHE: &str = "MEMORY:curator";
+
+/// The file a Kerberos keytab, cache or configuration name stands for: the name itself, or what
+/// follows `FILE:`; `None` for other kinds (`MEMORY:`, `KEYRING:`, `DIR:`, `KCM:`...), and for a
+/// list of configuration files (`a.conf:b.conf`).
+fn local_file(value: &std::path::Path) -> Option<&std::path::Path> {
+    let text = value.to_str()?;
+    match text.split_once(':') {
+        None => Some(value),
+        Some(("FILE", file)) => Some(std::path::Path::new(file)),
+        Some(_) => None,
+    }
+}
+
+/// A usage error unless `file` (given with `flag`) can be opened for reading.
+fn readable(flag: &str, file: &std::path::Path) -> CliResult<()> {
+    let opened = std::fs::File::open(file).and_then(|opened| {
+        if opened.metadata()?.is_dir() {
+            Err(std::io::Error::other("it is a directory"))
+        } else {
+            Ok(())
+        }
+    });
+    opened.map_err(|error| {
+        CliError::usage(format!("{flag}: cannot read {}: {error}", file.display()))
+    })
 }
 
 /// A Kerberos login, in a build that has Kerberos.
@@ -260,7 +331,11 @@ fn kerberos(_: Option<&str>) -> CliResult<SaslConfig> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Security {
     pub(crate) tls: Option<TlsConfig>,
+    /// Whether `tls` presents a client certificate.
+    pub(crate) client_certificate: bool,
     pub(crate) sasl: Option<SaslConfig>,
+    /// Whether `sasl` is a Kerberos login.
+    pub(crate) kerberos: bool,
     /// The Kerberos variables the process must run with (see `main`).
     pub(crate) kerberos_environment: Vec<(&'static str, std::ffi::OsString)>,
 }
@@ -786,6 +861,74 @@ mod tests {
         let tls = settings(&["curator", "--tls-ca", "ca.pem", "ls", "/"]).unwrap();
         assert!(tls.security.tls.is_some());
         assert!(tls.security.sasl.is_none());
+    }
+
+    #[test]
+    fn kerberos_names_of_files_are_checked_and_others_left_to_kerberos() {
+        use std::path::Path;
+        assert_eq!(
+            local_file(Path::new("/k/a.keytab")),
+            Some(Path::new("/k/a.keytab"))
+        );
+        assert_eq!(local_file(Path::new("FILE:/k/a")), Some(Path::new("/k/a")));
+        for other in [
+            "MEMORY:x",
+            "KEYRING:persistent:0",
+            "DIR:/d",
+            "/a.conf:/b.conf",
+        ] {
+            assert_eq!(local_file(Path::new(other)), None, "{other}");
+        }
+        let missing = readable("--kerberos-keytab", Path::new("/no/such/keytab")).unwrap_err();
+        assert_eq!(missing.code, crate::exit::codes::USAGE);
+        assert!(
+            missing
+                .message
+                .unwrap()
+                .starts_with("--kerberos-keytab: cannot read /no/such/keytab: ")
+        );
+        let directory = readable("--kerberos-config", Path::new("/")).unwrap_err();
+        assert!(directory.message.unwrap().contains("directory"));
+    }
+
+    #[cfg(feature = "kerberos")]
+    #[test]
+    fn a_keytab_login_gets_a_ticket_cache_of_its_own() {
+        // Any readable file passes for a keytab here.
+        let keytab = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        let environment = |args: &[&str]| {
+            let mut all = vec![
+                "curator",
+                "whoami",
+                "--kerberos",
+                "--kerberos-keytab",
+                keytab,
+            ];
+            all.extend_from_slice(args);
+            settings(&all).unwrap().security.kerberos_environment
+        };
+        let cache = |environment: &[(&str, std::ffi::OsString)]| {
+            environment
+                .iter()
+                .find(|(name, _)| *name == "KRB5CCNAME")
+                .map(|(_, value)| value.clone())
+        };
+        let alone = environment(&[]);
+        assert_eq!(cache(&alone), Some(PRIVATE_TICKET_CACHE.into()));
+        assert!(alone.contains(&("KRB5_CLIENT_KTNAME", keytab.into())));
+        // A cache asked for is the cache used (a missing one is made, from the keytab).
+        let given = environment(&["--kerberos-ccache", "/no/such/cache"]);
+        assert_eq!(cache(&given), Some("/no/such/cache".into()));
+        // Without a keytab, the cache must hold the ticket already.
+        let refused = settings(&[
+            "curator",
+            "whoami",
+            "--kerberos",
+            "--kerberos-ccache",
+            "/no/cc",
+        ])
+        .unwrap_err();
+        assert!(refused.message.unwrap().contains("kinit -c /no/cc"));
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 use curator_framework::retry::ExponentialBackoffRetry;
+use curator_framework::security::TlsFailure;
 use curator_framework::{CuratorFramework, Error};
 use futures::future::join_all;
 use tokio::net::{TcpStream, lookup_host};
@@ -18,9 +19,14 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Builds and starts a client for `connect`, and waits for its first session.
 ///
 /// # Errors
-/// Exit code 2 for bad settings; 3 at once when every host refuses the connection (or has no
-/// address), 3 when no session comes within the connection timeout.
+/// Exit code 2 for bad settings (unreadable or unusable TLS files included, found before any
+/// connection is tried); 3 at once when every host refuses the connection (or has no address),
+/// when a server's certificate or this client's is refused, or when the server refuses the
+/// login; 3 when no session comes within the connection timeout.
 pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<CuratorFramework> {
+    // Built first: `build()` reads the TLS files, and a file that is not there is the same
+    // mistake whether or not a server answers.
+    let client = build(settings, connect)?;
     if let Some(why) = refused_everywhere(connect).await {
         let hint = if why.contains("refused") {
             " (no server runs there; `curator server` starts one)"
@@ -32,6 +38,22 @@ pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<Cur
             format!("cannot connect to ZooKeeper at {connect}: {why}{hint}"),
         ));
     }
+    client
+        .start()
+        .await
+        .map_err(|error| CliError::zk("starting the client", error))?;
+    if let Err(error) = client
+        .block_until_connected(settings.connection_timeout)
+        .await
+    {
+        client.close().await;
+        return Err(not_connected(settings, connect, error));
+    }
+    Ok(client)
+}
+
+/// The client for `connect` with `settings`, not started.
+fn build(settings: &Settings, connect: &str) -> CliResult<CuratorFramework> {
     let mut builder = CuratorFramework::builder()
         .connect_string(connect)
         .session_timeout(settings.session_timeout)
@@ -46,34 +68,79 @@ pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<Cur
     if let Some(sasl) = &settings.security.sasl {
         builder = builder.sasl(sasl.clone());
     }
-    let client = builder.build().map_err(|error| match error {
+    builder.build().map_err(|error| match error {
         // Unreadable or unusable certificate files: the files' fault, said as such.
         Error::Tls(failure) => CliError::new(codes::USAGE, failure.to_string()),
         other => CliError::usage(other.to_string()),
-    })?;
-    client
-        .start()
-        .await
-        .map_err(|error| CliError::zk("starting the client", error))?;
-    if let Err(error) = client
-        .block_until_connected(settings.connection_timeout)
-        .await
-    {
-        client.close().await;
-        let message = match error {
-            // A certificate or a login that will not work: said at once, as it is.
-            Error::Tls(failure) => format!("cannot connect to ZooKeeper at {connect}: {failure}"),
-            Error::AuthFailed => {
-                format!("cannot connect to ZooKeeper at {connect}: the server refused the login")
-            }
-            _ => format!(
-                "cannot connect to ZooKeeper at {connect} within {}",
-                human(settings.connection_timeout)
-            ),
-        };
-        return Err(CliError::new(codes::CONNECTION, message));
-    }
-    Ok(client)
+    })
+}
+
+/// Why no session came, said for a person who typed the flags: the framework's reason, and
+/// which flag to look at.
+fn not_connected(settings: &Settings, connect: &str, error: Error) -> CliError {
+    let security = &settings.security;
+    let (code, why) = match error {
+        // Files that read fine but do not make a usable certificate or key (found only when
+        // connecting): bad settings, like an unreadable file.
+        Error::Tls(failure @ TlsFailure::Config { .. }) => (codes::USAGE, failure.to_string()),
+        // A certificate that will not work: said at once, as it is.
+        Error::Tls(failure) => {
+            let why = match &failure {
+                TlsFailure::UnknownIssuer { .. } => {
+                    format!("{failure} (none of the CAs in --tls-ca signed it)")
+                }
+                TlsFailure::WrongHostName { .. } => {
+                    format!("{failure} (connect with a host name the certificate names)")
+                }
+                TlsFailure::ClientCertificateRefused { server } if !security.client_certificate => {
+                    format!("{server} requires a client certificate (--tls-cert and --tls-key)")
+                }
+                TlsFailure::ClientCertificateRefused { server } => format!(
+                    "{server} refused this client's certificate (--tls-cert): is it signed by a \
+                     CA the server trusts?"
+                ),
+                TlsFailure::NotTls { .. } => {
+                    format!("{failure} (with --tls-ca, connect to its secure client port)")
+                }
+                _ => failure.to_string(),
+            };
+            (codes::CONNECTION, why)
+        }
+        Error::AuthFailed => {
+            let why = match (&security.sasl, security.kerberos) {
+                (None, _) => {
+                    "the server refused this client: it requires a login (--sasl-user and \
+                     --sasl-password-file, or --kerberos)"
+                }
+                (Some(_), false) => {
+                    "the server refused the login (wrong user name or password for --sasl-user)"
+                }
+                (Some(_), true) => "the server refused the Kerberos login",
+            };
+            (codes::CONNECTION, why.to_owned())
+        }
+        _ => {
+            // A Kerberos login that cannot even start (no ticket, a principal the KDC does not
+            // know) looks like a server that never answers: the framework keeps trying.
+            let hint = if security.kerberos {
+                " (with --kerberos: does the keytab or ticket cache hold a principal the KDC \
+                 knows? `klist` shows it)"
+            } else {
+                ""
+            };
+            return CliError::new(
+                codes::CONNECTION,
+                format!(
+                    "cannot connect to ZooKeeper at {connect} within {}{hint}",
+                    human(settings.connection_timeout)
+                ),
+            );
+        }
+    };
+    CliError::new(
+        code,
+        format!("cannot connect to ZooKeeper at {connect}: {why}"),
+    )
 }
 
 /// A plain TCP connection to each host of `connect` (at most [`PROBE_TIMEOUT`] each, all at

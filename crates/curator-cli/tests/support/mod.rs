@@ -12,21 +12,47 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-/// `curator --connect <connect> ARGS...`, with no `ZK_CONNECT` from the environment.
-pub fn curator(connect: &str, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_curator"));
+/// The variables `curator` reads its security settings from (`--tls-ca` and the others), and
+/// those of MIT Kerberos: a test sets the ones it means, never inherits one.
+pub const SECURITY_VARIABLES: &[&str] = &[
+    "ZK_TLS_CA",
+    "ZK_TLS_CERT",
+    "ZK_TLS_KEY",
+    "ZK_SASL_USER",
+    "ZK_SASL_PASSWORD_FILE",
+    "ZK_KERBEROS",
+    "ZK_KERBEROS_SERVICE",
+    "ZK_KERBEROS_KEYTAB",
+    "ZK_KERBEROS_CCACHE",
+    "ZK_KERBEROS_CONFIG",
+    "KRB5_CONFIG",
+    "KRB5CCNAME",
+    "KRB5_CLIENT_KTNAME",
+];
+
+/// A `curator` (or `sh`) command with none of [`SECURITY_VARIABLES`] and no `ZK_CONNECT` from
+/// the environment.
+fn bare(program: &str) -> Command {
+    let mut command = Command::new(program);
+    command.env_remove("ZK_CONNECT");
+    for variable in SECURITY_VARIABLES {
+        command.env_remove(variable);
+    }
     command
-        .env_remove("ZK_CONNECT")
-        .arg("--connect")
-        .arg(connect)
-        .args(args);
+}
+
+/// `curator --connect <connect> ARGS...`, with no `ZK_CONNECT` (nor security settings) from the
+/// environment.
+pub fn curator(connect: &str, args: &[&str]) -> Command {
+    let mut command = bare(env!("CARGO_BIN_EXE_curator"));
+    command.arg("--connect").arg(connect).args(args);
     command
 }
 
 /// `curator ARGS...` without `--connect`, with `ZK_CONNECT` set to `zk_connect` (or unset).
 pub fn curator_env(zk_connect: Option<&str>, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_curator"));
-    command.env_remove("ZK_CONNECT").args(args);
+    let mut command = bare(env!("CARGO_BIN_EXE_curator"));
+    command.args(args);
     if let Some(zk_connect) = zk_connect {
         command.env("ZK_CONNECT", zk_connect);
     }
@@ -93,9 +119,8 @@ fn lines(stream: impl std::io::Read + Send + 'static, reader: Reader) -> Receive
 /// `sh -c 'exec curator --connect <connect> ARGS... 2>&1'`: curator with its stderr on the same
 /// pipe as its stdout, as in `curator ... 2>&1 | head -1`.
 pub fn curator_2_to_1(connect: &str, args: &[&str]) -> Command {
-    let mut command = Command::new("sh");
+    let mut command = bare("sh");
     command
-        .env_remove("ZK_CONNECT")
         .arg("-c")
         .arg("exec \"$0\" \"$@\" 2>&1")
         .arg(env!("CARGO_BIN_EXE_curator"))
