@@ -102,6 +102,9 @@ fn not_connected(settings: &Settings, connect: &str, error: Error) -> CliError {
                 TlsFailure::NotTls { .. } => {
                     format!("{failure} (with --tls-ca, connect to its secure client port)")
                 }
+                TlsFailure::TlsRequired { .. } => {
+                    format!("{failure} (--tls-ca, and --tls-cert with --tls-key if it asks)")
+                }
                 _ => failure.to_string(),
             };
             (codes::CONNECTION, why)
@@ -119,19 +122,20 @@ fn not_connected(settings: &Settings, connect: &str, error: Error) -> CliError {
             };
             (codes::CONNECTION, why.to_owned())
         }
-        _ => {
-            // A Kerberos login that cannot even start (no ticket, a principal the KDC does not
-            // know) looks like a server that never answers: the framework keeps trying.
-            let hint = if security.kerberos {
-                " (with --kerberos: does the keytab or ticket cache hold a principal the KDC \
+        // A Kerberos login that cannot even start (no ticket, a principal the KDC does not
+        // know, no KDC): GSSAPI's words, and where to look.
+        error @ Error::SaslLogin { .. } => (
+            codes::CONNECTION,
+            format!(
+                "{error} (--kerberos: does the keytab or ticket cache hold a principal the KDC \
                  knows? `klist` shows it)"
-            } else {
-                ""
-            };
+            ),
+        ),
+        _ => {
             return CliError::new(
                 codes::CONNECTION,
                 format!(
-                    "cannot connect to ZooKeeper at {connect} within {}{hint}",
+                    "cannot connect to ZooKeeper at {connect} within {}",
                     human(settings.connection_timeout)
                 ),
             );

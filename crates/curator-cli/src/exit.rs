@@ -79,6 +79,7 @@ impl CliError {
             | Error::Closed
             | Error::NotConnected { .. }
             | Error::Tls(_)
+            | Error::SaslLogin { .. }
             | Error::AuthFailed => codes::CONNECTION,
             Error::InvalidPath { .. } | Error::InvalidArgument(_) => codes::USAGE,
             _ => codes::OTHER,
