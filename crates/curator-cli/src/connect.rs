@@ -102,9 +102,10 @@ fn not_connected(settings: &Settings, connect: &str, error: Error) -> CliError {
                 TlsFailure::NotTls { .. } => {
                     format!("{failure} (with --tls-ca, connect to its secure client port)")
                 }
-                TlsFailure::TlsRequired { .. } => {
-                    format!("{failure} (--tls-ca, and --tls-cert with --tls-key if it asks)")
-                }
+                TlsFailure::TlsRequired { server } => format!(
+                    "{server} speaks only TLS: connect with --tls-ca (and --tls-cert with \
+                     --tls-key if it asks for a client certificate)"
+                ),
                 _ => failure.to_string(),
             };
             (codes::CONNECTION, why)
