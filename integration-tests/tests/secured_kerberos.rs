@@ -5,7 +5,8 @@
 //!
 //! Asserted: the server knows the child as `sasl:<principal>`; a `sasl` ACL naming alice admits
 //! alice (also on a new session after an expiry, which logs in again by itself) and refuses bob
-//! and an anonymous client; a process without credentials fails at once with `SaslLogin`; and
+//! and an anonymous client; a process without credentials, or a client pinned to another
+//! principal than its credentials', fails at once with `SaslLogin`; and
 //! the child's complete tracing output holds no raw bytes (a token or a ticket).
 
 #![cfg(feature = "kerberos")]
@@ -72,6 +73,18 @@ async fn kerberos_logins_are_identities_that_acls_admit_and_refuse() {
     assert!(said.contains("WHOAMI sasl:alice@EXAMPLE.COM"), "{said}");
     let said = run_child("bob", kdc.client_env(&bob).unwrap(), &address, &node).await;
     assert!(said.contains("WHOAMI sasl:bob@EXAMPLE.COM"), "{said}");
+    // A client pinned to alice, with bob's credentials, never logs in.
+    let said = run_child(
+        "bob-as-alice",
+        kdc.client_env(&bob).unwrap(),
+        &address,
+        &node,
+    )
+    .await;
+    assert!(
+        said.contains("credentials are bob@EXAMPLE.COM's, not alice@EXAMPLE.COM's"),
+        "{said}"
+    );
     // Credentials nowhere: an empty ticket cache and no keytab.
     let nothing = vec![
         (
@@ -123,11 +136,24 @@ async fn kerberos_child() {
         .session_timeout(Timing::new().session_timeout())
         .connection_timeout(Timing::new().connection_timeout())
         .retry_policy(RetryNTimes::new(3, Duration::from_millis(50)))
-        .sasl(SaslConfig::kerberos())
+        .sasl(match role.as_str() {
+            // Pinned to a principal: by its bare name (any realm).
+            "alice" => SaslConfig::kerberos().with_principal("alice"),
+            // Pinned to alice, with bob's credentials.
+            "bob-as-alice" => SaslConfig::kerberos().with_principal("alice@EXAMPLE.COM"),
+            _ => SaslConfig::kerberos(),
+        })
         .build()
         .unwrap();
     client.start().await.unwrap();
-    if role == "nobody" {
+    if role == "bob-as-alice" {
+        let error = client
+            .block_until_connected(Duration::from_secs(3600))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::SaslLogin { .. }), "{error}");
+        println!("REFUSED {error}");
+    } else if role == "nobody" {
         // Prompt: the connection timeout would be reported as NotConnected instead.
         let error = client
             .block_until_connected(Duration::from_secs(3600))
@@ -173,7 +199,10 @@ async fn kerberos_child() {
     }
     client.close().await;
     let logs = captured.text();
-    assert!(logs.contains("zookeeper_client"), "nothing captured");
+    // (A pinned client with the wrong credentials never reaches the wire client.)
+    if role != "bob-as-alice" {
+        assert!(logs.contains("zookeeper_client"), "nothing captured");
+    }
     let dumps = capture::byte_dumps(&logs);
     assert!(dumps.is_empty(), "raw bytes in the logs: {:?}", &dumps[..1]);
     println!("CHILD DONE");

@@ -91,6 +91,10 @@ pub(crate) struct Connection {
     /// The Kerberos configuration (sets KRB5_CONFIG) [env: ZK_KERBEROS_CONFIG]
     #[arg(long, value_name = "FILE", help_heading = "Security")]
     pub(crate) kerberos_config: Option<PathBuf>,
+    /// Log in only as this principal (`app@REALM`, or `app`): other credentials are refused
+    /// before the server is asked [env: ZK_KERBEROS_PRINCIPAL]
+    #[arg(long, value_name = "NAME", help_heading = "Security")]
+    pub(crate) kerberos_principal: Option<String>,
 }
 
 impl Connection {
@@ -120,6 +124,7 @@ impl Connection {
             ("--kerberos-keytab", self.kerberos_keytab.is_some()),
             ("--kerberos-ccache", self.kerberos_ccache.is_some()),
             ("--kerberos-config", self.kerberos_config.is_some()),
+            ("--kerberos-principal", self.kerberos_principal.is_some()),
         ] {
             if set {
                 given.push(flag);
@@ -145,6 +150,7 @@ impl Connection {
             kerberos_keytab: self.kerberos_keytab.or(outer.kerberos_keytab),
             kerberos_ccache: self.kerberos_ccache.or(outer.kerberos_ccache),
             kerberos_config: self.kerberos_config.or(outer.kerberos_config),
+            kerberos_principal: self.kerberos_principal.or(outer.kerberos_principal),
         }
     }
 
@@ -170,6 +176,9 @@ impl Connection {
             kerberos_keytab: self.kerberos_keytab.or_else(|| path("ZK_KERBEROS_KEYTAB")),
             kerberos_ccache: self.kerberos_ccache.or_else(|| path("ZK_KERBEROS_CCACHE")),
             kerberos_config: self.kerberos_config.or_else(|| path("ZK_KERBEROS_CONFIG")),
+            kerberos_principal: self
+                .kerberos_principal
+                .or_else(|| text("ZK_KERBEROS_PRINCIPAL")),
             ..self
         }
     }
@@ -200,7 +209,8 @@ impl Connection {
         let kerberos_flags = self.kerberos_service.is_some()
             || self.kerberos_keytab.is_some()
             || self.kerberos_ccache.is_some()
-            || self.kerberos_config.is_some();
+            || self.kerberos_config.is_some()
+            || self.kerberos_principal.is_some();
         if kerberos_flags && !self.kerberos {
             return Err(CliError::usage("the --kerberos-* options need --kerberos"));
         }
@@ -228,7 +238,10 @@ impl Connection {
                     "--sasl-user and --sasl-password-file go together",
                 ));
             }
-            (None, None, true) => Some(kerberos(self.kerberos_service.as_deref())?),
+            (None, None, true) => Some(kerberos(
+                self.kerberos_service.as_deref(),
+                self.kerberos_principal.as_deref(),
+            )?),
         };
         // Files MIT Kerberos would otherwise find missing only when the login fails, which
         // looks like a server that never answers.
@@ -311,17 +324,20 @@ fn readable(flag: &str, file: &std::path::Path) -> CliResult<()> {
 
 /// A Kerberos login, in a build that has Kerberos.
 #[cfg(feature = "kerberos")]
-fn kerberos(service: Option<&str>) -> CliResult<SaslConfig> {
-    let login = SaslConfig::kerberos();
-    Ok(match service {
-        Some(service) => login.with_service(service),
-        None => login,
-    })
+fn kerberos(service: Option<&str>, principal: Option<&str>) -> CliResult<SaslConfig> {
+    let mut login = SaslConfig::kerberos();
+    if let Some(service) = service {
+        login = login.with_service(service);
+    }
+    if let Some(principal) = principal {
+        login = login.with_principal(principal);
+    }
+    Ok(login)
 }
 
 /// No Kerberos in this build.
 #[cfg(not(feature = "kerberos"))]
-fn kerberos(_: Option<&str>) -> CliResult<SaslConfig> {
+fn kerberos(_: Option<&str>, _: Option<&str>) -> CliResult<SaslConfig> {
     Err(CliError::usage(
         "this curator was built without Kerberos (build it with --features kerberos)",
     ))

@@ -547,6 +547,31 @@ mod kerberos {
         assert!(me.iter().any(|id| id == alice_id), "{me:?}");
         assert!(!me.iter().any(|id| id.contains("bob")), "{me:?}");
 
+        // Pinned to a principal: alice's ticket cache logs in as alice, and as bob it is
+        // refused at once, before the server is asked.
+        let alices_cache = ticket_cache(&kdc, &alice);
+        let me = identities(&run(kerberos(&[
+            "--kerberos-ccache",
+            &alices_cache,
+            "--kerberos-principal",
+            "alice",
+            "whoami",
+        ])));
+        assert!(me.iter().any(|id| id == alice_id), "{me:?}");
+        let pinned = run(kerberos(&[
+            "--kerberos-ccache",
+            &alices_cache,
+            "--kerberos-principal",
+            "bob@EXAMPLE.COM",
+            "whoami",
+        ]));
+        exited(&pinned, 3);
+        let stderr = text(&pinned.stderr);
+        assert!(
+            stderr.contains("credentials are alice@EXAMPLE.COM's, not bob@EXAMPLE.COM's"),
+            "{stderr}"
+        );
+
         // From a ticket cache (`kinit`'s), with no keytab anywhere.
         let cache = ticket_cache(&kdc, &alice);
         let me = json_identities(&run(kerberos(&[

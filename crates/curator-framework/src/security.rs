@@ -43,7 +43,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[cfg(feature = "kerberos")]
-pub(crate) use kerberos::diagnose as diagnose_kerberos;
+pub(crate) use kerberos::{
+    check_principal as check_kerberos_principal, diagnose as diagnose_kerberos,
+};
 pub(crate) use probe::{diagnose, diagnose_plaintext};
 
 use crate::error::{Error, Result};
@@ -277,6 +279,7 @@ pub(crate) enum SaslKind {
     Kerberos {
         service: String,
         host: Option<String>,
+        principal: Option<String>,
     },
 }
 
@@ -289,10 +292,15 @@ impl fmt::Debug for SaslConfig {
                 .field("password", password)
                 .finish(),
             #[cfg(feature = "kerberos")]
-            SaslKind::Kerberos { service, host } => f
+            SaslKind::Kerberos {
+                service,
+                host,
+                principal,
+            } => f
                 .debug_struct("Kerberos")
                 .field("service", service)
                 .field("host", host)
+                .field("principal", principal)
                 .finish(),
         }
     }
@@ -349,6 +357,7 @@ impl SaslConfig {
             kind: SaslKind::Kerberos {
                 service: "zookeeper".into(),
                 host: None,
+                principal: None,
             },
         }
     }
@@ -362,6 +371,28 @@ impl SaslConfig {
         } = &mut self.kind
         {
             *current = service.into();
+        }
+        self
+    }
+
+    /// Kerberos as `principal` only (`app@EXAMPLE.COM`, or `app` for any realm): before each new
+    /// session the client checks that the process's credentials are that principal's, and
+    /// fails with [`Error::SaslLogin`] naming both otherwise, without asking the server. A
+    /// guard against logging in as whoever holds the ticket cache. No effect on other
+    /// mechanisms.
+    ///
+    /// ```
+    /// use curator_framework::security::SaslConfig;
+    /// let login = SaslConfig::kerberos().with_principal("app@EXAMPLE.COM");
+    /// assert!(format!("{login:?}").contains("app@EXAMPLE.COM"));
+    /// ```
+    #[cfg(feature = "kerberos")]
+    pub fn with_principal(mut self, principal: impl Into<String>) -> Self {
+        if let SaslKind::Kerberos {
+            principal: current, ..
+        } = &mut self.kind
+        {
+            *current = Some(principal.into());
         }
         self
     }

@@ -32,17 +32,12 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         let connect_string = inner.settings.ensemble.connect_string();
         let attempt = tokio::select! {
             () = cancel.cancelled() => break,
-            result = WireSession::connect(&inner.connect_settings, &connect_string) => result,
+            result = connect(&inner, &connect_string) => result,
         };
         let session = match attempt {
             Ok(session) => Arc::new(session),
-            Err(error) => {
+            Err(definitive) => {
                 failures = failures.saturating_add(1);
-                tracing::warn!(%error, connect_string, failures, "could not establish a ZooKeeper session");
-                let definitive = tokio::select! {
-                    () = cancel.cancelled() => break,
-                    failure = why_not(&inner, &connect_string, &error) => failure,
-                };
                 if let Some(failure) = definitive {
                     inner.report_error("session", format!("cannot connect: {failure}"));
                     inner.connect_failed(failure);
@@ -164,6 +159,32 @@ async fn monitor(
     }
 }
 
+/// One attempt at a new session: the session, or the error no retry can fix (`None` when a
+/// retry may).
+async fn connect(inner: &Inner, connect_string: &str) -> Result<WireSession, Option<Error>> {
+    #[cfg(feature = "kerberos")]
+    if let Some(crate::security::SaslConfig {
+        kind:
+            crate::security::SaslKind::Kerberos {
+                principal: Some(principal),
+                ..
+            },
+    }) = &inner.connect_settings.sasl
+    {
+        // Before the server is asked: a login as someone else must not happen at all.
+        crate::security::check_kerberos_principal(principal.clone())
+            .await
+            .map_err(Some)?;
+    }
+    match WireSession::connect(&inner.connect_settings, connect_string).await {
+        Ok(session) => Ok(session),
+        Err(error) => {
+            tracing::warn!(%error, connect_string, "could not establish a ZooKeeper session");
+            Err(why_not(inner, connect_string, &error).await)
+        }
+    }
+}
+
 /// Why a connection attempt that ended in `error` failed, when retrying cannot fix it: a
 /// refused login, a Kerberos login that cannot start, a TLS handshake that failed on a
 /// certificate with every server that could be reached, or (without TLS settings) servers that
@@ -175,7 +196,7 @@ async fn why_not(inner: &Inner, connect_string: &str, error: &Error) -> Option<E
     let servers = crate::ensemble::servers(connect_string);
     #[cfg(feature = "kerberos")]
     if let Some(crate::security::SaslConfig {
-        kind: crate::security::SaslKind::Kerberos { service, host },
+        kind: crate::security::SaslKind::Kerberos { service, host, .. },
     }) = &inner.connect_settings.sasl
     {
         let hosts = servers.iter().map(|(host, _)| host.clone()).collect();

@@ -150,7 +150,7 @@ fn sasl_options(sasl: &SaslConfig) -> zk::SaslOptions {
             zk::SaslOptions::digest_md5(user.clone(), password.expose().to_owned()).into()
         }
         #[cfg(feature = "kerberos")]
-        SaslKind::Kerberos { service, host } => {
+        SaslKind::Kerberos { service, host, .. } => {
             let options = zk::SaslOptions::gssapi().with_username(service.clone());
             match host {
                 Some(host) => options.with_hostname(host.clone()).into(),

@@ -40,6 +40,46 @@ pub(crate) async fn diagnose(
     .unwrap_or(None)
 }
 
+/// `Ok` when the process's default Kerberos credentials are `expected`'s (`name@REALM`, or a
+/// bare `name` matching any realm).
+pub(crate) async fn check_principal(expected: String) -> Result<(), Error> {
+    tokio::task::spawn_blocking(move || {
+        let failure = |reason: String| Error::SaslLogin {
+            mechanism: "GSSAPI".into(),
+            reason,
+        };
+        let mut mechanisms = OidSet::new().map_err(|e| failure(e.to_string()))?;
+        mechanisms
+            .add(&GSS_MECH_KRB5)
+            .map_err(|e| failure(e.to_string()))?;
+        let credentials = Cred::acquire(None, None, CredUsage::Initiate, Some(&mechanisms))
+            .map_err(|e| failure(format!("no Kerberos credentials for this process: {e}")))?;
+        let actual = credentials
+            .name()
+            .map_err(|e| failure(format!("the credentials' principal: {e}")))?
+            .to_string();
+        let matches = if expected.contains('@') {
+            actual == expected
+        } else {
+            actual.split('@').next() == Some(expected.as_str())
+        };
+        if matches {
+            Ok(())
+        } else {
+            Err(failure(format!(
+                "this process's Kerberos credentials are {actual}'s, not {expected}'s"
+            )))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(Error::SaslLogin {
+            mechanism: "GSSAPI".into(),
+            reason: e.to_string(),
+        })
+    })
+}
+
 fn first_token(service: &str, host: &str) -> Result<(), String> {
     let mut mechanisms = OidSet::new().map_err(|e| e.to_string())?;
     mechanisms.add(&GSS_MECH_KRB5).map_err(|e| e.to_string())?;
