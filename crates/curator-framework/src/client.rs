@@ -142,9 +142,11 @@ impl Inner {
             }
             *lifecycle = FrameworkState::Stopped;
         }
+        // Recipe work is cancelled before anything it watches changes, so no recipe reacts to
+        // the client's own close (a partitioner reporting a lost share, a cache an outage).
+        self.cancel.cancel();
         self.dispatch.close();
         self.slot.close();
-        self.cancel.cancel();
         self.tasks.close();
         self.recipe_tasks.close();
         true

@@ -202,8 +202,15 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
     }
 
     /// Queues `event` for every listener. Never blocks; delivery happens on the dispatcher task,
-    /// in the order of `publish` calls.
+    /// in the order of `publish` calls. Once the client that owns the container is closed,
+    /// events are dropped (listeners hear nothing after the close).
     pub fn publish(&self, event: E) {
+        if let Some(Runtime { cancel, .. }) = &self.shared.runtime {
+            if cancel.is_cancelled() {
+                // The owning client is closed: nobody hears of anything after it.
+                return;
+            }
+        }
         if let Some(pending) = self.shared.pending.lock().take() {
             let listeners = Arc::clone(&self.shared.listeners);
             let Ok(handle) = tokio::runtime::Handle::try_current() else {
@@ -216,6 +223,7 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
                     tracker.spawn_on(
                         async move {
                             tokio::select! {
+                                biased;
                                 () = cancel.cancelled() => {}
                                 () = dispatch(listeners, pending) => {}
                             }

@@ -150,6 +150,7 @@ impl RecipeTasks {
         let name = Arc::clone(&self.name);
         let task = async move {
             tokio::select! {
+                biased;
                 () = cancelled.cancelled() => tracing::trace!(recipe = %name, "recipe task cancelled"),
                 () = future => {}
             }
