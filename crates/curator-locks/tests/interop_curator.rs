@@ -1,13 +1,20 @@
 //! A Rust `InterProcessMutex` and Apache Curator's (Java, Debian's 5.4 jars) on one path exclude
-//! each other both ways and see each other as participants.
+//! each other both ways and see each other as participants, in plaintext and over TLS.
 
-use std::path::Path;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use curator_framework::CuratorFramework;
+use curator_framework::retry::RetryUntilElapsed;
+use curator_framework::security::TlsConfig;
 use curator_locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases,
 };
-use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+use curator_test::{
+    ClientAuth, CuratorProgram, JavaPeer, JvmOptions, TestCertificates, TestingServer, Timing,
+    unique_root,
+};
 use curator_testkit as testkit;
 
 /// Runs a blocking exchange with the Java peer without stalling the runtime.
@@ -187,4 +194,181 @@ async fn rust_and_java_semaphores_share_the_same_leases() {
     assert_eq!(ask(&mut java, "release").await, "released");
     let again = rust.acquire_timeout(Timing::new().wait()).await.unwrap();
     assert!(again.is_some());
+}
+
+/// A started client connected over TLS with `tls`, with `testkit::client`'s settings.
+async fn tls_client(connect: &str, tls: TlsConfig) -> CuratorFramework {
+    let timing = Timing::new();
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .tls(tls)
+        .session_timeout(timing.scale(Duration::from_secs(15)))
+        .connection_timeout(timing.connection_timeout())
+        .retry_policy(RetryUntilElapsed::new(
+            timing.wait(),
+            Duration::from_millis(100),
+        ))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client.block_until_connected(timing.wait()).await.unwrap();
+    client
+}
+
+/// Rust's side of a turn, while it holds the lock: `holder` is created exclusively (it exists only
+/// while someone holds the lock, so finding it means two holders at once), `rust` goes into the
+/// log, and with `wait` the holder stays until another participant is queued (on children
+/// watches); then `holder` is removed.
+async fn rust_turn(client: &CuratorFramework, path: &str, holder: &Path, log: &Path, wait: bool) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(holder)
+    {
+        Ok(mut file) => std::io::Write::write_all(&mut file, b"rust").unwrap(),
+        Err(error) if error.kind() == ErrorKind::AlreadyExists => panic!(
+            "Rust holds the lock while {:?} does",
+            std::fs::read_to_string(holder).unwrap_or_default()
+        ),
+        Err(error) => panic!("creating {}: {error}", holder.display()),
+    }
+    let mut entry = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    std::io::Write::write_all(&mut entry, b"rust\n").unwrap();
+    if wait {
+        let deadline = Timing::new().wait();
+        loop {
+            let (children, _, watcher) = client
+                .get_children()
+                .watched()
+                .for_path(path)
+                .await
+                .unwrap();
+            if children.len() >= 2 {
+                break;
+            }
+            tokio::time::timeout(deadline, watcher)
+                .await
+                .expect("Java queues behind Rust");
+        }
+    }
+    std::fs::remove_file(holder).unwrap();
+}
+
+/// A Java Curator process and this process share one `InterProcessMutex` on a TLS server, both
+/// presenting client certificates: each side holds the lock while the other queues behind it, so
+/// they hand it to each other 2 × `TURNS` times, and a holder file that only a holder creates
+/// (exclusively) and removes shows that they never hold it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_and_java_take_turns_on_one_mutex_over_tls() {
+    const TURNS: usize = 50;
+    let timing = Timing::new();
+    let certs = TestCertificates::generate().unwrap();
+    let server = TestingServer::builder()
+        .tls(certs.server_tls().with_client_auth(ClientAuth::Need))
+        .start()
+        .await
+        .unwrap();
+    let secure = server.secure_connect_string().unwrap();
+    let files = certs.write_to_temp_dir().unwrap();
+    let java_identity = certs
+        .client("java")
+        .unwrap()
+        .write_pem(files.dir(), "java")
+        .unwrap();
+    let rust_identity = certs.client("rust").unwrap();
+    let path = unique_root("interop-tls-mutex");
+
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/MutexPeer.java");
+    let jvm = JvmOptions::zookeeper_tls(files.ca()).with_key_store(&java_identity.key_store);
+    let mut java = tokio::task::block_in_place(|| {
+        let mut peer = CuratorProgram::compile(&source)
+            .unwrap()
+            .start_with(&[&secure, &path, "mutex"], &jvm)
+            .unwrap();
+        assert_eq!(peer.read_line().unwrap(), "ready");
+        peer
+    });
+    let client = tls_client(
+        &secure,
+        TlsConfig::new()
+            .ca_pem(certs.ca().cert_pem())
+            .identity_pem(rust_identity.cert_pem(), rust_identity.key_pem()),
+    )
+    .await;
+
+    // Both are on the TLS port, each known by its certificate (and by its address, `ip:...`).
+    let java_sees = ask(&mut java, "whoami").await;
+    let java_sees: Vec<&str> = java_sees.trim_start_matches("whoami ").split(',').collect();
+    assert!(java_sees.contains(&"x509:CN=java"), "{java_sees:?}");
+    let rust_sees: Vec<String> = client
+        .who_am_i()
+        .await
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        rust_sees.contains(&"x509:CN=rust".to_owned()),
+        "{rust_sees:?}"
+    );
+
+    // Rust takes the first turn, so the order is known: Rust, Java, Rust, ..., Java. Every
+    // holder but the very last waits for the other to queue behind it.
+    let mutex = InterProcessMutex::builder(client.clone(), &path)
+        .build()
+        .unwrap();
+    let first = mutex
+        .acquire_timeout(timing.wait())
+        .await
+        .unwrap()
+        .expect("the lock is free");
+    let work = tempfile::tempdir().unwrap();
+    let (holder, log): (PathBuf, PathBuf) = (work.path().join("holder"), work.path().join("log"));
+    let wait_ms = timing.wait().as_millis().to_string();
+    tokio::task::block_in_place(|| {
+        java.send(&format!(
+            "take_turns {TURNS} {} {} {wait_ms} no",
+            holder.display(),
+            log.display()
+        ))
+    })
+    .unwrap();
+    let rust_turns = tokio::spawn({
+        let (client, path, holder, log) =
+            (client.clone(), path.clone(), holder.clone(), log.clone());
+        async move {
+            let mut guard = Some(first);
+            for _ in 0..TURNS {
+                let held = match guard.take() {
+                    Some(first) => first,
+                    None => mutex
+                        .acquire_timeout(Timing::new().wait())
+                        .await
+                        .unwrap()
+                        .expect("Java hands the lock back"),
+                };
+                rust_turn(&client, &path, &holder, &log, true).await;
+                held.release().await.unwrap();
+            }
+        }
+    });
+    let java_done = tokio::task::block_in_place(|| java.read_line()).unwrap();
+    assert_eq!(java_done, format!("took {TURNS}"));
+    tokio::time::timeout(timing.wait(), rust_turns)
+        .await
+        .expect("Rust's turns end with Java's")
+        .unwrap();
+
+    // The log is the order the lock went round: strictly alternating, every turn taken.
+    let order = std::fs::read_to_string(&log).unwrap();
+    let expected: Vec<&str> = (0..2 * TURNS)
+        .map(|i| if i % 2 == 0 { "rust" } else { "java" })
+        .collect();
+    assert_eq!(order.lines().collect::<Vec<_>>(), expected);
+    assert!(!holder.exists(), "the last holder removed its file");
+    assert!(testkit::children(&client, &path).await.is_empty());
 }

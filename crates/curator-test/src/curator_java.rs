@@ -1,7 +1,7 @@
 //! Java programs on Debian's Apache Curator jars, for interoperability tests.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use crate::error::{Error, Result};
@@ -20,6 +20,105 @@ pub const CURATOR_CLASSPATH: &[&str] = &[
     "/usr/share/java/slf4j-api.jar",
     "/usr/share/java/slf4j-nop.jar",
 ];
+
+/// Debian's Netty jars that ZooKeeper's Java client needs to speak TLS
+/// (`ClientCnxnSocketNetty`). ZooKeeper's manifest names some of them and leaves out
+/// `netty-codec` (the TLS handler's base class), `netty-resolver` and the epoll transport's
+/// `netty-transport-native-unix-common`; all are listed here.
+pub const NETTY_CLASSPATH: &[&str] = &[
+    "/usr/share/java/netty-buffer.jar",
+    "/usr/share/java/netty-codec.jar",
+    "/usr/share/java/netty-common.jar",
+    "/usr/share/java/netty-handler.jar",
+    "/usr/share/java/netty-resolver.jar",
+    "/usr/share/java/netty-transport.jar",
+    "/usr/share/java/netty-transport-native-epoll.jar",
+    "/usr/share/java/netty-transport-native-unix-common.jar",
+];
+
+/// Extra settings for the JVM of a [`CuratorProgram`]: system properties, classpath entries
+/// (after Curator's) and other JVM arguments, for
+/// [`CuratorProgram::start_with`]. Also usable by code that starts its own JVM:
+/// [`args`](Self::args) and [`classpath`](Self::classpath).
+///
+/// [`zookeeper_tls`](Self::zookeeper_tls) makes ZooKeeper's Java client (so Curator) connect
+/// over TLS, the way a production Java client is configured:
+///
+/// ```
+/// use curator_test::JvmOptions;
+/// let jvm = JvmOptions::zookeeper_tls("/tmp/certs/ca.crt".as_ref())
+///     .with_key_store("/tmp/certs/alice.pem".as_ref()) // a client certificate (x509)
+///     .system_property("zookeeper.ssl.hostnameVerification", "true");
+/// assert!(jvm.args().contains(&"-Dzookeeper.client.secure=true".to_owned()));
+/// assert!(jvm.args().contains(&"-Dzookeeper.ssl.keyStore.location=/tmp/certs/alice.pem".to_owned()));
+/// assert!(jvm.classpath().iter().any(|jar| jar.ends_with("netty-codec.jar")));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JvmOptions {
+    args: Vec<String>,
+    classpath: Vec<PathBuf>,
+}
+
+impl JvmOptions {
+    /// No extra settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// ZooKeeper's Java client over TLS, trusting the CA certificate in the PEM file `ca_pem`
+    /// ([`CertificateFiles::ca`](crate::CertificateFiles::ca)): `zookeeper.client.secure=true`,
+    /// the Netty client socket (`zookeeper.clientCnxnSocket`), a PEM trust store, and
+    /// [`NETTY_CLASSPATH`]. The program must connect to the server's TLS port
+    /// ([`secure_connect_string`](crate::TestingServer::secure_connect_string)); the host name
+    /// is verified against the server's certificate, as in production.
+    pub fn zookeeper_tls(ca_pem: &Path) -> Self {
+        NETTY_CLASSPATH.iter().fold(
+            Self::new()
+                .system_property("zookeeper.client.secure", "true")
+                .system_property(
+                    "zookeeper.clientCnxnSocket",
+                    "org.apache.zookeeper.ClientCnxnSocketNetty",
+                )
+                .system_property("zookeeper.ssl.trustStore.location", ca_pem.display())
+                .system_property("zookeeper.ssl.trustStore.type", "PEM"),
+            |options, jar| options.classpath_entry(jar),
+        )
+    }
+
+    /// Presents a client certificate: `key_store_pem` holds the private key and the certificate
+    /// ([`PemFiles::key_store`](crate::PemFiles::key_store)), read as a PEM key store.
+    pub fn with_key_store(self, key_store_pem: &Path) -> Self {
+        self.system_property("zookeeper.ssl.keyStore.location", key_store_pem.display())
+            .system_property("zookeeper.ssl.keyStore.type", "PEM")
+    }
+
+    /// Adds `-D<key>=<value>`.
+    pub fn system_property(self, key: &str, value: impl std::fmt::Display) -> Self {
+        self.arg(format!("-D{key}={value}"))
+    }
+
+    /// Adds a JVM argument as it is (`-Xmx1g`, `-verbose:gc`).
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds a jar or class directory to the classpath, after Curator's.
+    pub fn classpath_entry(mut self, entry: impl AsRef<Path>) -> Self {
+        self.classpath.push(entry.as_ref().to_owned());
+        self
+    }
+
+    /// The JVM arguments, in the order they were added.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    /// The extra classpath entries, in the order they were added.
+    pub fn classpath(&self) -> &[PathBuf] {
+        &self.classpath
+    }
+}
 
 /// A Java program compiled against Apache Curator, ready to run.
 ///
@@ -89,19 +188,52 @@ impl CuratorProgram {
     /// # Errors
     /// [`Error::JavaNotFound`] or [`Error::Io`].
     pub fn start(&self, args: &[&str]) -> Result<JavaPeer> {
-        let classpath = format!(
-            "{}:{}",
-            CURATOR_CLASSPATH.join(":"),
-            self.classes.path().display()
-        );
+        self.start_with(args, &JvmOptions::new())
+    }
+
+    /// Starts the program with `args` and extra JVM settings: system properties, classpath
+    /// entries, other JVM arguments. [`JvmOptions::zookeeper_tls`] connects the program's
+    /// ZooKeeper client over TLS.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// use curator_test::{CuratorProgram, JvmOptions, TestCertificates, TestingServer};
+    /// let certs = TestCertificates::generate()?;
+    /// let server = TestingServer::builder().tls(certs.server_tls()).start().await?;
+    /// let files = certs.write_to_temp_dir()?;
+    /// let program = CuratorProgram::compile(std::path::Path::new("tests/java/MutexPeer.java"))?;
+    /// let secure = server.secure_connect_string().unwrap(); // localhost:<tls port>
+    /// let mut peer = program.start_with(
+    ///     &[secure.as_str(), "/locks/a"],
+    ///     &JvmOptions::zookeeper_tls(files.ca()),
+    /// )?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::JarNotFound`] when a classpath entry of `jvm` is missing,
+    /// [`Error::JavaNotFound`] or [`Error::Io`].
+    pub fn start_with(&self, args: &[&str], jvm: &JvmOptions) -> Result<JavaPeer> {
+        let mut classpath: Vec<String> = CURATOR_CLASSPATH.iter().map(|&e| e.to_owned()).collect();
+        for entry in &jvm.classpath {
+            if !entry.exists() {
+                return Err(Error::JarNotFound {
+                    path: entry.clone(),
+                    classpath: jvm
+                        .classpath
+                        .iter()
+                        .map(|e| e.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(":"),
+                });
+            }
+            classpath.push(entry.display().to_string());
+        }
+        classpath.push(self.classes.path().display().to_string());
         let mut child = Command::new(java_executable()?)
-            .args([
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-cp",
-                &classpath,
-                &self.class,
-            ])
+            .args(["-Xmx256m", "-XX:+UseSerialGC"])
+            .args(&jvm.args)
+            .args(["-cp", &classpath.join(":"), &self.class])
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -134,14 +266,31 @@ impl JavaPeer {
     /// # Errors
     /// [`Error::Io`] when the program died or closed its output.
     pub fn ask(&mut self, line: &str) -> Result<String> {
+        self.send(line)?;
+        self.read_line()
+    }
+
+    /// Sends `line` without waiting for the answer, for a command that runs while the test does
+    /// something else; [`read_line`](Self::read_line) collects the answer later.
+    ///
+    /// ```no_run
+    /// # fn demo(peer: &mut curator_test::JavaPeer) -> curator_test::Result<()> {
+    /// peer.send("acquire 10000")?; // blocks in the peer until the lock is free
+    /// // ... release the lock elsewhere ...
+    /// assert_eq!(peer.read_line()?, "acquired");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the program died or closed its input.
+    pub fn send(&mut self, line: &str) -> Result<()> {
         let stdin = self
             .stdin
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument("peer closed".into()))?;
         writeln!(stdin, "{line}")
             .and_then(|()| stdin.flush())
-            .map_err(Error::io("writing to the Java peer"))?;
-        self.read_line()
+            .map_err(Error::io("writing to the Java peer"))
     }
 
     /// Reads the program's next line.

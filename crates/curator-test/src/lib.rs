@@ -22,7 +22,7 @@ pub use certificates::{
     TestCertificates, WRONG_HOST,
 };
 pub use cluster::{TestingCluster, TestingClusterBuilder};
-pub use curator_java::{CURATOR_CLASSPATH, CuratorProgram, JavaPeer};
+pub use curator_java::{CURATOR_CLASSPATH, CuratorProgram, JavaPeer, JvmOptions, NETTY_CLASSPATH};
 pub use error::{Error, Result};
 pub use four_letter::{ServerMode, four_letter_word};
 pub use kdc::{DEFAULT_REALM, KerberosPrincipal, TestingKdc, TestingKdcBuilder};
