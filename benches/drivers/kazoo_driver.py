@@ -1,6 +1,8 @@
 """Benchmark driver on Kazoo (Debian's python3-kazoo), for the side-by-side harness.
 
-Usage: /usr/bin/python3 kazoo_driver.py <connect-string>
+Usage: /usr/bin/python3 kazoo_driver.py <connect-string> [--tls-ca <ca.pem>]
+(with --tls-ca every session connects over TLS, trusting that CA; Kazoo checks the certificate
+chain but not the host name.)
 Prints "ready", then answers each stdin line "run <scenario> <ops> <path>" with
 "ok <elapsed-ns> <latency-ns,...>" (or "err <message>"); "quit" ends it.
 """
@@ -20,6 +22,13 @@ PAYLOAD = b"x"
 IN_FLIGHT = 1000
 CONTENDERS = 8
 contenders = []
+
+
+def new_client():
+    """A KazooClient for the connect string of the command line (over TLS with --tls-ca)."""
+    if len(sys.argv) == 4 and sys.argv[2] == "--tls-ca":
+        return KazooClient(hosts=sys.argv[1], timeout=30.0, use_ssl=True, ca=sys.argv[3])
+    return KazooClient(hosts=sys.argv[1], timeout=30.0)
 
 
 def loaded_tree_cache(client, path):
@@ -123,7 +132,7 @@ def run(client, scenario, path, latencies):
     elif scenario == "mutex_contended":
         # CONTENDERS sessions loop on one lock until the hand-overs add up to the count.
         while len(contenders) < CONTENDERS:
-            other = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            other = new_client()
             other.start(timeout=30)
             contenders.append(other)
         counter = {"next": 0}
@@ -160,7 +169,7 @@ def run(client, scenario, path, latencies):
         # other's leadership function starting.
         sessions = []
         for _ in range(2):
-            session = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            session = new_client()
             session.start(timeout=30)
             sessions.append(session)
         leading = queue.Queue()
@@ -197,7 +206,7 @@ def run(client, scenario, path, latencies):
         # CONTENDERS sessions increment one Kazoo Counter until the increments add up to the
         # count (Kazoo stores the number as text and retries on version conflicts).
         while len(contenders) < CONTENDERS:
-            other = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            other = new_client()
             other.start(timeout=30)
             contenders.append(other)
         counter = {"next": 0}
@@ -232,7 +241,7 @@ def run(client, scenario, path, latencies):
         # Queue.get does not wait, so an empty poll sleeps 1 ms before trying again.
         n = 1 if scenario == "queue_1x1" else 4
         while len(contenders) < CONTENDERS:
-            other = KazooClient(hosts=sys.argv[1], timeout=30.0)
+            other = new_client()
             other.start(timeout=30)
             contenders.append(other)
         state = {"taken": 0}
@@ -282,7 +291,7 @@ def run(client, scenario, path, latencies):
 
 
 def main():
-    client = KazooClient(hosts=sys.argv[1], timeout=30.0)
+    client = new_client()
     client.start(timeout=30)
     print("ready", flush=True)
     for line in sys.stdin:

@@ -1,12 +1,15 @@
 //! Benchmark driver for the side-by-side harness, in Rust: `framework` (this workspace's
 //! `CuratorFramework`) or `bare` (`zookeeper-client` with nothing on top).
 //!
-//! Usage: `bench-driver framework|bare <connect-string>`. Prints `ready`, then answers each stdin
-//! line `run <scenario> <ops> <path>` with `ok <elapsed-ns> <latency-ns,...>` (or
-//! `err <message>`); `quit` ends it. The Java and Python drivers in `benches/drivers/` speak the
-//! same protocol and do the same work.
+//! Usage: `bench-driver framework|bare <connect-string> [--tls-ca <ca.pem>]`; with `--tls-ca`
+//! every session connects over TLS, trusting the CA certificate in that PEM file (the connect
+//! string names the servers' TLS ports). Prints `ready`, then answers each stdin line
+//! `run <scenario> <ops> <path>` with `ok <elapsed-ns> <latency-ns,...>` (or `err <message>`);
+//! `quit` ends it. The Java and Python drivers in `benches/drivers/` speak the same protocol and
+//! do the same work.
 
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use curator_caches::{CuratorCache, CuratorCacheListener};
@@ -14,6 +17,7 @@ use curator_counters::DistributedAtomicLong;
 use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
+use curator_framework::security::TlsConfig;
 use curator_locks::InterProcessMutex;
 use curator_queues::SimpleDistributedQueue;
 use futures::future::join_all;
@@ -27,8 +31,15 @@ const PAYLOAD: &[u8] = b"x";
 const IN_FLIGHT: usize = 1000;
 const CONTENDERS: usize = 8;
 
+/// Where the driver's sessions connect, and how.
+struct Server {
+    connect: String,
+    /// Over TLS, trusting the CA certificate in this PEM file.
+    tls_ca: Option<PathBuf>,
+}
+
 enum Driver {
-    Framework(CuratorFramework, String),
+    Framework(CuratorFramework, Server),
     Bare(zk::Client),
 }
 
@@ -484,13 +495,15 @@ async fn wait_for_participants(latch: &LeaderLatch, n: usize) -> Result<(), Stri
     Ok(())
 }
 
-async fn connect_framework(connect: &str) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
+async fn connect_framework(server: &Server) -> CuratorFramework {
+    let mut builder = CuratorFramework::builder()
+        .connect_string(&server.connect)
         .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
-        .session_timeout(Duration::from_secs(30))
-        .build()
-        .expect("valid settings");
+        .session_timeout(Duration::from_secs(30));
+    if let Some(ca) = &server.tls_ca {
+        builder = builder.tls(TlsConfig::new().ca_file(ca));
+    }
+    let client = builder.build().expect("valid settings");
     client.start().await.expect("start");
     client
         .block_until_connected(Duration::from_secs(30))
@@ -499,25 +512,52 @@ async fn connect_framework(connect: &str) -> CuratorFramework {
     client
 }
 
+/// A bare `zookeeper-client` session, over TLS with a CA file.
+async fn connect_bare(server: &Server) -> zk::Client {
+    let connector = zk::Client::connector().with_session_timeout(Duration::from_secs(30));
+    let connected = match &server.tls_ca {
+        Some(ca) => {
+            let pem = std::fs::read_to_string(ca).expect("the CA file can be read");
+            connector
+                .with_tls(
+                    zk::TlsOptions::new()
+                        .with_pem_ca(&pem)
+                        .expect("a PEM CA certificate"),
+                )
+                .secure_connect(&server.connect)
+                .await
+        }
+        None => connector.connect(&server.connect).await,
+    };
+    connected.expect("connected")
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (kind, connect) = match args.as_slice() {
-        [_, kind, connect] => (kind.as_str(), connect.as_str()),
+    let (kind, server) = match args.as_slice() {
+        [_, kind, connect] => (
+            kind.as_str(),
+            Server {
+                connect: connect.clone(),
+                tls_ca: None,
+            },
+        ),
+        [_, kind, connect, flag, ca] if flag == "--tls-ca" => (
+            kind.as_str(),
+            Server {
+                connect: connect.clone(),
+                tls_ca: Some(PathBuf::from(ca)),
+            },
+        ),
         _ => {
-            eprintln!("usage: bench-driver framework|bare <connect-string>");
+            eprintln!("usage: bench-driver framework|bare <connect-string> [--tls-ca <ca.pem>]");
             std::process::exit(2);
         }
     };
     let driver = match kind {
-        "framework" => Driver::Framework(connect_framework(connect).await, connect.to_owned()),
-        "bare" => Driver::Bare(
-            zk::Client::connector()
-                .with_session_timeout(Duration::from_secs(30))
-                .connect(connect)
-                .await
-                .expect("connected"),
-        ),
+        "framework" => Driver::Framework(connect_framework(&server).await, server),
+        "bare" => Driver::Bare(connect_bare(&server).await),
         other => {
             eprintln!("unknown driver {other}");
             std::process::exit(2);

@@ -3,13 +3,22 @@
 //!
 //! ```text
 //! cargo build --release -p curator-benches --bins
-//! target/release/side-by-side [--quick] [--rounds N] [--no-docs]
+//! target/release/side-by-side [--quick] [--rounds N] [--only a,b_tls,..] [--no-tls] [--no-docs]
 //! ```
 //!
 //! Each driver is a long-lived process speaking a line protocol (see `bench-driver.rs`), so JIT
 //! and interpreter warm-up happen once; round 0 is a discarded warm-up and the order of drivers
 //! rotates from round to round. Results: a table on stdout and in `docs/benchmarks.md`, a PNG
 //! chart beside it, raw samples in `target/bench/side-by-side.json`.
+//!
+//! TLS rows (`get_data (tls)`, ...; `--only get_data_tls`; `--no-tls` leaves them out): a second
+//! server with a TLS client port and a test CA (`curator-test`), and a second group of driver
+//! processes connected to it over TLS, verifying the server's certificate against the CA (a PEM
+//! file, `--tls-ca`; Curator through ZooKeeper's TLS system properties). TLS needs ZooKeeper's
+//! Netty connection factory, so a third group runs the same rows on that server's plaintext port
+//! (`get_data (netty)`): the TLS cost is TLS against that, not against the default NIO server.
+//! `ZK_TLS_CONNECT` and `ZK_TLS_CA` (and `ZK_TLS_PLAIN_CONNECT` for the baseline) name another
+//! TLS server instead, as `ZK_CONNECT` does for the plaintext one.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -17,7 +26,10 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use curator_framework::CuratorFramework;
-use curator_test::{CURATOR_CLASSPATH, TestingServer, four_letter_word, unique_root};
+use curator_framework::security::TlsConfig;
+use curator_test::{
+    CURATOR_CLASSPATH, JvmOptions, TestCertificates, TestingServer, four_letter_word, unique_root,
+};
 
 /// One measured round: how long the driver took for all operations, and each operation's latency.
 struct Sample {
@@ -144,6 +156,94 @@ struct Scenario {
     name: &'static str,
     what: &'static str,
     ops: usize,
+    /// Which server port and drivers run it.
+    over: Over,
+}
+
+/// How the drivers of a row reach their server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Over {
+    /// The plaintext server (ZooKeeper's default NIO connection factory).
+    Plain,
+    /// The TLS server's plaintext port (the Netty connection factory TLS needs): the baseline
+    /// TLS rows are compared with, so the ratio measures TLS and not the factory.
+    Netty,
+    /// The TLS server's secure port.
+    Tls,
+}
+
+impl Scenario {
+    /// `get_data`, `get_data (netty)` or `get_data (tls)`.
+    fn label(&self) -> String {
+        match self.over {
+            Over::Plain => self.name.to_owned(),
+            Over::Netty => format!("{} (netty)", self.name),
+            Over::Tls => format!("{} (tls)", self.name),
+        }
+    }
+
+    /// The name `--only` takes: `get_data`, `get_data_netty` or `get_data_tls`.
+    fn key(&self) -> String {
+        match self.over {
+            Over::Plain => self.name.to_owned(),
+            Over::Netty => format!("{}_netty", self.name),
+            Over::Tls => format!("{}_tls", self.name),
+        }
+    }
+}
+
+/// The scenarios that also run over TLS.
+const TLS_SCENARIOS: &[&str] = &["get_data", "create_delete", "mutex_uncontended"];
+
+/// Where a group of drivers connects: the plaintext server, or the TLS server with its CA.
+struct Target {
+    connect: String,
+    tls_ca: Option<PathBuf>,
+}
+
+impl Target {
+    /// A connected framework client for setting up and cleaning up nodes.
+    async fn client(&self) -> Result<CuratorFramework, curator_framework::Error> {
+        let mut builder = CuratorFramework::builder().connect_string(&self.connect);
+        if let Some(ca) = &self.tls_ca {
+            builder = builder.tls(TlsConfig::new().ca_file(ca));
+        }
+        let client = builder.build()?;
+        client.start().await?;
+        Ok(client)
+    }
+
+    /// The arguments every driver takes after the connect string: `--tls-ca <file>` or none.
+    fn driver_args(&self) -> Vec<std::ffi::OsString> {
+        match &self.tls_ca {
+            Some(ca) => vec!["--tls-ca".into(), ca.into()],
+            None => Vec::new(),
+        }
+    }
+
+    /// The JVM settings of Curator's driver: ZooKeeper's TLS system properties and Netty.
+    fn jvm(&self) -> JvmOptions {
+        match &self.tls_ca {
+            Some(ca) => JvmOptions::zookeeper_tls(ca),
+            None => JvmOptions::new(),
+        }
+    }
+}
+
+/// The drivers of one [`Over`], the root they work under, and a client to set it up.
+struct Group {
+    over: Over,
+    root: String,
+    setup: CuratorFramework,
+    drivers: Vec<Driver>,
+}
+
+/// The directory a driver creates its nodes in.
+fn driver_dir(root: &str, driver: &Driver) -> String {
+    format!(
+        "{root}/{}",
+        driver.name.split_whitespace().next().unwrap_or("d")
+    )
 }
 
 struct Summary {
@@ -196,6 +296,53 @@ fn ratio_text(ratio: f64) -> String {
     }
 }
 
+/// Each driver over TLS against itself in plaintext on the same (Netty) server, for the
+/// scenarios run both ways; and the Netty plaintext port against the default NIO server.
+fn tls_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
+    const DRIVERS: [&str; 4] = [
+        "curator-rs",
+        "zookeeper-client (bare)",
+        "Curator (Java)",
+        "Kazoo (Python)",
+    ];
+    let rate = |name: &str, over: Over, driver: &str| {
+        scenarios
+            .iter()
+            .zip(results)
+            .find(|(s, _)| s.name == name && s.over == over)
+            .and_then(|(_, summaries)| summaries.iter().find(|s| s.driver == driver))
+            .map_or(f64::NAN, |s| s.ops_per_sec)
+    };
+    let tls_rows: Vec<&Scenario> = scenarios.iter().filter(|s| s.over == Over::Tls).collect();
+    if tls_rows.is_empty() {
+        return String::new();
+    }
+    let mut report = format!(
+        "\nTLS cost, each driver against itself: ops/s over TLS ÷ ops/s on the same server's \
+         plaintext port (both through ZooKeeper's Netty connection factory, which TLS needs); in \
+         brackets, that plaintext port ÷ the default (NIO) server's:\n\n| scenario | {} |\n| --- |{}\n",
+        DRIVERS.join(" | "),
+        " ---: |".repeat(DRIVERS.len())
+    );
+    for scenario in tls_rows {
+        let cells: Vec<String> = DRIVERS
+            .iter()
+            .map(|driver| {
+                let tls = rate(scenario.name, Over::Tls, driver);
+                let netty = rate(scenario.name, Over::Netty, driver);
+                let plain = rate(scenario.name, Over::Plain, driver);
+                format!(
+                    "{} ({})",
+                    ratio_text(tls / netty),
+                    ratio_text(netty / plain)
+                )
+            })
+            .collect();
+        report.push_str(&format!("| {} | {} |\n", scenario.name, cells.join(" | ")));
+    }
+    report
+}
+
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -203,7 +350,7 @@ fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
-fn java_driver(root: &Path, connect: &str) -> Result<Command, String> {
+fn java_driver(root: &Path, target: &Target) -> Result<Command, String> {
     let out = root.join("target/bench/java");
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
     let classpath = CURATOR_CLASSPATH.join(":");
@@ -217,12 +364,23 @@ fn java_driver(root: &Path, connect: &str) -> Result<Command, String> {
     if !status.success() {
         return Err("javac failed on CuratorDriver.java".into());
     }
+    let jvm = target.jvm();
+    let mut classpath = vec![classpath];
+    for entry in jvm.classpath() {
+        if !entry.exists() {
+            return Err(format!("{} is missing (run `just setup`)", entry.display()));
+        }
+        classpath.push(entry.display().to_string());
+    }
+    classpath.push(out.display().to_string());
     let mut command = Command::new("java");
     command
-        .args(["-Xms256m", "-Xmx512m", "-cp"])
-        .arg(format!("{classpath}:{}", out.display()))
+        .args(["-Xms256m", "-Xmx512m"])
+        .args(jvm.args())
+        .arg("-cp")
+        .arg(classpath.join(":"))
         .arg("CuratorDriver")
-        .arg(connect);
+        .arg(&target.connect);
     Ok(command)
 }
 
@@ -253,7 +411,7 @@ fn machine() -> String {
 
 fn chart(path: &Path, scenarios: &[Scenario], results: &[Vec<Summary>]) -> Result<(), String> {
     use plotters::prelude::*;
-    let root = BitMapBackend::new(path, (1000, 520)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1400, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let drivers: Vec<&str> = results[0].iter().map(|s| s.driver).collect();
     let ratio = |scenario: usize, driver: usize| {
@@ -286,7 +444,7 @@ fn chart(path: &Path, scenarios: &[Scenario], results: &[Vec<Summary>]) -> Resul
         .x_label_formatter(&|x| {
             let i = (*x - 0.5).round();
             if (x - 0.5 - i).abs() < 0.01 && i >= 0.0 && (i as usize) < scenarios.len() {
-                scenarios[i as usize].name.to_owned()
+                scenarios[i as usize].label()
             } else {
                 String::new()
             }
@@ -338,6 +496,7 @@ fn run() -> Result<(), String> {
         .map(|list| list.split(',').map(str::to_owned).collect());
     // Only full runs are published.
     let write_docs = !quick && only.is_none() && !args.iter().any(|a| a == "--no-docs");
+    let with_tls = !args.iter().any(|a| a == "--no-tls");
     let rounds: usize = args
         .iter()
         .skip_while(|a| *a != "--rounds")
@@ -350,70 +509,101 @@ fn run() -> Result<(), String> {
             name: "get_data",
             what: "sequential get_data of a 100-byte node",
             ops: 500 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "pipelined_get_data",
             what: "get_data, 1,000 in flight at a time",
             ops: 1000 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "create_delete",
             what: "sequential create + delete (one op = the pair)",
             ops: 250 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "mutex_uncontended",
             what: "acquire + release of a free mutex (one op = the cycle)",
             ops: 100 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "leader_handover",
             what: "leader leaves → the next participant leads (latency is the hand-over)",
             ops: 25 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "mutex_contended",
             what: "8 sessions of one process on one mutex (one op = a hand-over)",
             ops: 100 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "counter_8way",
             what: "8 sessions increment one atomic long (curator-rs: exactly-once writes)",
             ops: 200 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "counter_8way_plain",
             what: "the same with plain versioned writes (Curator's and Kazoo's only kind)",
             ops: 200 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "queue_1x1",
             what: "simple queue, 1 producer + 1 consumer session (one op = an item taken)",
             ops: 200 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "queue_4x4",
             what: "simple queue, 4 producers + 4 consumers (one op = an item taken)",
             ops: 400 * scale,
+            over: Over::Plain,
         },
         Scenario {
             name: "cache_initial_load",
             what: "a cache (Kazoo: TreeCache) loads a 10,000-node tree (ops/s = nodes/s; latency = the load)",
             ops: TREE_NODES,
+            over: Over::Plain,
         },
         Scenario {
             name: "cache_update_latency",
             what: "set_data → the cache's listener sees the value (sequential)",
             ops: 100 * scale,
+            over: Over::Plain,
         },
     ];
+    // Each TLS row and its baseline (the same server's plaintext port) right after the
+    // plaintext row.
     let scenarios: Vec<Scenario> = scenarios
         .into_iter()
+        .flat_map(|plain| {
+            let secured = with_tls && TLS_SCENARIOS.contains(&plain.name);
+            let variants = secured.then_some([
+                Scenario {
+                    what: "the same on the TLS server's plaintext port (Netty)",
+                    over: Over::Netty,
+                    ..plain
+                },
+                Scenario {
+                    what: "the same over TLS (Netty)",
+                    over: Over::Tls,
+                    ..plain
+                },
+            ]);
+            std::iter::once(plain).chain(variants.into_iter().flatten())
+        })
         .filter(|s| {
             only.as_ref()
-                .is_none_or(|only| only.iter().any(|o| o == s.name))
+                .is_none_or(|only| only.iter().any(|o| *o == s.key()))
         })
         .collect();
+    let with_tls = scenarios.iter().any(|s| s.over != Over::Plain);
     let workspace = workspace_root();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -430,6 +620,47 @@ fn run() -> Result<(), String> {
             server.connect_string()
         }
     };
+    // The TLS server: `ZK_TLS_CONNECT` with the CA file `ZK_TLS_CA` (and its plaintext port
+    // `ZK_TLS_PLAIN_CONNECT`, else no Netty baseline), or one of our own with a fresh test CA
+    // (its certificate names `localhost`, the host of its connect string).
+    let (_tls_server, _tls_files, netty_target, tls_target) = if !with_tls {
+        (None, None, None, None)
+    } else if let (Ok(connect), Ok(ca)) =
+        (std::env::var("ZK_TLS_CONNECT"), std::env::var("ZK_TLS_CA"))
+    {
+        let target = Target {
+            connect,
+            tls_ca: Some(PathBuf::from(ca)),
+        };
+        let netty = std::env::var("ZK_TLS_PLAIN_CONNECT")
+            .ok()
+            .map(|connect| Target {
+                connect,
+                tls_ca: None,
+            });
+        (None, None, netty, Some(target))
+    } else {
+        let certs = TestCertificates::generate().map_err(|e| e.to_string())?;
+        let files = certs.write_to_temp_dir().map_err(|e| e.to_string())?;
+        let server = runtime
+            .block_on(TestingServer::builder().tls(certs.server_tls()).start())
+            .map_err(|e| e.to_string())?;
+        let target = Target {
+            connect: server
+                .secure_connect_string()
+                .ok_or("the TLS server has no TLS port")?,
+            tls_ca: Some(files.ca().to_owned()),
+        };
+        let netty = Target {
+            connect: server.connect_string(),
+            tls_ca: None,
+        };
+        (Some(server), Some(files), Some(netty), Some(target))
+    };
+    let plain_target = Target {
+        connect: connect.clone(),
+        tls_ca: None,
+    };
     let version = runtime
         .block_on(four_letter_word(&connect, "srvr", Duration::from_secs(10)))
         .ok()
@@ -440,69 +671,99 @@ fn run() -> Result<(), String> {
         })
         .unwrap_or_else(|| "unknown".into());
 
-    // The nodes every driver works on: one data node, one directory per driver for creates.
-    let root = unique_root("side-by-side");
-    let data = format!("{root}/data");
-    let tree = format!("{root}/tree");
-    let setup = runtime.block_on(async {
-        let client = CuratorFramework::builder()
-            .connect_string(&connect)
-            .build()?;
-        client.start().await?;
-        client
-            .create()
-            .creating_parents_if_needed()
-            .for_path(&data, vec![7u8; 100])
-            .await?;
-        build_tree(&client, &tree).await?;
-        Ok::<_, curator_framework::Error>(client)
-    });
-    let setup = setup.map_err(|e| e.to_string())?;
+    // The nodes every driver works on: one data node, one directory per driver for creates
+    // (under a root of each group's own; the Netty and TLS groups share a server).
+    let base = unique_root("side-by-side");
+    let tree = format!("{base}/tree");
 
     let exe_dir = std::env::current_exe()
         .map_err(|e| e.to_string())?
         .parent()
         .map(Path::to_owned)
         .unwrap_or_default();
-    let rust_driver = |kind: &str| {
+    let rust_driver = |kind: &str, target: &Target| {
         let mut command = Command::new(exe_dir.join("bench-driver"));
-        command.arg(kind).arg(&connect);
+        command
+            .arg(kind)
+            .arg(&target.connect)
+            .args(target.driver_args());
         command
     };
-    let mut kazoo = Command::new("/usr/bin/python3");
-    kazoo
-        .arg(workspace.join("benches/drivers/kazoo_driver.py"))
-        .arg(&connect);
-    let mut drivers = vec![
-        Driver::start("curator-rs", rust_driver("framework"))?,
-        Driver::start("zookeeper-client (bare)", rust_driver("bare"))?,
-        Driver::start("Curator (Java)", java_driver(&workspace, &connect)?)?,
-        Driver::start("Kazoo (Python)", kazoo)?,
-    ];
-    for driver in &drivers {
-        let dir = format!(
-            "{root}/{}",
-            driver.name.split_whitespace().next().unwrap_or("d")
-        );
-        runtime
-            .block_on(async { setup.create().for_path(&dir, b"").await })
-            .map_err(|e| e.to_string())?;
+    let kazoo_driver = |target: &Target| {
+        let mut kazoo = Command::new("/usr/bin/python3");
+        kazoo
+            .arg(workspace.join("benches/drivers/kazoo_driver.py"))
+            .arg(&target.connect)
+            .args(target.driver_args());
+        kazoo
+    };
+    let start_group = |target: &Target| -> Result<Vec<Driver>, String> {
+        Ok(vec![
+            Driver::start("curator-rs", rust_driver("framework", target))?,
+            Driver::start("zookeeper-client (bare)", rust_driver("bare", target))?,
+            Driver::start("Curator (Java)", java_driver(&workspace, target)?)?,
+            Driver::start("Kazoo (Python)", kazoo_driver(target))?,
+        ])
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    for (over, target) in [
+        (Over::Plain, Some(&plain_target)),
+        (Over::Netty, netty_target.as_ref()),
+        (Over::Tls, tls_target.as_ref()),
+    ] {
+        let Some(target) = target else { continue };
+        if !scenarios.iter().any(|s| s.over == over) && over != Over::Plain {
+            continue;
+        }
+        let root = match over {
+            Over::Plain => base.clone(),
+            Over::Netty => format!("{base}-netty"),
+            Over::Tls => format!("{base}-tls"),
+        };
+        let drivers = start_group(target)?;
+        let setup = runtime.block_on(async {
+            let client = target.client().await?;
+            client
+                .create()
+                .creating_parents_if_needed()
+                .for_path(&format!("{root}/data"), vec![7u8; 100])
+                .await?;
+            if over == Over::Plain {
+                build_tree(&client, &tree).await?;
+            }
+            for driver in &drivers {
+                client
+                    .create()
+                    .for_path(&driver_dir(&root, driver), b"")
+                    .await?;
+            }
+            Ok::<_, curator_framework::Error>(client)
+        });
+        groups.push(Group {
+            over,
+            root,
+            setup: setup.map_err(|e| e.to_string())?,
+            drivers,
+        });
     }
 
     let started = Instant::now();
     let mut results: Vec<Vec<Summary>> = Vec::new();
     let mut raw = Vec::new();
     for scenario in &scenarios {
+        let group = groups
+            .iter_mut()
+            .find(|g| g.over == scenario.over)
+            .ok_or_else(|| format!("no drivers for {}", scenario.label()))?;
+        let (root, drivers) = (&group.root, &mut group.drivers);
+        let data = format!("{root}/data");
         let mut samples: Vec<Vec<Sample>> = drivers.iter().map(|_| Vec::new()).collect();
         for round in 0..=rounds {
             let n = drivers.len();
             for k in 0..n {
                 let index = (round + k) % n;
                 let driver = &mut drivers[index];
-                let dir = format!(
-                    "{root}/{}",
-                    driver.name.split_whitespace().next().unwrap_or("d")
-                );
+                let dir = driver_dir(root, driver);
                 let path = match scenario.name {
                     "create_delete" => dir,
                     name if ["mutex", "leader", "counter", "queue"]
@@ -529,7 +790,7 @@ fn run() -> Result<(), String> {
             .collect();
         for (driver, samples) in drivers.iter().zip(&samples) {
             raw.push(serde_json::json!({
-                "scenario": scenario.name,
+                "scenario": scenario.label(),
                 "driver": driver.name,
                 "ops": scenario.ops,
                 "rounds": samples.iter().map(|s| serde_json::json!({
@@ -548,15 +809,11 @@ fn run() -> Result<(), String> {
     let mut memory: Vec<(&'static str, Option<u64>)> = Vec::new();
     if measure_memory {
         let kinds: [(&'static str, &CommandFn); 3] = [
-            ("curator-rs", &|| Ok(rust_driver("framework"))),
-            ("Curator (Java)", &|| java_driver(&workspace, &connect)),
-            ("Kazoo (Python)", &|| {
-                let mut kazoo = Command::new("/usr/bin/python3");
-                kazoo
-                    .arg(workspace.join("benches/drivers/kazoo_driver.py"))
-                    .arg(&connect);
-                Ok(kazoo)
+            ("curator-rs", &|| {
+                Ok(rust_driver("framework", &plain_target))
             }),
+            ("Curator (Java)", &|| java_driver(&workspace, &plain_target)),
+            ("Kazoo (Python)", &|| Ok(kazoo_driver(&plain_target))),
         ];
         for (name, command) in kinds {
             let mut per_node = Vec::new();
@@ -571,14 +828,17 @@ fn run() -> Result<(), String> {
         }
     }
     let took = started.elapsed();
-    drop(drivers);
-    let _ = runtime.block_on(async {
-        setup
-            .delete()
-            .deleting_children_if_needed()
-            .for_path(&root)
-            .await
-    });
+    for group in groups {
+        drop(group.drivers);
+        let _ = runtime.block_on(async {
+            group
+                .setup
+                .delete()
+                .deleting_children_if_needed()
+                .for_path(&group.root)
+                .await
+        });
+    }
 
     // The report.
     let date = Command::new("date")
@@ -601,13 +861,20 @@ fn run() -> Result<(), String> {
             if s.ops_per_sec.is_nan() {
                 report.push_str(&format!(
                     "| {} ({}) | {} | n/a | n/a | n/a |\n",
-                    scenario.name, scenario.ops, s.driver
+                    scenario.label(),
+                    scenario.ops,
+                    s.driver
                 ));
                 continue;
             }
             report.push_str(&format!(
                 "| {} ({}) | {} | {:.0} | {:.0} | {:.0} |\n",
-                scenario.name, scenario.ops, s.driver, s.ops_per_sec, s.p50_us, s.p99_us
+                scenario.label(),
+                scenario.ops,
+                s.driver,
+                s.ops_per_sec,
+                s.p50_us,
+                s.p99_us
             ));
         }
     }
@@ -622,13 +889,14 @@ fn run() -> Result<(), String> {
         let ours = rate("curator-rs");
         report.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
-            scenario.name,
+            scenario.label(),
             scenario.what,
             ratio_text(ours / rate("Curator (Java)")),
             ratio_text(ours / rate("Kazoo (Python)")),
             ratio_text(ours / rate("zookeeper-client (bare)"))
         ));
     }
+    report.push_str(&tls_report(&scenarios, &results));
     if !memory.is_empty() {
         let bytes = |name: &str| {
             memory
