@@ -374,7 +374,8 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     for _ in 0..clients_n {
         let link = Link::start(&cluster).await?;
         clients.push(
-            curator_testkit::client_with(&link.connect_string(), config.session_timeout).await,
+            curator_testkit::client_through_proxies(&link.connect_string(), config.session_timeout)
+                .await,
         );
         links.push(link);
     }

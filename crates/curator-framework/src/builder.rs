@@ -32,6 +32,11 @@ pub(crate) struct Settings {
     pub(crate) use_container_parents: bool,
     pub(crate) tls: Option<WireTls>,
     pub(crate) sasl: Option<SaslConfig>,
+    /// Follow the ensemble's dynamic configuration.
+    pub(crate) ensemble_tracking: bool,
+    /// The servers come from a fixed connect string (so a followed configuration may replace
+    /// them).
+    pub(crate) fixed_ensemble: bool,
 }
 
 impl fmt::Debug for Settings {
@@ -107,6 +112,8 @@ pub struct CuratorFrameworkBuilder {
     use_container_parents: bool,
     tls: Option<TlsConfig>,
     sasl: Option<SaslConfig>,
+    ensemble_tracking: bool,
+    fixed_ensemble: bool,
     error: Option<Error>,
 }
 
@@ -145,6 +152,8 @@ impl Default for CuratorFrameworkBuilder {
             use_container_parents: true,
             tls: None,
             sasl: None,
+            ensemble_tracking: true,
+            fixed_ensemble: false,
             error: None,
         }
     }
@@ -159,6 +168,35 @@ impl CuratorFrameworkBuilder {
     /// The servers: `host:port[,host:port...][/chroot]`.
     pub fn connect_string(mut self, connect_string: impl Into<String>) -> Self {
         self.ensemble = Some(Arc::new(FixedEnsembleProvider::new(connect_string)));
+        self.fixed_ensemble = true;
+        self
+    }
+
+    /// Whether to follow the ensemble's dynamic configuration (`/zookeeper/config`); on by
+    /// default. While on, the client watches the configuration through every session and
+    /// reports it ([`ensemble`](crate::CuratorFramework::ensemble),
+    /// [`ensemble_listenable`](crate::CuratorFramework::ensemble_listenable)); and, with a
+    /// fixed [`connect_string`](Self::connect_string) and no TLS, later connections use the
+    /// members' client addresses from it (with the chroot kept), and a session whose servers
+    /// all left the ensemble moves to the members it names, keeping the session.
+    ///
+    /// Turn it off when clients must reach the servers through addresses other than those the
+    /// servers configure (a virtual IP, a load balancer, a proxy, NAT): the configuration's
+    /// addresses would bypass them. With TLS the configuration is reported but never used for
+    /// connecting: it names only the plaintext client port. With an
+    /// [`ensemble_provider`](Self::ensemble_provider) the provider decides the servers; the
+    /// configuration is only reported.
+    ///
+    /// ```
+    /// # use curator_framework::CuratorFramework;
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("zk-vip.example.com:2181")
+    ///     .ensemble_tracking(false)
+    ///     .build()?;
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn ensemble_tracking(mut self, follow: bool) -> Self {
+        self.ensemble_tracking = follow;
         self
     }
 
@@ -166,6 +204,7 @@ impl CuratorFrameworkBuilder {
     /// connect string).
     pub fn ensemble_provider(mut self, provider: impl EnsembleProvider + 'static) -> Self {
         self.ensemble = Some(Arc::new(provider));
+        self.fixed_ensemble = false;
         self
     }
 
@@ -354,6 +393,8 @@ impl CuratorFrameworkBuilder {
             use_container_parents: self.use_container_parents,
             tls: self.tls.map(WireTls::new).transpose()?,
             sasl: self.sasl,
+            ensemble_tracking: self.ensemble_tracking,
+            fixed_ensemble: self.fixed_ensemble,
         };
         Ok(CuratorFramework::from_settings(settings))
     }

@@ -51,6 +51,8 @@ pub(crate) struct Inner {
     recipe_tasks: TaskTracker,
     /// Asks the session task to end the current session (`inject_session_expiration`).
     pub(crate) inject_expiry: tokio::sync::Notify,
+    /// The ensemble's configuration as followed through the sessions.
+    pub(crate) ensemble: crate::ensemble::Tracker,
 }
 
 impl fmt::Debug for Inner {
@@ -231,7 +233,14 @@ impl CuratorFramework {
         let tasks = TaskTracker::new();
         let errors = ListenerContainer::tracked("unhandled error", None, &cancel, &tasks);
         let namespace = settings.namespace.clone();
+        let ensemble = crate::ensemble::Tracker::new(
+            settings.ensemble_tracking,
+            settings.fixed_ensemble && settings.tls.is_none(),
+            crate::ensemble::chroot(&settings.ensemble.connect_string()).map(str::to_owned),
+            ListenerContainer::tracked("ensemble", Some(errors.clone()), &cancel, &tasks),
+        );
         let inner = Arc::new(Inner {
+            ensemble,
             connect_settings,
             lifecycle: Mutex::new(FrameworkState::Latent),
             slot: Slot::default(),
@@ -355,6 +364,60 @@ impl CuratorFramework {
     /// Connection-state transitions from now on, as a stream.
     pub fn connection_state_stream(&self) -> ListenerStream<ConnectionState> {
         self.inner.state_listeners.listenable().stream()
+    }
+
+    /// The ensemble's configuration as last read from the servers (members, roles, version),
+    /// when [`ensemble_tracking`](crate::CuratorFrameworkBuilder::ensemble_tracking) is on and
+    /// the servers offer one; `None` before the first read, for a standalone server, or with
+    /// tracking off.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) {
+    /// if let Some(config) = client.ensemble() {
+    ///     for member in &config.members {
+    ///         println!("{} {:?} {:?}", member.id, member.role, member.client_address());
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn ensemble(&self) -> Option<crate::ensemble::EnsembleConfig> {
+        self.inner.ensemble.current()
+    }
+
+    /// Where to hear each new ensemble configuration the client learns (in version order).
+    pub fn ensemble_listenable(&self) -> Listenable<crate::ensemble::EnsembleConfig> {
+        self.inner.ensemble.changes.listenable()
+    }
+
+    /// New ensemble configurations from now on, as a stream.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) {
+    /// use futures::StreamExt;
+    /// let mut changes = client.ensemble_stream();
+    /// while let Some(config) = changes.next().await {
+    ///     println!("ensemble version {:#x}: {} members", config.version, config.members.len());
+    /// }
+    /// # }
+    /// ```
+    pub fn ensemble_stream(&self) -> ListenerStream<crate::ensemble::EnsembleConfig> {
+        self.inner.ensemble.changes.listenable().stream()
+    }
+
+    /// Reads the ensemble's configuration from the server now (parsed `get_config()`).
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::InvalidArgument`] when the text cannot be read.
+    pub async fn ensemble_config(&self) -> Result<crate::ensemble::EnsembleConfig> {
+        let (data, _stat) = self.get_config().for_ensemble().await?;
+        crate::ensemble::EnsembleConfig::parse(&String::from_utf8_lossy(&data))
+    }
+
+    /// Changes the ensemble's membership (dynamic reconfiguration):
+    /// `client.reconfig().joining([..]).leaving([..]).from_config(version).await`. See
+    /// [`ReconfigBuilder`](crate::ops::reconfig::ReconfigBuilder) for permissions and errors.
+    pub fn reconfig(&self) -> crate::ops::reconfig::ReconfigBuilder {
+        crate::ops::reconfig::ReconfigBuilder::new(self.clone())
     }
 
     /// Where to hear about failures nobody could be told about: panicking listeners, background

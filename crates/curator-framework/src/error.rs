@@ -69,9 +69,18 @@ pub enum Error {
     /// The server throttled the request (`THROTTLEDOP`, -127).
     #[error("request throttled by the server")]
     Throttled,
-    /// Dynamic reconfiguration is disabled (`RECONFIGDISABLED`, -123).
+    /// Dynamic reconfiguration is disabled (`RECONFIGDISABLED`, -123): the servers run with
+    /// `reconfigEnabled=false`.
     #[error("reconfiguration disabled")]
     ReconfigDisabled,
+    /// A reconfiguration would leave no quorum of the new configuration connected to the leader
+    /// (`NEWCONFIGNOQUORUM`, -13); the ensemble is unchanged.
+    #[error("the new configuration has no quorum connected to the leader")]
+    NewConfigNoQuorum,
+    /// Another reconfiguration is in progress (`RECONFIGINPROGRESS`, -14); the ensemble is
+    /// unchanged by this one. Retry once it is done.
+    #[error("another reconfiguration is in progress")]
+    ReconfigInProgress,
     /// The server does not implement the request (`UNIMPLEMENTED`, -6).
     #[error("not implemented by the server")]
     Unimplemented,
@@ -204,6 +213,8 @@ impl Error {
             Error::QuotaExceeded => -125,
             Error::Throttled => -127,
             Error::ReconfigDisabled => -123,
+            Error::NewConfigNoQuorum => -13,
+            Error::ReconfigInProgress => -14,
             Error::Unimplemented => -6,
             Error::BadArguments => -8,
             Error::Transaction { cause, .. } => return cause.code(),

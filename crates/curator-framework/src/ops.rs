@@ -26,6 +26,7 @@ pub mod get_children;
 pub mod get_config;
 pub mod get_data;
 pub mod multi_read;
+pub mod reconfig;
 pub mod set_acl;
 pub mod set_data;
 pub mod sync;

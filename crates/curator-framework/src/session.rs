@@ -20,6 +20,9 @@ enum Ended {
     Closing,
     /// `inject_session_expiration` asked for the session to end.
     Injected,
+    /// The session's servers all left the ensemble, and the session was taken over through a
+    /// connection to the members the configuration names.
+    Moved(WireSession),
 }
 
 /// Runs until the client closes. At most one session exists at a time: a session is dropped
@@ -29,12 +32,17 @@ pub(crate) async fn run(inner: Arc<Inner>) {
     let mut ever_connected = false;
     let mut failures = 0u32;
     loop {
-        let connect_string = inner.settings.ensemble.connect_string();
+        // The members of the followed configuration, when there is one to use; otherwise the
+        // servers the client was given.
+        let connect_string = inner
+            .ensemble
+            .connect_string()
+            .unwrap_or_else(|| inner.settings.ensemble.connect_string());
         let attempt = tokio::select! {
             () = cancel.cancelled() => break,
             result = connect(&inner, &connect_string) => result,
         };
-        let session = match attempt {
+        let mut session = match attempt {
             Ok(session) => Arc::new(session),
             Err(definitive) => {
                 failures = failures.saturating_add(1);
@@ -68,8 +76,27 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             ConnectionState::Connected
         });
         ever_connected = true;
+        follow_ensemble(&inner, &session);
 
-        let ended = monitor(&inner, &session, &mut watcher).await;
+        let ended = loop {
+            match monitor(&inner, &session, &mut watcher).await {
+                Ended::Moved(next) => {
+                    tracing::info!(
+                        session_id = format_args!("{:#x}", next.session_id()),
+                        from = session.connect_string(),
+                        to = next.connect_string(),
+                        "the session's servers left the ensemble; the session moved"
+                    );
+                    session.retire();
+                    session = Arc::new(next);
+                    watcher = session.state_watcher();
+                    inner.install_session(Arc::clone(&session));
+                    inner.publish_state(ConnectionState::Reconnected);
+                    follow_ensemble(&inner, &session);
+                }
+                ended => break ended,
+            }
+        };
         inner.remove_session();
         match ended {
             Ended::Closing => {
@@ -84,6 +111,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 close_session(session, watcher, inner.settings.max_close_wait).await;
                 inner.publish_state(ConnectionState::Lost);
             }
+            Ended::Moved(_) => unreachable!("handled above"),
             Ended::Lost => {
                 tracing::warn!(
                     session_id = format_args!("{:#x}", session.session_id()),
@@ -91,6 +119,73 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 );
                 drop(session);
                 inner.publish_state(ConnectionState::Lost);
+            }
+        }
+    }
+}
+
+/// Follows the ensemble's configuration through `session` (a client task), when tracking is on:
+/// reads it with a watch, hands each new one to the tracker, and reads again when the watch
+/// fires. Ends with the session (lost, moved, closed) or when the server has no configuration.
+fn follow_ensemble(inner: &Arc<Inner>, session: &Arc<WireSession>) {
+    if !inner.ensemble.follow {
+        return;
+    }
+    let (inner_task, session) = (Arc::clone(inner), Arc::downgrade(session));
+    let cancel = inner.cancel.clone();
+    inner.tasks.spawn(async move {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {}
+            () = follow_config(&inner_task, session) => {}
+        }
+    });
+}
+
+async fn follow_config(inner: &Inner, session: std::sync::Weak<WireSession>) {
+    loop {
+        // Weak between reads, so following never keeps a session open.
+        let Some(current) = session.upgrade() else {
+            return;
+        };
+        if current.is_retired() || current.state().is_terminal() {
+            return;
+        }
+        match current.get_config_watched().await {
+            Ok((data, _stat, watcher)) => {
+                drop(current);
+                match crate::ensemble::EnsembleConfig::parse(&String::from_utf8_lossy(&data)) {
+                    // A standalone server has no configuration to follow.
+                    Ok(config) if config.members.is_empty() => return,
+                    Ok(config) => {
+                        inner.ensemble.update(config);
+                    }
+                    Err(error) => {
+                        inner.report_error("ensemble tracking", error.to_string());
+                        return;
+                    }
+                }
+                let event = watcher.changed().await;
+                if event.event_type == crate::types::EventType::Session {
+                    // The session ended or moved; the next one follows anew.
+                    return;
+                }
+            }
+            Err(error) if error.is_retryable() => {
+                // Wait for the connection to come back (or the session to end), then read again.
+                let mut state = current.state_watcher();
+                drop(current);
+                loop {
+                    match state.changed().await {
+                        WireState::Connected | WireState::ConnectedReadOnly => break,
+                        s if s.is_terminal() => return,
+                        _ => {}
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, "not following the ensemble configuration");
+                return;
             }
         }
     }
@@ -106,10 +201,37 @@ async fn monitor(
     let percent = u32::from(inner.settings.simulated_expiration_percent);
     let lost_after = (percent > 0).then(|| session.negotiated_timeout() * percent / 100);
     let mut suspended_at: Option<Instant> = None;
+    // A takeover of the session through the ensemble's current members, while disconnected
+    // from servers that all left it; and when to try again after one failed.
+    let mut moving: Option<futures::future::BoxFuture<'_, Result<WireSession, Error>>> = None;
+    let mut next_move: Option<Instant> = None;
     loop {
         let deadline = suspended_at.zip(lost_after).map(|(at, after)| at + after);
+        if moving.is_none() && suspended_at.is_some() && next_move.is_none_or(|at| at <= Instant::now()) {
+            next_move = None;
+            if let Some(target) = inner.ensemble.should_move(session.connect_string()) {
+                tracing::info!(
+                    from = session.connect_string(),
+                    to = target,
+                    "no server of this connection is an ensemble member; moving the session"
+                );
+                let settings = &inner.connect_settings;
+                moving = Some(Box::pin(async move { session.reattach(settings, &target).await }));
+            }
+        }
         tokio::select! {
             () = cancel.cancelled() => return Ended::Closing,
+            moved = async { moving.as_mut().expect("guarded").await }, if moving.is_some() => {
+                moving = None;
+                match moved {
+                    Ok(next) => return Ended::Moved(next),
+                    Err(error) => {
+                        tracing::warn!(%error, "could not move the session; trying again");
+                        next_move = Some(Instant::now() + Duration::from_secs(1));
+                    }
+                }
+            }
+            () = sleep_until(next_move), if moving.is_none() && suspended_at.is_some() => {}
             () = inner.inject_expiry.notified() => {
                 if suspended_at.is_none() {
                     inner.set_connected(false);
@@ -123,6 +245,9 @@ async fn monitor(
             }
             state = watcher.changed() => match state {
                 WireState::Connected | WireState::ConnectedReadOnly => {
+                    // The connection came back by itself: no move.
+                    moving = None;
+                    next_move = None;
                     let read_only = state == WireState::ConnectedReadOnly;
                     inner.set_connected(true);
                     if read_only {

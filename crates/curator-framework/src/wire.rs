@@ -211,6 +211,12 @@ impl WireStateWatcher {
 #[derive(Debug)]
 pub(crate) struct WireSession {
     client: zk::Client,
+    /// The connect string this connection was made with (its servers are the only ones the wire
+    /// client reconnects to).
+    connect_string: String,
+    /// Cancelled when the session moved to another wire client: watches set through this one
+    /// end at once.
+    retired: tokio_util::sync::CancellationToken,
 }
 
 impl WireSession {
@@ -226,7 +232,47 @@ impl WireSession {
             connector.connect(connect_string).await
         }
         .map_err(convert_error)?;
-        Ok(WireSession { client })
+        Ok(WireSession {
+            client,
+            connect_string: connect_string.to_owned(),
+            retired: tokio_util::sync::CancellationToken::new(),
+        })
+    }
+
+    /// Takes this session over on the servers of `connect_string`, through a new connection
+    /// (the same session id and password): for a session whose servers all left the ensemble.
+    pub(crate) async fn reattach(
+        &self,
+        settings: &ConnectSettings,
+        connect_string: &str,
+    ) -> Result<WireSession> {
+        let connector = settings.connector().with_session(self.client.session().clone());
+        let client = if settings.tls.is_some() {
+            connector.secure_connect(connect_string).await
+        } else {
+            connector.connect(connect_string).await
+        }
+        .map_err(convert_error)?;
+        Ok(WireSession {
+            client,
+            connect_string: connect_string.to_owned(),
+            retired: tokio_util::sync::CancellationToken::new(),
+        })
+    }
+
+    /// The connect string this connection was made with.
+    pub(crate) fn connect_string(&self) -> &str {
+        &self.connect_string
+    }
+
+    /// The session moved to another connection: watches set through this one end now (one-shot
+    /// watches with a `Disconnected` session event, persistent ones with `None`).
+    pub(crate) fn retire(&self) {
+        self.retired.cancel();
+    }
+
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.is_cancelled()
     }
 
     /// The identities the server gives this session (`whoAmI`, ZooKeeper 3.7+).
@@ -299,7 +345,7 @@ impl WireSession {
             .check_and_watch_stat(path)
             .await
             .map_err(convert_error)?;
-        Ok((stat.as_ref().map(convert_stat), WireWatcher(watcher)))
+        Ok((stat.as_ref().map(convert_stat), WireWatcher(watcher, self.retired.clone())))
     }
 
     pub(crate) async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
@@ -316,7 +362,7 @@ impl WireSession {
             .get_and_watch_data(path)
             .await
             .map_err(convert_error)?;
-        Ok((data, convert_stat(&stat), WireWatcher(watcher)))
+        Ok((data, convert_stat(&stat), WireWatcher(watcher, self.retired.clone())))
     }
 
     pub(crate) async fn set_data(
@@ -351,7 +397,7 @@ impl WireSession {
             .get_and_watch_children(path)
             .await
             .map_err(convert_error)?;
-        Ok((children, convert_stat(&stat), WireWatcher(watcher)))
+        Ok((children, convert_stat(&stat), WireWatcher(watcher, self.retired.clone())))
     }
 
     pub(crate) async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
@@ -392,11 +438,49 @@ impl WireSession {
         Ok(WirePersistentWatcher {
             watcher: Some(watcher),
             session: Arc::downgrade(self),
+            retired: self.retired.clone(),
             path: path.to_owned(),
             mode,
             rewatch: false,
             pending: None,
         })
+    }
+
+    /// Changes the ensemble: `joining` member specs and `leaving` ids (incremental), or a whole
+    /// new member list; only if the configuration's version is `from` when given. Returns the
+    /// new configuration's text.
+    pub(crate) async fn reconfig(
+        &self,
+        joining: &[String],
+        leaving: &[String],
+        members: Option<&[String]>,
+        from: Option<i64>,
+    ) -> Result<(Vec<u8>, Stat)> {
+        let result = match members {
+            Some(members) => {
+                self.client
+                    .update_ensemble(
+                        zk::EnsembleUpdate::New {
+                            ensemble: members.iter().map(String::as_str),
+                        },
+                        from,
+                    )
+                    .await
+            }
+            None => {
+                self.client
+                    .update_ensemble(
+                        zk::EnsembleUpdate::Incremental {
+                            joinings: joining.iter().map(String::as_str),
+                            leavings: leaving.iter().map(String::as_str),
+                        },
+                        from,
+                    )
+                    .await
+            }
+        };
+        let (data, stat) = result.map_err(convert_error)?;
+        Ok((data, convert_stat(&stat)))
     }
 
     pub(crate) async fn get_config(&self) -> Result<(Vec<u8>, Stat)> {
@@ -410,7 +494,7 @@ impl WireSession {
             .get_and_watch_config()
             .await
             .map_err(convert_error)?;
-        Ok((data, convert_stat(&stat), WireWatcher(watcher)))
+        Ok((data, convert_stat(&stat), WireWatcher(watcher, self.retired.clone())))
     }
 
     /// Sends `reads` as one multi-read request.
@@ -501,11 +585,21 @@ impl WireSession {
 
 /// A one-shot watch.
 #[derive(Debug)]
-pub(crate) struct WireWatcher(zk::OneshotWatcher);
+pub(crate) struct WireWatcher(zk::OneshotWatcher, tokio_util::sync::CancellationToken);
 
 impl WireWatcher {
     pub(crate) async fn changed(self) -> WatchedEvent {
-        convert_event(self.0.changed().await)
+        let retired = self.1;
+        tokio::select! {
+            biased;
+            event = self.0.changed() => convert_event(event),
+            () = retired.cancelled() => WatchedEvent {
+                event_type: EventType::Session,
+                session_state: KeeperState::Disconnected,
+                path: String::new(),
+                zxid: None,
+            },
+        }
     }
 
     #[allow(deprecated)] // The wire client prefers Drop; this variant reports the server's answer.
@@ -529,6 +623,8 @@ pub(crate) struct WirePersistentWatcher {
     watcher: Option<zk::PersistentWatcher>,
     /// Weak, so a watcher does not keep a closed client's session open.
     session: Weak<WireSession>,
+    /// The session's connection was retired (the session moved): the watch ends.
+    retired: tokio_util::sync::CancellationToken,
     path: String,
     mode: zk::AddWatchMode,
     /// The connection was lost since the watch was last registered.
@@ -544,7 +640,19 @@ impl WirePersistentWatcher {
     pub(crate) async fn next(&mut self) -> Option<WatchedEvent> {
         let event = match self.pending.take() {
             Some(event) => event,
-            None => convert_event(self.watcher.as_mut()?.changed().await),
+            None => {
+                let retired = self.retired.clone();
+                let watcher = self.watcher.as_mut()?;
+                tokio::select! {
+                    biased;
+                    event = watcher.changed() => convert_event(event),
+                    () = retired.cancelled() => {
+                        // Its registration lives on a connection the session left.
+                        self.watcher = None;
+                        return None;
+                    }
+                }
+            }
         };
         if event.event_type == EventType::Session {
             match event.session_state {
@@ -711,6 +819,8 @@ pub(crate) fn convert_error(error: zk::Error) -> Error {
         // BadArguments are checks of the request that the framework makes first.
         zk::Error::BadArguments(reason) if *reason == "server error" => Error::BadArguments,
         zk::Error::BadArguments(reason) => Error::InvalidArgument((*reason).to_owned()),
+        zk::Error::UnexpectedErrorCode(-13) => Error::NewConfigNoQuorum,
+        zk::Error::UnexpectedErrorCode(-14) => Error::ReconfigInProgress,
         zk::Error::UnexpectedErrorCode(code) => Error::Other {
             code,
             message: format!("unexpected error code {code}"),

@@ -22,7 +22,21 @@ pub async fn client(connect: &str) -> CuratorFramework {
 /// # Panics
 /// When the client cannot connect within [`Timing::wait`].
 pub async fn client_with(connect: &str, session_timeout: Duration) -> CuratorFramework {
-    let client = CuratorFramework::builder()
+    started(builder(connect, session_timeout)).await
+}
+
+/// [`client_with`] for a connect string of fault proxies in front of ensemble members: ensemble
+/// tracking is off, so every connection (new sessions too) goes through the proxies instead of
+/// the members' own addresses.
+///
+/// # Panics
+/// When the client cannot connect within [`Timing::wait`].
+pub async fn client_through_proxies(connect: &str, session_timeout: Duration) -> CuratorFramework {
+    started(builder(connect, session_timeout).ensemble_tracking(false)).await
+}
+
+fn builder(connect: &str, session_timeout: Duration) -> curator_framework::CuratorFrameworkBuilder {
+    CuratorFramework::builder()
         .connect_string(connect)
         .session_timeout(session_timeout)
         .connection_timeout(Timing::new().connection_timeout())
@@ -30,8 +44,10 @@ pub async fn client_with(connect: &str, session_timeout: Duration) -> CuratorFra
             Timing::new().wait(),
             Duration::from_millis(100),
         ))
-        .build()
-        .expect("valid test client settings");
+}
+
+async fn started(builder: curator_framework::CuratorFrameworkBuilder) -> CuratorFramework {
+    let client = builder.build().expect("valid test client settings");
     client.start().await.expect("the client starts");
     client
         .block_until_connected(Timing::new().wait())
