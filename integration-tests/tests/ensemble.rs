@@ -77,9 +77,18 @@ async fn a_client_given_one_member_learns_the_others_and_uses_them_with_its_chro
 
     // Given member 0 only, with a chroot.
     let tracked = client(&format!("{}{root}", cluster.member_connect_string(0)), true).await;
-    let untracked = client(&format!("{}{root}", cluster.member_connect_string(0)), false).await;
+    let untracked = client(
+        &format!("{}{root}", cluster.member_connect_string(0)),
+        false,
+    )
+    .await;
     let config = learned(&tracked, |c| c.members.len() == 3).await;
-    assert!(config.members.iter().all(|m| m.role == MemberRole::Participant));
+    assert!(
+        config
+            .members
+            .iter()
+            .all(|m| m.role == MemberRole::Participant)
+    );
     let mut addresses: Vec<String> = config
         .members
         .iter()
@@ -98,7 +107,11 @@ async fn a_client_given_one_member_learns_the_others_and_uses_them_with_its_chro
     cluster.kill(0).unwrap();
     wait_for_state(&mut tracked_states, ConnectionState::Lost).await;
     wait_for_state(&mut tracked_states, ConnectionState::Reconnected).await;
-    tracked.create().for_path("/written-after", b"x").await.unwrap();
+    tracked
+        .create()
+        .for_path("/written-after", b"x")
+        .await
+        .unwrap();
     let under_chroot = admin
         .get_data()
         .for_path(&format!("{root}/written-after"))
@@ -125,10 +138,16 @@ async fn reconfig_input_is_checked_first_and_a_static_ensemble_refuses_it() {
         ("nothing", client.reconfig()),
         (
             "both kinds",
-            client.reconfig().leaving([1]).with_members(["server.1=127.0.0.1:1:2;3"]),
+            client
+                .reconfig()
+                .leaving([1])
+                .with_members(["server.1=127.0.0.1:1:2;3"]),
         ),
         ("a bad spec", client.reconfig().joining(["server.x=oops"])),
-        ("an empty list", client.reconfig().with_members(Vec::<String>::new())),
+        (
+            "an empty list",
+            client.reconfig().with_members(Vec::<String>::new()),
+        ),
     ] {
         assert!(
             matches!(builder.await, Err(Error::InvalidArgument(_))),

@@ -160,9 +160,8 @@ impl std::str::FromStr for EnsembleMember {
     type Err = crate::Error;
 
     fn from_str(line: &str) -> Result<Self, crate::Error> {
-        let bad = |why: &str| {
-            crate::Error::InvalidArgument(format!("ensemble member {line:?}: {why}"))
-        };
+        let bad =
+            |why: &str| crate::Error::InvalidArgument(format!("ensemble member {line:?}: {why}"));
         let (key, value) = line
             .trim()
             .split_once('=')
@@ -485,9 +484,15 @@ mod tests {
             Some("127.0.0.1:2181,[::1]:2183")
         );
         for member in &config.members {
-            assert_eq!(&member.to_string().parse::<EnsembleMember>().unwrap(), member);
+            assert_eq!(
+                &member.to_string().parse::<EnsembleMember>().unwrap(),
+                member
+            );
         }
-        assert_eq!(EnsembleConfig::parse("").unwrap(), EnsembleConfig::default());
+        assert_eq!(
+            EnsembleConfig::parse("").unwrap(),
+            EnsembleConfig::default()
+        );
         for bad in [
             "server.x=h:1:2",
             "server.1=h:1",
@@ -496,7 +501,10 @@ mod tests {
             "server.1=:1:2",
         ] {
             assert!(
-                matches!(bad.parse::<EnsembleMember>(), Err(crate::Error::InvalidArgument(_))),
+                matches!(
+                    bad.parse::<EnsembleMember>(),
+                    Err(crate::Error::InvalidArgument(_))
+                ),
                 "{bad}"
             );
         }

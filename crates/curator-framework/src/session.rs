@@ -207,7 +207,10 @@ async fn monitor(
     let mut next_move: Option<Instant> = None;
     loop {
         let deadline = suspended_at.zip(lost_after).map(|(at, after)| at + after);
-        if moving.is_none() && suspended_at.is_some() && next_move.is_none_or(|at| at <= Instant::now()) {
+        if moving.is_none()
+            && suspended_at.is_some()
+            && next_move.is_none_or(|at| at <= Instant::now())
+        {
             next_move = None;
             if let Some(target) = inner.ensemble.should_move(session.connect_string()) {
                 tracing::info!(
@@ -216,7 +219,9 @@ async fn monitor(
                     "no server of this connection is an ensemble member; moving the session"
                 );
                 let settings = &inner.connect_settings;
-                moving = Some(Box::pin(async move { session.reattach(settings, &target).await }));
+                moving = Some(Box::pin(async move {
+                    session.reattach(settings, &target).await
+                }));
             }
         }
         tokio::select! {

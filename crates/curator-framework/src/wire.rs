@@ -246,7 +246,9 @@ impl WireSession {
         settings: &ConnectSettings,
         connect_string: &str,
     ) -> Result<WireSession> {
-        let connector = settings.connector().with_session(self.client.session().clone());
+        let connector = settings
+            .connector()
+            .with_session(self.client.session().clone());
         let client = if settings.tls.is_some() {
             connector.secure_connect(connect_string).await
         } else {
@@ -345,7 +347,10 @@ impl WireSession {
             .check_and_watch_stat(path)
             .await
             .map_err(convert_error)?;
-        Ok((stat.as_ref().map(convert_stat), WireWatcher(watcher, self.retired.clone())))
+        Ok((
+            stat.as_ref().map(convert_stat),
+            WireWatcher(watcher, self.retired.clone()),
+        ))
     }
 
     pub(crate) async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
@@ -362,7 +367,11 @@ impl WireSession {
             .get_and_watch_data(path)
             .await
             .map_err(convert_error)?;
-        Ok((data, convert_stat(&stat), WireWatcher(watcher, self.retired.clone())))
+        Ok((
+            data,
+            convert_stat(&stat),
+            WireWatcher(watcher, self.retired.clone()),
+        ))
     }
 
     pub(crate) async fn set_data(
@@ -397,7 +406,11 @@ impl WireSession {
             .get_and_watch_children(path)
             .await
             .map_err(convert_error)?;
-        Ok((children, convert_stat(&stat), WireWatcher(watcher, self.retired.clone())))
+        Ok((
+            children,
+            convert_stat(&stat),
+            WireWatcher(watcher, self.retired.clone()),
+        ))
     }
 
     pub(crate) async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
@@ -494,7 +507,11 @@ impl WireSession {
             .get_and_watch_config()
             .await
             .map_err(convert_error)?;
-        Ok((data, convert_stat(&stat), WireWatcher(watcher, self.retired.clone())))
+        Ok((
+            data,
+            convert_stat(&stat),
+            WireWatcher(watcher, self.retired.clone()),
+        ))
     }
 
     /// Sends `reads` as one multi-read request.

@@ -118,7 +118,9 @@ impl ReconfigBuilder {
             Some(members) if members.is_empty() => {
                 return invalid("with_members needs at least one member".into());
             }
-            None if !incremental => return invalid("no change: name joining, leaving or with_members".into()),
+            None if !incremental => {
+                return invalid("no change: name joining, leaving or with_members".into());
+            }
             _ => {}
         }
         for spec in self.joining.iter().chain(self.members.iter().flatten()) {
