@@ -1,13 +1,15 @@
 //! `TestingCluster`: a real ZooKeeper ensemble on loopback ports.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::config::{self, ClientPorts, PeerPorts, ServerFiles, ServerSettings};
+use crate::config::{self, PeerPorts, Peers, ServerFiles, ServerSettings};
 use crate::error::{Error, Result};
-use crate::four_letter::{ServerMode, server_mode};
+use crate::four_letter::{ServerMode, four_letter_word, server_mode};
 use crate::java::{JavaProcess, server_jvm_args, spawn_java};
+use crate::reconfig::{DynamicConfig, SuperCredentials, server_value};
 use crate::sasl::ServerSasl;
 use crate::timing::Timing;
 use crate::tls::ServerTls;
@@ -69,6 +71,36 @@ impl TestingClusterBuilder {
         self
     }
 
+    /// Members can be reconfigured at run time (ZooKeeper's dynamic reconfiguration): they run
+    /// with `reconfigEnabled=true` and `standaloneEnabled=false`, their `server.<id>=` lines live
+    /// in a dynamic configuration file (`dynamicConfigFile`) that ZooKeeper rewrites after each
+    /// reconfiguration, and a super user with a random password
+    /// ([`TestingCluster::super_credentials`]) is the one identity allowed to reconfigure (no
+    /// `skipACL`). See [`TestingCluster::start_new_member`],
+    /// [`TestingCluster::stop_member`] and [`TestingCluster::move_member_to_new_port`].
+    ///
+    /// Combines with every other option (TLS, SASL, read-only mode, timing). With
+    /// [`enforced`](ServerSasl::enforced) SASL the super user's client must also log in with
+    /// SASL, since the servers refuse clients without it.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use curator_test::TestingCluster;
+    /// use zookeeper_client as zk;
+    ///
+    /// let cluster = TestingCluster::builder(3).dynamic_reconfig().start().await?;
+    /// let admin = zk::Client::connector()
+    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
+    ///     .connect(&cluster.connect_string())
+    ///     .await?;
+    /// let (config, _) = admin.get_config().await?; // "server.1=127.0.0.1:...\nversion=1..."
+    /// # Ok(()) }
+    /// ```
+    pub fn dynamic_reconfig(mut self) -> Self {
+        self.settings.super_user = Some(SuperCredentials::generate());
+        self
+    }
+
     /// Members keep serving reads after losing their quorum (see
     /// [`TestingCluster::start_read_only_capable`]).
     pub fn read_only_capable(mut self) -> Self {
@@ -102,15 +134,63 @@ impl TestingClusterBuilder {
 
 #[derive(Debug)]
 struct Member {
+    /// ZooKeeper's `myid`.
+    id: u64,
+    /// `member-<id>`: `zoo.cfg`, the dynamic configuration files, `data/`, the log.
+    dir: PathBuf,
     process: Option<JavaProcess>,
     ports: PeerPorts,
     files: ServerFiles,
-    log: std::path::PathBuf,
+    log: PathBuf,
+    /// Taken out with [`TestingCluster::stop_member`]: left out of the connect strings until it
+    /// is restarted.
+    stopped: bool,
 }
 
+/// The modes of a member that serves clients.
+const SERVING: &[ServerMode] = &[
+    ServerMode::Leader,
+    ServerMode::Follower,
+    ServerMode::Observer,
+];
+
 impl Member {
+    /// Writes the configuration and `myid` of member `id` into `dir` (the process is not
+    /// started).
+    fn write(
+        dir: PathBuf,
+        id: u64,
+        ports: PeerPorts,
+        settings: &ServerSettings,
+        peers: Peers<'_>,
+    ) -> Result<Self> {
+        let files = config::write_config(&dir, ports.client_ports(), settings, peers)?;
+        let myid = dir.join("data/myid");
+        std::fs::write(&myid, format!("{id}\n"))
+            .map_err(Error::io(format!("writing {}", myid.display())))?;
+        Ok(Member {
+            id,
+            log: dir.join("zookeeper.log"),
+            dir,
+            process: None,
+            ports,
+            files,
+            stopped: false,
+        })
+    }
+
     fn address(&self) -> String {
         format!("127.0.0.1:{}", self.ports.client)
+    }
+
+    fn spec(&self) -> String {
+        format!("server.{}={}", self.id, server_value(&self.ports))
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.kill();
+        }
     }
 
     fn secure_address(&self) -> Option<String> {
@@ -139,17 +219,7 @@ impl Member {
             .process
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument(format!("member at {address} is not running")))?;
-        let mode = config::await_serving(
-            &address,
-            process,
-            &[
-                ServerMode::Leader,
-                ServerMode::Follower,
-                ServerMode::Observer,
-            ],
-            deadline,
-        )
-        .await?;
+        let mode = config::await_serving(&address, process, SERVING, deadline).await?;
         if let Some(secure) = self.ports.secure {
             config::await_accepting(&format!("127.0.0.1:{secure}"), process, deadline).await?;
         }
@@ -218,34 +288,30 @@ impl TestingCluster {
             .prefix("curator-test-ensemble-")
             .tempdir()
             .map_err(Error::io("creating a temporary ensemble directory"))?;
-        let per_member = if settings.tls.is_some() { 4 } else { 3 };
-        let ports = config::free_ports(per_member * n)?;
-        let peers: Vec<PeerPorts> = ports
-            .chunks(per_member)
-            .map(|p| PeerPorts {
-                client: p[0],
-                quorum: p[1],
-                election: p[2],
-                secure: p.get(3).copied(),
-            })
-            .collect();
+        let peers = peer_ports(n, &settings)?;
+        // A dynamic ensemble starts from version 0: its first leader gives the configuration
+        // its version and every member rewrites its files.
+        let initial = DynamicConfig {
+            version: 0,
+            servers: (1..)
+                .zip(&peers)
+                .map(|(id, ports)| (id, server_value(ports)))
+                .collect(),
+        };
         let mut members = Vec::with_capacity(n);
-        for (index, ports) in peers.iter().enumerate() {
-            let member_dir = dir.path().join(format!("member-{}", index + 1));
-            let client_ports = ClientPorts {
-                plain: ports.client,
-                secure: ports.secure,
+        for (id, ports) in (1..).zip(&peers) {
+            let lines = if settings.super_user.is_some() {
+                Peers::Dynamic(&initial)
+            } else {
+                Peers::Static(&peers)
             };
-            let files = config::write_config(&member_dir, client_ports, &settings, &peers)?;
-            let myid = member_dir.join("data/myid");
-            std::fs::write(&myid, format!("{}\n", index + 1))
-                .map_err(Error::io(format!("writing {}", myid.display())))?;
-            members.push(Member {
-                process: None,
-                ports: *ports,
-                files,
-                log: member_dir.join("zookeeper.log"),
-            });
+            members.push(Member::write(
+                member_dir(dir.path(), id),
+                id,
+                *ports,
+                &settings,
+                lines,
+            )?);
         }
         Ok(Self {
             members,
@@ -277,10 +343,21 @@ impl TestingCluster {
         self.members.is_empty()
     }
 
+    /// The members that belong in connect strings: all but those taken out with
+    /// [`stop_member`](Self::stop_member).
+    fn listed(&self) -> impl Iterator<Item = &Member> {
+        self.members.iter().filter(|member| !member.stopped)
+    }
+
     /// Every member's client address, comma-separated, for a client's connect string.
+    ///
+    /// Members that were [`kill`](Self::kill)ed stay in it (they are still part of the ensemble,
+    /// and come back with [`restart`](Self::restart)); members taken out with
+    /// [`stop_member`](Self::stop_member) do not, until they are restarted. A member added with
+    /// [`start_new_member`](Self::start_new_member) is in it, and a moved member is listed at
+    /// its new port.
     pub fn connect_string(&self) -> String {
-        self.members
-            .iter()
+        self.listed()
             .map(Member::address)
             .collect::<Vec<_>>()
             .join(",")
@@ -289,9 +366,9 @@ impl TestingCluster {
     /// Every member's TLS client address (`localhost:<port>`), comma-separated, for an ensemble
     /// started with [`TestingClusterBuilder::tls`]; `None` otherwise. See
     /// [`TestingServer::secure_connect_string`](crate::TestingServer::secure_connect_string).
+    /// Lists the members [`connect_string`](Self::connect_string) lists.
     pub fn secure_connect_string(&self) -> Option<String> {
-        self.members
-            .iter()
+        self.listed()
             .map(Member::secure_address)
             .collect::<Option<Vec<_>>>()
             .map(|addresses| addresses.join(","))
@@ -308,9 +385,9 @@ impl TestingCluster {
     /// Every member's plaintext client address as `localhost:<port>`, comma-separated: what a
     /// Kerberos client connects to (see
     /// [`TestingServer::localhost_connect_string`](crate::TestingServer::localhost_connect_string)).
+    /// Lists the members [`connect_string`](Self::connect_string) lists.
     pub fn localhost_connect_string(&self) -> String {
-        self.members
-            .iter()
+        self.listed()
             .map(|member| format!("localhost:{}", member.ports.client))
             .collect::<Vec<_>>()
             .join(",")
@@ -339,10 +416,7 @@ impl TestingCluster {
     /// # Errors
     /// [`Error::InvalidArgument`] for an index outside the ensemble.
     pub fn kill(&mut self, index: usize) -> Result<()> {
-        let member = self.member(index)?;
-        if let Some(mut process) = member.process.take() {
-            process.kill();
-        }
+        self.member(index)?.kill();
         Ok(())
     }
 
@@ -360,8 +434,337 @@ impl TestingCluster {
         let deadline = self.timing.forever();
         let member = self.member(index)?;
         member.spawn(&settings)?;
-        member.await_serving(deadline).await?;
+        if let Err(error) = member.await_serving(deadline).await {
+            // A member that exited does not run (one that is only slow goes on starting).
+            if matches!(error, Error::Exited { .. }) {
+                member.kill();
+            }
+            return Err(error);
+        }
+        member.stopped = false;
         Ok(())
+    }
+
+    /// The super user of an ensemble started with
+    /// [`dynamic_reconfig`](TestingClusterBuilder::dynamic_reconfig): a client that
+    /// authenticates as it (scheme `digest`) may reconfigure the ensemble. `None` for an
+    /// ensemble without dynamic reconfiguration, which has no super user.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zookeeper_client as zk;
+    /// let cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
+    /// let credentials = cluster.super_credentials().unwrap();
+    /// let admin = zk::Client::connector()
+    ///     .with_auth("digest", format!("super:{}", credentials.password()).as_bytes())
+    ///     .connect(&cluster.connect_string())
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn super_credentials(&self) -> Option<&SuperCredentials> {
+        self.settings.super_user.as_ref()
+    }
+
+    /// Member `index`'s ZooKeeper id (`myid`): `index + 1`, also for members added with
+    /// [`start_new_member`](Self::start_new_member). It is what a reconfiguration's `leaving`
+    /// list names.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// let cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
+    /// assert_eq!(cluster.member_id(0), 1);
+    /// let leaving = [cluster.member_id(0).to_string()]; // reconfig: leavings ["1"]
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Panics
+    /// When `index` is not below [`len`](Self::len).
+    pub fn member_id(&self, index: usize) -> u64 {
+        self.members[index].id
+    }
+
+    /// Member `index` as a reconfiguration's `joining` list names it, with its current ports:
+    /// `server.<id>=127.0.0.1:<quorum>:<election>:participant;127.0.0.1:<client>`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// let cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
+    /// let spec = cluster.member_spec(2);
+    /// assert!(spec.starts_with("server.3=127.0.0.1:"));
+    /// assert!(spec.ends_with(&cluster.member_connect_string(2)));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Panics
+    /// When `index` is not below [`len`](Self::len).
+    pub fn member_spec(&self, index: usize) -> String {
+        self.members[index].spec()
+    }
+
+    /// Starts one more member, as ZooKeeper's reconfiguration guide adds a server: with the
+    /// ensemble's current configuration (asked of a running member, the leader first) plus
+    /// itself as a participant. It gets new ports, its own directory and id
+    /// ([`member_id`](Self::member_id): its index + 1). This waits until it serves: it syncs
+    /// with the leader and follows it as a *non-voting* follower (`srvr` says `follower`) that
+    /// adopts the current configuration, in which it is absent. It becomes a voter once the test
+    /// reconfigures it in with [`member_spec`](Self::member_spec):
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zookeeper_client as zk;
+    /// let mut cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
+    /// let admin = zk::Client::connector()
+    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
+    ///     .connect(&cluster.connect_string())
+    ///     .await?;
+    /// let new = cluster.start_new_member().await?; // 3, with id 4
+    /// let spec = cluster.member_spec(new);
+    /// admin
+    ///     .update_ensemble(
+    ///         zk::EnsembleUpdate::Incremental {
+    ///             joinings: [spec.as_str()].iter().copied(),
+    ///             leavings: [].iter().copied(),
+    ///         },
+    ///         None,
+    ///     )
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Until it is reconfigured in, the new member cannot start on its own again: its files now
+    /// hold the configuration without it (as ZooKeeper documents), so a [`restart`](Self::restart)
+    /// of it then fails.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an ensemble without
+    /// [`dynamic_reconfig`](TestingClusterBuilder::dynamic_reconfig) or one whose configuration
+    /// already names the new id; [`Error::Protocol`] when no running member reports the
+    /// configuration; start-up errors as [`crate::TestingServerBuilder::start`] (a start that
+    /// loses its ports to another process is retried on new ones).
+    ///
+    /// # Cancellation safety
+    /// Dropped before it returns, the new member's process is killed and the cluster is as
+    /// before.
+    pub async fn start_new_member(&mut self) -> Result<usize> {
+        self.require_dynamic("start_new_member")?;
+        let mut config = self.current_config().await?;
+        let index = self.members.len();
+        let id = index as u64 + 1;
+        if config.servers.contains_key(&id) {
+            return Err(Error::InvalidArgument(format!(
+                "the ensemble's configuration already names server.{id}"
+            )));
+        }
+        // Version 0, as a configuration no leader has established: the joiner adopts the
+        // leader's committed configuration when it syncs, as ZooKeeper's guide describes.
+        config.version = 0;
+        let dir = member_dir(self.dir.path(), id);
+        let deadline = self.timing.forever();
+        let mut last_error = None;
+        for _ in 0..START_ATTEMPTS {
+            let ports = peer_ports(1, &self.settings)?[0];
+            config.servers.insert(id, server_value(&ports));
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)
+                    .map_err(Error::io(format!("removing {}", dir.display())))?;
+            }
+            let mut member = Member::write(
+                dir.clone(),
+                id,
+                ports,
+                &self.settings,
+                Peers::Dynamic(&config),
+            )?;
+            member.spawn(&self.settings)?;
+            match member.await_serving(deadline).await {
+                Ok(_) => {
+                    self.members.push(member);
+                    return Ok(index);
+                }
+                Err(error) if config::is_port_conflict(&error) => last_error = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::InvalidArgument("no start attempt".into())))
+    }
+
+    /// Stops member `index` (a kill: a member reconfigured out has nothing to flush) and takes it
+    /// out of [`connect_string`](Self::connect_string) and the other connect strings; its index,
+    /// id, ports and data stay, and [`is_running`](Self::is_running) is false. Use it after
+    /// reconfiguring the member out of the ensemble: ZooKeeper does not stop a removed member,
+    /// which goes on as a non-voting follower (`srvr` says `follower`) and keeps its clients,
+    /// who can still read and write through it.
+    ///
+    /// A member reconfigured out cannot start again: ZooKeeper rewrote its files without it, so
+    /// a [`restart`](Self::restart) fails with [`Error::Exited`] ("My id N not in the peer
+    /// list"). A member stopped while it still belongs to the ensemble restarts as after
+    /// [`kill`](Self::kill), and is listed again once it serves.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zookeeper_client as zk;
+    /// let mut cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
+    /// let admin = zk::Client::connector()
+    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
+    ///     .connect(&cluster.connect_string())
+    ///     .await?;
+    /// let leaving = cluster.member_id(0).to_string(); // "1"
+    /// admin
+    ///     .update_ensemble(
+    ///         zk::EnsembleUpdate::Incremental {
+    ///             joinings: [].iter().copied(),
+    ///             leavings: [leaving.as_str()].iter().copied(),
+    ///         },
+    ///         None,
+    ///     )
+    ///     .await?;
+    /// cluster.stop_member(0)?;
+    /// assert!(!cluster.is_running(0));
+    /// assert_eq!(cluster.connect_string().split(',').count(), 2);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an index outside the ensemble.
+    pub fn stop_member(&mut self, index: usize) -> Result<()> {
+        let member = self.member(index)?;
+        member.kill();
+        member.stopped = true;
+        Ok(())
+    }
+
+    /// Moves member `index` to a new client port: stops it, picks a free port, rewrites its
+    /// configuration (the static `zoo.cfg` and the dynamic file: the ensemble's current
+    /// configuration, asked of a running member, with this member at the new port and the same
+    /// version), starts it again with the same id, data and other ports, waits until it serves,
+    /// and returns its new [`member_spec`](Self::member_spec).
+    ///
+    /// The order is: **first this, then a reconfiguration** that joins the returned spec, so
+    /// the ensemble's configuration names the new port too:
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zookeeper_client as zk;
+    /// let mut cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
+    /// let admin = zk::Client::connector()
+    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
+    ///     .connect(&cluster.member_connect_string(0))
+    ///     .await?;
+    /// let spec = cluster.move_member_to_new_port(1).await?; // serves on the new port already
+    /// admin
+    ///     .update_ensemble(
+    ///         zk::EnsembleUpdate::Incremental {
+    ///             joinings: [spec.as_str()].iter().copied(),
+    ///             leavings: [].iter().copied(),
+    ///         },
+    ///         None,
+    ///     )
+    ///     .await?;
+    /// let moved = cluster.member_connect_string(1); // 127.0.0.1:<new port>
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Between the two steps the member serves on the new port while the rest of the ensemble
+    /// (and `/zookeeper/config` on other members) still names the old one; the member keeps its
+    /// own view because its file has the same version as the ensemble's, and ZooKeeper only
+    /// adopts a configuration with a higher version. Do not reconfigure in between: a
+    /// reconfiguration that still names the old port would move the member back to it.
+    ///
+    /// (ZooKeeper can also move a running member without a restart: a reconfiguration that
+    /// joins the member's spec with another client port makes it rebind at once. This helper
+    /// restarts instead, so the new port is chosen here and the member's files are what a
+    /// later [`restart`](Self::restart) needs.)
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an index outside the ensemble, an ensemble without
+    /// [`dynamic_reconfig`](TestingClusterBuilder::dynamic_reconfig), or a member the current
+    /// configuration does not name; [`Error::Protocol`] when no running member reports the
+    /// configuration; start-up errors as [`restart`](Self::restart).
+    ///
+    /// # Cancellation safety
+    /// Not cancellation safe: dropped part-way, the member may be stopped, or running on the new
+    /// port without this cluster knowing it.
+    pub async fn move_member_to_new_port(&mut self, index: usize) -> Result<String> {
+        self.require_dynamic("move_member_to_new_port")?;
+        let id = self.member(index)?.id;
+        let mut config = self.current_config().await?;
+        if !config.servers.contains_key(&id) {
+            return Err(Error::InvalidArgument(format!(
+                "member {index} (server.{id}) is not in the ensemble's configuration"
+            )));
+        }
+        let settings = self.settings.clone();
+        let deadline = self.timing.forever();
+        let member = self.member(index)?;
+        member.kill();
+        let mut last_error = None;
+        for _ in 0..START_ATTEMPTS {
+            let old = member.ports;
+            let client = loop {
+                let port = config::free_ports(1)?[0];
+                if ![old.client, old.quorum, old.election]
+                    .iter()
+                    .chain(old.secure.as_ref())
+                    .any(|&taken| taken == port)
+                {
+                    break port;
+                }
+            };
+            let ports = PeerPorts { client, ..old };
+            config.servers.insert(id, server_value(&ports));
+            member.files = config::write_config(
+                &member.dir,
+                ports.client_ports(),
+                &settings,
+                Peers::Dynamic(&config),
+            )?;
+            member.ports = ports;
+            member.stopped = false;
+            member.spawn(&settings)?;
+            match member.await_serving(deadline).await {
+                Ok(_) => return Ok(member.spec()),
+                Err(error) => {
+                    member.kill();
+                    if !config::is_port_conflict(&error) {
+                        return Err(error);
+                    }
+                    last_error = Some(error);
+                }
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::InvalidArgument("no start attempt".into())))
+    }
+
+    fn require_dynamic(&self, operation: &str) -> Result<()> {
+        if self.settings.super_user.is_some() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "{operation} needs an ensemble started with TestingCluster::builder(n).dynamic_reconfig()"
+            )))
+        }
+    }
+
+    /// The ensemble's committed configuration, as the leader (else any running member that
+    /// serves) reports it with `conf`.
+    async fn current_config(&self) -> Result<DynamicConfig> {
+        let leader = self.leader().await;
+        let others = (0..self.members.len()).filter(|&index| Some(index) != leader);
+        let mut last_error = None;
+        for index in leader.into_iter().chain(others) {
+            let member = &self.members[index];
+            if member.process.is_none() {
+                continue;
+            }
+            let answer = four_letter_word(&member.address(), "conf", self.timing.wait()).await;
+            match answer.and_then(|answer| DynamicConfig::parse(&answer)) {
+                Ok(config) => return Ok(config),
+                Err(error) => last_error = Some(error),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| {
+            Error::Protocol("no member runs to report the ensemble's configuration".into())
+        }))
     }
 
     /// The index of the member that reports itself leader now, asked with `srvr`.
@@ -401,4 +804,23 @@ impl TestingCluster {
             Error::InvalidArgument(format!("member {index} of a {len}-member cluster"))
         })
     }
+}
+
+/// `n` members' ports: client, quorum, election and, with TLS, secure.
+fn peer_ports(n: usize, settings: &ServerSettings) -> Result<Vec<PeerPorts>> {
+    let per_member = if settings.tls.is_some() { 4 } else { 3 };
+    let ports = config::free_ports(per_member * n)?;
+    Ok(ports
+        .chunks(per_member)
+        .map(|p| PeerPorts {
+            client: p[0],
+            quorum: p[1],
+            election: p[2],
+            secure: p.get(3).copied(),
+        })
+        .collect())
+}
+
+fn member_dir(ensemble: &Path, id: u64) -> PathBuf {
+    ensemble.join(format!("member-{id}"))
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::four_letter::{ServerMode, server_mode};
 use crate::java::JavaProcess;
+use crate::reconfig::{DynamicConfig, SuperCredentials};
 use crate::sasl::{Mechanism, ServerSasl, jaas_quoted};
 use crate::tls::ServerTls;
 
@@ -24,6 +25,8 @@ pub(crate) struct ServerSettings {
     pub(crate) tls: Option<ServerTls>,
     /// SASL authentication (DIGEST-MD5 or Kerberos).
     pub(crate) sasl: Option<ServerSasl>,
+    /// Ensemble members run with dynamic reconfiguration, and this super user may reconfigure.
+    pub(crate) super_user: Option<SuperCredentials>,
 }
 
 impl ServerSettings {
@@ -45,6 +48,7 @@ impl Default for ServerSettings {
             read_only_mode: false,
             tls: None,
             sasl: None,
+            super_user: None,
         }
     }
 }
@@ -57,6 +61,15 @@ pub(crate) struct PeerPorts {
     pub(crate) election: u16,
     /// The TLS client port, for a server with TLS.
     pub(crate) secure: Option<u16>,
+}
+
+impl PeerPorts {
+    pub(crate) fn client_ports(&self) -> ClientPorts {
+        ClientPorts {
+            plain: self.client,
+            secure: self.secure,
+        }
+    }
 }
 
 /// A server's client ports: the plaintext one (which four-letter words and the harness's
@@ -74,13 +87,33 @@ pub(crate) struct ServerFiles {
     pub(crate) jvm_args: Vec<String>,
 }
 
-/// Writes `zoo.cfg` into `dir` for a server whose data lives in `dir/data`, and the files its
-/// security needs into `dir/security`.
+/// Where a server's `server.<id>=` lines come from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Peers<'a> {
+    /// A standalone server: none.
+    Standalone,
+    /// Ensemble member `index + 1` for each entry, listed in `zoo.cfg`; reconfiguration off.
+    Static(&'a [PeerPorts]),
+    /// The lines of a dynamic configuration file that `zoo.cfg` links to (`dynamicConfigFile`);
+    /// reconfiguration on. The client port is only in these lines, as ZooKeeper's
+    /// reconfiguration guide asks (and as ZooKeeper rewrites `zoo.cfg` itself otherwise).
+    Dynamic(&'a DynamicConfig),
+}
+
+impl Peers<'_> {
+    fn is_ensemble(&self) -> bool {
+        !matches!(self, Peers::Standalone)
+    }
+}
+
+/// Writes `zoo.cfg` (and, for [`Peers::Dynamic`], its dynamic configuration file) into `dir`
+/// for a server whose data lives in `dir/data`, and the files its security needs into
+/// `dir/security`.
 pub(crate) fn write_config(
     dir: &Path,
     ports: ClientPorts,
     settings: &ServerSettings,
-    peers: &[PeerPorts],
+    peers: Peers<'_>,
 ) -> Result<ServerFiles> {
     let client_port = ports.plain;
     let data = dir.join("data");
@@ -89,8 +122,10 @@ pub(crate) fn write_config(
     let mut cfg = String::new();
     let _ = writeln!(cfg, "tickTime={tick}");
     let _ = writeln!(cfg, "dataDir={}", data.display());
-    let _ = writeln!(cfg, "clientPort={client_port}");
-    let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+    if !matches!(peers, Peers::Dynamic(_)) {
+        let _ = writeln!(cfg, "clientPort={client_port}");
+        let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+    }
     let _ = writeln!(cfg, "maxClientCnxns=0");
     let _ = writeln!(cfg, "minSessionTimeout={}", 2 * tick);
     let _ = writeln!(
@@ -100,29 +135,50 @@ pub(crate) fn write_config(
     );
     let _ = writeln!(cfg, "admin.enableServer=false");
     let _ = writeln!(cfg, "4lw.commands.whitelist=*");
-    if !peers.is_empty() {
+    if peers.is_ensemble() {
         // Generous quorum limits, counted in ticks: a loaded 2-core machine must not break the
         // ensemble by itself.
         let _ = writeln!(cfg, "initLimit={}", (10_000 / tick).max(10));
         let _ = writeln!(cfg, "syncLimit={}", (5_000 / tick).max(5));
-        let _ = writeln!(cfg, "reconfigEnabled=false");
+        let dynamic = matches!(peers, Peers::Dynamic(_));
+        let _ = writeln!(cfg, "reconfigEnabled={dynamic}");
         let _ = writeln!(cfg, "standaloneEnabled=false");
         if settings.read_only_mode {
             let _ = writeln!(cfg, "localSessionsEnabled=true");
             let _ = writeln!(cfg, "localSessionsUpgradingEnabled=true");
         }
-        for (index, peer) in peers.iter().enumerate() {
-            let _ = writeln!(
-                cfg,
-                "server.{}=127.0.0.1:{}:{};127.0.0.1:{}",
-                index + 1,
-                peer.quorum,
-                peer.election,
-                peer.client
-            );
+    }
+    match peers {
+        Peers::Standalone => {}
+        Peers::Static(peers) => {
+            for (index, peer) in peers.iter().enumerate() {
+                let _ = writeln!(
+                    cfg,
+                    "server.{}=127.0.0.1:{}:{};127.0.0.1:{}",
+                    index + 1,
+                    peer.quorum,
+                    peer.election,
+                    peer.client
+                );
+            }
+        }
+        Peers::Dynamic(config) => {
+            // A proposal this member saw before it stopped would otherwise come back at start.
+            let next = dir.join("zoo.cfg.dynamic.next");
+            if next.exists() {
+                std::fs::remove_file(&next)
+                    .map_err(Error::io(format!("removing {}", next.display())))?;
+            }
+            let path = dir.join(config.file_name());
+            std::fs::write(&path, config.file_contents())
+                .map_err(Error::io(format!("writing {}", path.display())))?;
+            let _ = writeln!(cfg, "dynamicConfigFile={}", path.display());
         }
     }
-    let jvm_args = write_security(dir, ports, settings, &mut cfg)?;
+    let mut jvm_args = write_security(dir, ports, settings, &mut cfg)?;
+    if let (Peers::Dynamic(_), Some(credentials)) = (peers, &settings.super_user) {
+        jvm_args.push(credentials.jvm_arg());
+    }
     let path = dir.join("zoo.cfg");
     std::fs::write(&path, cfg).map_err(Error::io(format!("writing {}", path.display())))?;
     Ok(ServerFiles {

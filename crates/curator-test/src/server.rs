@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::config::{self, ClientPorts, ServerFiles, ServerSettings};
+use crate::config::{self, ClientPorts, Peers, ServerFiles, ServerSettings};
 use crate::error::{Error, Result};
 use crate::four_letter::ServerMode;
 use crate::java::{JavaProcess, server_jvm_args, spawn_java};
@@ -169,7 +169,7 @@ impl TestingServerBuilder {
                 plain: self.port.or_else(|| free.next()).unwrap_or_default(),
                 secure: free.next(),
             };
-            let files = config::write_config(dir.path(), ports, &self.settings, &[])?;
+            let files = config::write_config(dir.path(), ports, &self.settings, Peers::Standalone)?;
             let mut server = Dedicated {
                 process: None,
                 ports,
