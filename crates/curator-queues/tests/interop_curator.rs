@@ -59,9 +59,14 @@ async fn rust_and_java_share_queues_both_ways() {
         assert_eq!(ask(&mut java, &format!("put {item}")).await, "ok");
     }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The Rust consumer locks under a directory of its own: lock directories are container
+    // nodes, and once this one had children and emptied, the server may remove it at any moment,
+    // after Java's consumer checked it exists at start; Curator's lock-safe consumer then reads
+    // the NoNode of its lock create as "consumed elsewhere" and skips the item for good.
+    let rust_locks = format!("{lock_path}-rust");
     let consumer = DistributedQueue::<String>::builder(c.clone(), &queue_path)
         .codec(Utf8)
-        .lock_path(&lock_path)
+        .lock_path(&rust_locks)
         .consumer(move |item: String| {
             let _ = tx.send(item);
             futures::future::ready(Ok::<_, String>(()))
