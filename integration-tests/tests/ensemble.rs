@@ -162,3 +162,83 @@ async fn reconfig_input_is_checked_first_and_a_static_ensemble_refuses_it() {
     assert_eq!(client.ensemble_config().await.unwrap(), before, "unchanged");
     client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_session_and_keeps_its_lock()
+ {
+    use curator_locks::InterProcessMutex;
+    let mut cluster = TestingCluster::builder(3)
+        .dynamic_reconfig()
+        .start()
+        .await
+        .unwrap();
+    let credentials = cluster.super_credentials().unwrap().digest_auth();
+    let admin = CuratorFramework::builder()
+        .connect_string(cluster.connect_string())
+        .authorization("digest", credentials)
+        .ensemble_tracking(false)
+        .build()
+        .unwrap();
+    admin.start().await.unwrap();
+    admin
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+
+    // Given member 0 (id 1) only; it holds a mutex.
+    let only = cluster.member_connect_string(0);
+    let client = client(&only, true).await;
+    learned(&client, |c| c.members.len() == 3).await;
+    let session = client.session_id();
+    let lock_path = unique_root("ensemble-move");
+    let mutex = InterProcessMutex::builder(client.clone(), &lock_path)
+        .build()
+        .unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let mut states = client.connection_state_stream();
+
+    // Member id 1 leaves the ensemble (it keeps serving its clients as a non-voting follower,
+    // so nothing breaks the connection): the client moves to the members by itself.
+    let version = admin.ensemble_config().await.unwrap().version;
+    let config = admin
+        .reconfig()
+        .leaving([cluster.member_id(0)])
+        .from_config(version)
+        .await
+        .unwrap();
+    assert!(config.member(cluster.member_id(0)).is_none());
+    wait_for_state(&mut states, ConnectionState::Reconnected).await;
+    assert_eq!(client.session_id(), session, "the same session");
+    cluster.stop_member(0).unwrap();
+
+    // The session goes on without the removed member: the lock is still held, writes work,
+    // and nobody else can take the lock.
+    client
+        .create()
+        .for_path(&format!("{lock_path}-after"), b"x")
+        .await
+        .unwrap();
+    assert!(!guard.is_lost(), "the holder keeps its lock");
+    let other = InterProcessMutex::builder(admin.clone(), &lock_path)
+        .build()
+        .unwrap();
+    assert!(
+        other
+            .acquire_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none(),
+        "no second holder"
+    );
+    let mut seen = Vec::new();
+    while let Ok(Some(state)) =
+        tokio::time::timeout(Duration::from_millis(100), states.next()).await
+    {
+        seen.push(state);
+    }
+    assert!(!seen.contains(&ConnectionState::Lost), "no Lost: {seen:?}");
+    assert_eq!(client.session_id(), session);
+    drop(guard);
+    client.close().await;
+    admin.close().await;
+}

@@ -53,6 +53,10 @@ pub(crate) struct Inner {
     pub(crate) inject_expiry: tokio::sync::Notify,
     /// The ensemble's configuration as followed through the sessions.
     pub(crate) ensemble: crate::ensemble::Tracker,
+    /// Connections the session moved away from, kept until their wire client gives up (or the
+    /// client closes): dropping a wire client that can still reach a server would close the
+    /// session there.
+    pub(crate) retired: Mutex<Vec<Arc<WireSession>>>,
 }
 
 impl fmt::Debug for Inner {
@@ -241,6 +245,7 @@ impl CuratorFramework {
         );
         let inner = Arc::new(Inner {
             ensemble,
+            retired: Mutex::new(Vec::new()),
             connect_settings,
             lifecycle: Mutex::new(FrameworkState::Latent),
             slot: Slot::default(),

@@ -287,6 +287,8 @@ pub(crate) struct Tracker {
     chroot: Option<String>,
     current: parking_lot::Mutex<Option<EnsembleConfig>>,
     pub(crate) changes: crate::listen::ListenerContainer<EnsembleConfig>,
+    /// Woken on every new configuration (the session task decides whether to move).
+    pub(crate) changed: tokio::sync::Notify,
 }
 
 impl fmt::Debug for Tracker {
@@ -313,6 +315,7 @@ impl Tracker {
             chroot,
             current: parking_lot::Mutex::new(None),
             changes,
+            changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -335,6 +338,7 @@ impl Tracker {
             "ensemble configuration"
         );
         self.changes.publish(config);
+        self.changed.notify_waiters();
         true
     }
 

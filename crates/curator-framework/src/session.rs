@@ -87,8 +87,12 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                         to = next.connect_string(),
                         "the session's servers left the ensemble; the session moved"
                     );
+                    // Watches set through the old connection end now; `Reconnected` makes
+                    // recipes re-read and watch again. A move made while connected publishes no
+                    // `Suspended` first: the session was never without a connection (so holds
+                    // survive it under the standard error policy).
                     session.retire();
-                    session = Arc::new(next);
+                    keep_until_gone(&inner, std::mem::replace(&mut session, Arc::new(next)));
                     watcher = session.state_watcher();
                     inner.install_session(Arc::clone(&session));
                     inner.publish_state(ConnectionState::Reconnected);
@@ -101,6 +105,8 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         match ended {
             Ended::Closing => {
                 close_session(session, watcher, inner.settings.max_close_wait).await;
+                // Only now: the session is closed, so what these send on their way out is moot.
+                inner.retired.lock().clear();
                 break;
             }
             Ended::Injected => {
@@ -191,6 +197,33 @@ async fn follow_config(inner: &Inner, session: std::sync::Weak<WireSession>) {
     }
 }
 
+/// Keeps a connection the session moved away from until its wire client reports the session
+/// ended there (it expires locally once it cannot reconnect for the session timeout, or gets
+/// `SessionMoved`), or the client closes.
+fn keep_until_gone(inner: &Arc<Inner>, old: Arc<WireSession>) {
+    let mut state = old.state_watcher();
+    if old.state().is_terminal() {
+        return;
+    }
+    let key = Arc::downgrade(&old);
+    inner.retired.lock().push(old);
+    let (task_inner, cancel) = (Arc::clone(inner), inner.cancel.clone());
+    inner.tasks.spawn(async move {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {}
+            () = async {
+                while !state.changed().await.is_terminal() {}
+            } => {
+                task_inner
+                    .retired
+                    .lock()
+                    .retain(|s| !std::ptr::eq(Arc::as_ptr(s), key.as_ptr()));
+            }
+        }
+    });
+}
+
 /// Follows one session until it is lost or the client closes.
 async fn monitor(
     inner: &Inner,
@@ -207,10 +240,7 @@ async fn monitor(
     let mut next_move: Option<Instant> = None;
     loop {
         let deadline = suspended_at.zip(lost_after).map(|(at, after)| at + after);
-        if moving.is_none()
-            && suspended_at.is_some()
-            && next_move.is_none_or(|at| at <= Instant::now())
-        {
+        if moving.is_none() && next_move.is_none_or(|at| at <= Instant::now()) {
             next_move = None;
             if let Some(target) = inner.ensemble.should_move(session.connect_string()) {
                 tracing::info!(
@@ -236,7 +266,9 @@ async fn monitor(
                     }
                 }
             }
-            () = sleep_until(next_move), if moving.is_none() && suspended_at.is_some() => {}
+            () = sleep_until(next_move), if moving.is_none() => {}
+            // A new configuration: the loop checks whether this connection's servers left.
+            () = inner.ensemble.changed.notified() => {}
             () = inner.inject_expiry.notified() => {
                 if suspended_at.is_none() {
                     inner.set_connected(false);
@@ -250,8 +282,7 @@ async fn monitor(
             }
             state = watcher.changed() => match state {
                 WireState::Connected | WireState::ConnectedReadOnly => {
-                    // The connection came back by itself: no move.
-                    moving = None;
+                    // The connection came back by itself; the loop checks again whether to move.
                     next_move = None;
                     let read_only = state == WireState::ConnectedReadOnly;
                     inner.set_connected(true);
