@@ -11,19 +11,8 @@ use curator_test::{TestingCluster, Timing, unique_root};
 use futures::StreamExt;
 
 async fn client(connect: &str, tracking: bool) -> CuratorFramework {
-    let client = CuratorFramework::builder()
-        .connect_string(connect)
-        .session_timeout(Duration::from_secs(4))
-        .connection_timeout(Timing::new().connection_timeout())
-        .ensemble_tracking(tracking)
-        .build()
-        .unwrap();
-    client.start().await.unwrap();
-    client
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
-    client
+    let builder = curator_testkit::builder(connect, Duration::from_secs(4));
+    curator_testkit::started(builder.ensemble_tracking(tracking)).await
 }
 
 /// Waits until the client's followed configuration satisfies `test`.
@@ -173,17 +162,12 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
         .await
         .unwrap();
     let credentials = cluster.super_credentials().unwrap().digest_auth();
-    let admin = CuratorFramework::builder()
-        .connect_string(cluster.connect_string())
-        .authorization("digest", credentials)
-        .ensemble_tracking(false)
-        .build()
-        .unwrap();
-    admin.start().await.unwrap();
-    admin
-        .block_until_connected(Timing::new().wait())
-        .await
-        .unwrap();
+    let admin = curator_testkit::started(
+        curator_testkit::builder(&cluster.connect_string(), Duration::from_secs(4))
+            .authorization("digest", credentials)
+            .ensemble_tracking(false),
+    )
+    .await;
 
     // Given member 0 (id 1) only; it holds a mutex.
     let only = cluster.member_connect_string(0);

@@ -271,7 +271,10 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
                     .map_err(failed("acquiring the lock"))?;
                 let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
                 max_holders.fetch_max(now, Ordering::SeqCst);
-                tokens.lock().expect("tokens").push(guard.fencing_token());
+                tokens
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(guard.fencing_token());
                 let value = counter.increment().await.map_err(failed("incrementing"))?;
                 if !value.succeeded {
                     return Err(broken("an increment did not apply"));
@@ -299,7 +302,10 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     for result in join_all(turns).await {
         result?;
     }
-    let tokens = tokens.lock().expect("tokens").clone();
+    let tokens = tokens
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     if max_holders.load(Ordering::SeqCst) != 1 || !tokens.windows(2).all(|w| w[0] < w[1]) {
         return Err(broken("two workers held the lock at once"));
     }
@@ -350,7 +356,9 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
             if index == WORKERS - 1 {
                 // The last worker is late on purpose: the others must wait for it.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                *last_arrival.lock().expect("arrival") = Some(Instant::now());
+                *last_arrival
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
                 output::out(format_args!("      {} arrives last", worker.name))?;
             }
             within("entering the barrier", barrier.enter())
@@ -374,7 +382,7 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     }
     let last = last_arrival
         .lock()
-        .expect("arrival")
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .ok_or_else(|| broken("nobody arrived last"))?;
     if entries.iter().any(|entered| *entered < last) {
         return Err(broken("a worker passed the barrier before all had arrived"));

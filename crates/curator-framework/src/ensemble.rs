@@ -338,7 +338,8 @@ impl Tracker {
             "ensemble configuration"
         );
         self.changes.publish(config);
-        self.changed.notify_waiters();
+        // One waiter (the session task); a stored permit covers a change between its checks.
+        self.changed.notify_one();
         true
     }
 
@@ -374,11 +375,7 @@ impl Tracker {
 
 /// The chroot suffix of a connect string (`/app` of `zk1:2181,zk2:2181/app`), if any.
 pub(crate) fn chroot(connect: &str) -> Option<&str> {
-    let last = connect.rsplit(',').next()?;
-    let last = last
-        .strip_prefix("tcp+tls://")
-        .or_else(|| last.strip_prefix("tcp://"))
-        .unwrap_or(last);
+    let last = without_protocol(connect.rsplit(',').next()?.trim());
     last.find('/').map(|at| &last[at..]).filter(|c| *c != "/")
 }
 
@@ -399,14 +396,19 @@ fn host_parts(connect: &str) -> Vec<&str> {
     connect
         .split(',')
         .map(|part| {
-            let part = part.trim();
-            let part = part
-                .strip_prefix("tcp+tls://")
-                .or_else(|| part.strip_prefix("tcp://"))
-                .unwrap_or(part);
-            part.split('/').next().unwrap_or_default()
+            without_protocol(part.trim())
+                .split('/')
+                .next()
+                .unwrap_or_default()
         })
         .collect()
+}
+
+/// A connect-string part without its `tcp://` or `tcp+tls://` prefix.
+fn without_protocol(part: &str) -> &str {
+    part.strip_prefix("tcp+tls://")
+        .or_else(|| part.strip_prefix("tcp://"))
+        .unwrap_or(part)
 }
 
 /// The servers of a connect string as `(host, port)` (ZooKeeper's default port 2181 when none

@@ -35,7 +35,20 @@ pub async fn client_through_proxies(connect: &str, session_timeout: Duration) ->
     started(builder(connect, session_timeout).ensemble_tracking(false)).await
 }
 
-fn builder(connect: &str, session_timeout: Duration) -> curator_framework::CuratorFrameworkBuilder {
+/// The builder behind [`client_with`], for a test that needs one more option; start it with
+/// [`started`].
+///
+/// ```no_run
+/// # async fn demo() {
+/// use std::time::Duration;
+/// let builder = curator_testkit::builder("127.0.0.1:2181", Duration::from_secs(4));
+/// let client = curator_testkit::started(builder.ensemble_tracking(false)).await;
+/// # }
+/// ```
+pub fn builder(
+    connect: &str,
+    session_timeout: Duration,
+) -> curator_framework::CuratorFrameworkBuilder {
     CuratorFramework::builder()
         .connect_string(connect)
         .session_timeout(session_timeout)
@@ -46,7 +59,11 @@ fn builder(connect: &str, session_timeout: Duration) -> curator_framework::Curat
         ))
 }
 
-async fn started(builder: curator_framework::CuratorFrameworkBuilder) -> CuratorFramework {
+/// Builds, starts and connects a client from `builder`.
+///
+/// # Panics
+/// When the settings are invalid or the client cannot connect within [`Timing::wait`].
+pub async fn started(builder: curator_framework::CuratorFrameworkBuilder) -> CuratorFramework {
     let client = builder.build().expect("valid test client settings");
     client.start().await.expect("the client starts");
     client
