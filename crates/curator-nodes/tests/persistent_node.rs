@@ -115,6 +115,12 @@ async fn a_protected_sequential_node_keeps_its_path_through_expiry_and_restart()
     })
     .await;
 
+    // The owner's own reconnect after the restart may come later than the observer's first
+    // connection (a loaded machine): expire the session once it is connected again.
+    owner
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
     owner.inject_session_expiration().await.unwrap();
     eventually("the same path in the new session", || async {
         let (children, found) = look(&observer, &root, &actual).await;
