@@ -226,3 +226,67 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
     client.close().await;
     admin.close().await;
 }
+
+/// An unused loopback port: nothing listens there while the test runs.
+fn dead_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_nothing() {
+    let cluster = TestingCluster::builder(3)
+        .dynamic_reconfig()
+        .start()
+        .await
+        .unwrap();
+    let credentials = cluster.super_credentials().unwrap().digest_auth();
+    let admin = curator_testkit::started(
+        curator_testkit::builder(&cluster.connect_string(), Duration::from_secs(4))
+            .authorization("digest", credentials),
+    )
+    .await;
+    let before = admin.ensemble_config().await.unwrap();
+    assert_eq!(before.members.len(), 3);
+
+    // Not the super user: refused.
+    let plain = client(&cluster.connect_string(), true).await;
+    assert_eq!(plain.reconfig().leaving([3]).await, Err(Error::NoAuth));
+    plain.close().await;
+
+    // A member id the ensemble does not have.
+    // (ZooKeeper itself accepts it as a change that removes nothing, with a new version.)
+    let unknown = admin.reconfig().leaving([9]).await;
+    assert!(
+        matches!(&unknown, Err(Error::InvalidArgument(why)) if why.contains("no member 9")),
+        "{unknown:?}"
+    );
+
+    // A membership whose quorum is not there: member 1 and two servers nobody runs.
+    let dead = |id: u64| {
+        let (q, e, c) = (dead_port(), dead_port(), dead_port());
+        format!("server.{id}=127.0.0.1:{q}:{e}:participant;127.0.0.1:{c}")
+    };
+    let no_quorum = admin
+        .reconfig()
+        .with_members([cluster.member_spec(0), dead(7), dead(8)])
+        .await;
+    assert_eq!(no_quorum, Err(Error::NewConfigNoQuorum));
+    // Three joining members nobody runs: six members, a quorum of four, three of them synced.
+    let joining = admin.reconfig().joining([dead(7), dead(8), dead(9)]).await;
+    assert_eq!(joining, Err(Error::NewConfigNoQuorum));
+
+    // A stale version.
+    let stale = admin
+        .reconfig()
+        .leaving([cluster.member_id(2)])
+        .from_config(before.version - 1)
+        .await;
+    assert_eq!(stale, Err(Error::BadVersion));
+
+    assert_eq!(admin.ensemble_config().await.unwrap(), before, "unchanged");
+    admin.close().await;
+}

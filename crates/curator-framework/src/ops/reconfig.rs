@@ -7,6 +7,7 @@ use crate::client::CuratorFramework;
 use crate::ensemble::{EnsembleConfig, EnsembleMember};
 use crate::error::{Error, Result};
 use crate::ops::{self, OpFuture};
+use crate::wire::WireSession;
 
 /// Options of `reconfig()`: either an incremental change ([`joining`](Self::joining) and
 /// [`leaving`](Self::leaving)) or a whole new member list ([`with_members`](Self::with_members)),
@@ -19,18 +20,26 @@ use crate::ops::{self, OpFuture};
 /// write to, or servers with `skipACL=yes`. Otherwise the server answers
 /// [`Error::NoAuth`].
 ///
+/// **How it is applied.** Each attempt reads the configuration first (one round trip more than
+/// the bare request), checks the change against it and sends it conditioned on the version it
+/// read, so what was checked is what the change applies to. Without
+/// [`from_config`](Self::from_config), a change that loses the race with another
+/// reconfiguration is checked and sent again (a few times) against the newer configuration.
+///
 /// **Errors, each leaving the ensemble unchanged:** [`Error::ReconfigDisabled`] (servers without
 /// `reconfigEnabled`), [`Error::NoAuth`], [`Error::ReconfigInProgress`] (another one is under
 /// way: retry), [`Error::NewConfigNoQuorum`] (no quorum of the new configuration is connected to
-/// the leader), [`Error::BadVersion`] (the configuration is no longer `from_config`'s),
-/// [`Error::BadArguments`] (the server refused the change, e.g. it leaves no participant),
-/// and [`Error::InvalidArgument`] for input refused before anything is sent: no change at all,
-/// both kinds at once, a joining spec that is not `server.<id>=...`, a leaving id that is not a
-/// number.
+/// the leader: members that are not running yet, say), [`Error::BadVersion`] (the configuration
+/// is no longer `from_config`'s), [`Error::BadArguments`] (the server refused the change, e.g.
+/// it leaves no participant), and [`Error::InvalidArgument`] for input refused before any change
+/// is sent: no change at all, both kinds at once, a joining spec that is not
+/// `server.<id>=...`, a leaving id the ensemble does not have (ZooKeeper itself would accept that
+/// as a change that removes nothing and still makes a new configuration version).
 ///
-/// Like every operation it is retried after a connection loss under the client's retry policy;
-/// a change applied just before the connection broke is then refused the second time
-/// ([`Error::BadVersion`] with `from_config`, which is what makes a retried reconfig safe).
+/// Like every operation it is retried after a connection loss under the client's retry policy.
+/// A change whose reply was lost (removing the leader often ends the connection before the
+/// reply) is found applied by the retry's read and reported as done, with the configuration
+/// read.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -49,7 +58,7 @@ use crate::ops::{self, OpFuture};
 pub struct ReconfigBuilder {
     client: CuratorFramework,
     joining: Vec<String>,
-    leaving: Vec<String>,
+    leaving: Vec<u64>,
     members: Option<Vec<String>>,
     from: Option<i64>,
 }
@@ -82,8 +91,7 @@ impl ReconfigBuilder {
     where
         I: IntoIterator<Item = u64>,
     {
-        self.leaving
-            .extend(ids.into_iter().map(|id| id.to_string()));
+        self.leaving.extend(ids);
         self
     }
 
@@ -143,24 +151,110 @@ impl ReconfigBuilder {
             members = self.members.as_ref().map(Vec::len),
             from = self.from,
         );
-        let change = Arc::new((self.joining, self.leaving, self.members, self.from));
+        let change = Arc::new(Change {
+            joining: self.joining,
+            leaving: self.leaving,
+            members: self.members,
+            from: self.from,
+            first_seen: parking_lot::Mutex::new(None),
+        });
         ops::run(
             &client,
             span,
-            move |session, _| {
+            move |session, attempt| {
                 let change = Arc::clone(&change);
-                async move {
-                    let (joining, leaving, members, from) = &*change;
-                    session
-                        .reconfig(joining, leaving, members.as_deref(), *from)
-                        .await
-                }
+                async move { change.attempt(&session, attempt).await }
             },
-            |result| {
-                let (data, _stat) = result?;
-                EnsembleConfig::parse(&String::from_utf8_lossy(&data))
-            },
+            |result| result,
         )
+    }
+}
+
+/// What a reconfiguration asks for, and what its attempts saw.
+#[derive(Debug)]
+struct Change {
+    joining: Vec<String>,
+    leaving: Vec<u64>,
+    members: Option<Vec<String>>,
+    /// The caller's `from_config`.
+    from: Option<i64>,
+    /// The configuration version the first attempt read.
+    first_seen: parking_lot::Mutex<Option<i64>>,
+}
+
+impl Change {
+    /// How many times a change without `from_config` is tried again when another
+    /// reconfiguration lands between its read and its write.
+    const CONCURRENT_CHANGES: usize = 5;
+
+    /// One attempt: read the configuration, check the change against it, and send it
+    /// conditioned on the version read, so the check still holds when the change is applied.
+    async fn attempt(&self, session: &WireSession, attempt: u32) -> Result<EnsembleConfig> {
+        let leaving: Vec<String> = self.leaving.iter().map(u64::to_string).collect();
+        let mut concurrent = 0;
+        loop {
+            let (data, _) = session.get_config().await?;
+            let current = EnsembleConfig::parse(&String::from_utf8_lossy(&data))?;
+            let first = *self.first_seen.lock().get_or_insert(current.version);
+            // A retry after a lost connection: the change may have been applied before the
+            // reply was lost. The configuration then already is what was asked for.
+            if attempt > 0 && current.version != first && self.is_applied(&current) {
+                return Ok(current);
+            }
+            if let Some(from) = self.from
+                && from != current.version
+            {
+                return Err(Error::BadVersion);
+            }
+            if let Some(unknown) = self
+                .leaving
+                .iter()
+                .find(|id| current.member(**id).is_none())
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "reconfig: no member {unknown} in the ensemble (configuration version {:x})",
+                    current.version
+                )));
+            }
+            let sent = session
+                .reconfig(
+                    &self.joining,
+                    &leaving,
+                    self.members.as_deref(),
+                    Some(current.version),
+                )
+                .await;
+            match sent {
+                Ok((data, _)) => return EnsembleConfig::parse(&String::from_utf8_lossy(&data)),
+                // Another reconfiguration landed after the read: check again against it,
+                // unless the caller asked for one version only.
+                Err(Error::BadVersion)
+                    if self.from.is_none() && concurrent < Self::CONCURRENT_CHANGES =>
+                {
+                    concurrent += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Whether `config` already is what this change asks for.
+    fn is_applied(&self, config: &EnsembleConfig) -> bool {
+        let parsed = |specs: &[String]| -> Option<Vec<EnsembleMember>> {
+            specs.iter().map(|s| s.parse().ok()).collect()
+        };
+        match &self.members {
+            Some(members) => parsed(members).is_some_and(|mut wanted| {
+                wanted.sort_by_key(|m| m.id);
+                wanted == config.members
+            }),
+            None => {
+                self.leaving.iter().all(|id| config.member(*id).is_none())
+                    && parsed(&self.joining).is_some_and(|joining| {
+                        joining.iter().all(|m| config.member(m.id) == Some(m))
+                    })
+            }
+        }
     }
 }
 
