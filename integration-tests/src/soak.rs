@@ -185,7 +185,7 @@ impl LogReader {
 use std::future::IntoFuture;
 
 /// A subtree as a cache holds it.
-fn cache_tree(snapshot: Vec<curator_caches::ChildData>) -> Tree {
+pub fn cache_tree(snapshot: Vec<curator_caches::ChildData>) -> Tree {
     snapshot
         .into_iter()
         .map(|node| {
@@ -201,7 +201,7 @@ fn cache_tree(snapshot: Vec<curator_caches::ChildData>) -> Tree {
 }
 
 /// A subtree as the server has it (after a `sync`).
-async fn server_tree(client: &CuratorFramework, root: &str) -> Result<Tree, Error> {
+pub async fn server_tree(client: &CuratorFramework, root: &str) -> Result<Tree, Error> {
     client.sync().for_path(root).await?;
     let mut tree = Tree::new();
     let mut pending = vec![root.to_owned()];

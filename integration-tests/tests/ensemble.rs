@@ -153,9 +153,14 @@ async fn reconfig_input_is_checked_first_and_a_static_ensemble_refuses_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_session_and_keeps_its_lock()
+async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_session_keeping_lock_leadership_and_cache()
  {
+    use curator_caches::CuratorCache;
+    use curator_election::{LatchEvent, LeaderLatch};
     use curator_locks::InterProcessMutex;
+    use integration_tests::checkers::check_cache;
+    use integration_tests::soak::{cache_tree, server_tree};
+
     let mut cluster = TestingCluster::builder(3)
         .dynamic_reconfig()
         .start()
@@ -168,38 +173,89 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
             .ensemble_tracking(false),
     )
     .await;
+    let root = unique_root("ensemble-move");
+    let (lock_path, latch_path, cache_path) = (
+        format!("{root}/lock"),
+        format!("{root}/latch"),
+        format!("{root}/cache"),
+    );
+    admin
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&cache_path, b"")
+        .await
+        .unwrap();
 
-    // Given member 0 (id 1) only; it holds a mutex.
+    // Given member 0 (id 1) only, the client holds a mutex, leads an election and caches a
+    // subtree; the admin client waits on both.
     let only = cluster.member_connect_string(0);
     let client = client(&only, true).await;
     learned(&client, |c| c.members.len() == 3).await;
     let session = client.session_id();
-    let lock_path = unique_root("ensemble-move");
     let mutex = InterProcessMutex::builder(client.clone(), &lock_path)
         .build()
         .unwrap();
     let guard = mutex.acquire().await.unwrap();
+    let latch = LeaderLatch::builder(client.clone(), &latch_path, "moving")
+        .build()
+        .unwrap();
+    let mut latch_events = latch.stream();
+    latch.start().await.unwrap();
+    latch.await_leadership().await.unwrap();
+    let rival = LeaderLatch::builder(admin.clone(), &latch_path, "rival")
+        .build()
+        .unwrap();
+    rival.start().await.unwrap();
+    let cache = CuratorCache::builder(client.clone(), &cache_path)
+        .build()
+        .unwrap();
+    cache.start().await.unwrap();
+    assert!(cache.initialized().await);
     let mut states = client.connection_state_stream();
+
+    // The subtree changes all through the move, and a little after the removed member stopped.
+    let done = tokio_util::sync::CancellationToken::new();
+    let writer = {
+        let (admin, cache_path, done) = (admin.clone(), cache_path.clone(), done.clone());
+        tokio::spawn(async move {
+            let (mut i, mut after) = (0u32, 0);
+            while after < 6 {
+                if done.is_cancelled() {
+                    after += 1;
+                }
+                let node = format!("{cache_path}/n{}", i % 6);
+                let written = admin
+                    .create()
+                    .or_set_data()
+                    .for_path(&node, i.to_string().as_bytes())
+                    .await;
+                assert!(written.is_ok(), "write {i}: {written:?}");
+                i += 1;
+            }
+            i
+        })
+    };
 
     // Member id 1 leaves the ensemble (it keeps serving its clients as a non-voting follower,
     // so nothing breaks the connection): the client moves to the members by itself.
-    let version = admin.ensemble_config().await.unwrap().version;
     let config = admin
         .reconfig()
         .leaving([cluster.member_id(0)])
-        .from_config(version)
         .await
         .unwrap();
     assert!(config.member(cluster.member_id(0)).is_none());
     wait_for_state(&mut states, ConnectionState::Reconnected).await;
     assert_eq!(client.session_id(), session, "the same session");
     cluster.stop_member(0).unwrap();
+    done.cancel();
+    let writes = writer.await.unwrap();
+    println!("{writes} writes through the move");
 
-    // The session goes on without the removed member: the lock is still held, writes work,
-    // and nobody else can take the lock.
+    // The session goes on without the removed member: writes work, the lock is still held by
+    // it alone, it still leads, and its cache equals the server's subtree.
     client
         .create()
-        .for_path(&format!("{lock_path}-after"), b"x")
+        .for_path(&format!("{root}/written-after"), b"x")
         .await
         .unwrap();
     assert!(!guard.is_lost(), "the holder keeps its lock");
@@ -214,6 +270,28 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
             .is_none(),
         "no second holder"
     );
+    assert!(latch.has_leadership(), "the leader keeps leading");
+    assert!(!rival.has_leadership(), "no second leader");
+    assert_eq!(
+        rival.leader().await.unwrap().map(|p| p.id),
+        Some("moving".to_owned())
+    );
+    let server = server_tree(&admin, &cache_path).await.unwrap();
+    let equal = tokio::time::timeout(Timing::new().wait(), async {
+        loop {
+            if check_cache("cache", &cache_tree(cache.snapshot()), &server).is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        equal.is_ok(),
+        "{:?}",
+        check_cache("cache", &cache_tree(cache.snapshot()), &server)
+    );
+    assert_eq!(server.len(), 7, "the subtree's root and its six nodes");
     let mut seen = Vec::new();
     while let Ok(Some(state)) =
         tokio::time::timeout(Duration::from_millis(100), states.next()).await
@@ -221,8 +299,25 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
         seen.push(state);
     }
     assert!(!seen.contains(&ConnectionState::Lost), "no Lost: {seen:?}");
+    let mut events = Vec::new();
+    while let Ok(Some(event)) =
+        tokio::time::timeout(Duration::from_millis(100), latch_events.next()).await
+    {
+        events.push(event);
+    }
+    assert!(
+        !events.iter().any(|e| matches!(e, LatchEvent::NotLeader)),
+        "leadership never lapsed: {events:?}"
+    );
     assert_eq!(client.session_id(), session);
     drop(guard);
+    for recipe in [
+        cache.close().await,
+        latch.close().await,
+        rival.close().await,
+    ] {
+        recipe.unwrap();
+    }
     client.close().await;
     admin.close().await;
 }
@@ -288,5 +383,101 @@ async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_
     assert_eq!(stale, Err(Error::BadVersion));
 
     assert_eq!(admin.ensemble_config().await.unwrap(), before, "unchanged");
+    admin.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_with_chroot_and_namespace()
+ {
+    let mut cluster = TestingCluster::builder(3)
+        .dynamic_reconfig()
+        .start()
+        .await
+        .unwrap();
+    let credentials = cluster.super_credentials().unwrap().digest_auth();
+    let admin = curator_testkit::started(
+        curator_testkit::builder(&cluster.connect_string(), Duration::from_secs(4))
+            .authorization("digest", credentials)
+            .ensemble_tracking(false),
+    )
+    .await;
+    let root = unique_root("ensemble-port");
+    admin
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&root, b"")
+        .await
+        .unwrap();
+
+    // Given member 0 only, with a chroot and a namespace.
+    let client = curator_testkit::started(
+        curator_testkit::builder(
+            &format!("{}{root}", cluster.member_connect_string(0)),
+            Duration::from_secs(4),
+        )
+        .namespace("app"),
+    )
+    .await;
+    learned(&client, |c| c.members.len() == 3).await;
+    client.create().for_path("/before", b"1").await.unwrap();
+
+    // A fourth member joins: the client's members include it.
+    let added = cluster.start_new_member().await.unwrap();
+    let added_id = cluster.member_id(added);
+    admin
+        .reconfig()
+        .joining([cluster.member_spec(added)])
+        .await
+        .unwrap();
+    let config = learned(&client, |c| c.member(added_id).is_some()).await;
+    assert_eq!(config.members.len(), 4);
+    assert_eq!(
+        config.member(added_id).unwrap().client_address(),
+        Some(cluster.member_connect_string(added)),
+    );
+    assert!(
+        config
+            .connect_string()
+            .unwrap()
+            .contains(&cluster.member_connect_string(added)),
+        "the next connection's servers include the new member"
+    );
+
+    // Member 0, the client's only server, moves to a new port: its old address dies with the
+    // client's connection, and the configuration names the new one. The client asks the
+    // members it learned, finds its server gone from the configuration and moves there, in the
+    // same session.
+    let session = client.session_id();
+    let mut states = client.connection_state_stream();
+    let moved_id = cluster.member_id(0);
+    let spec = cluster.move_member_to_new_port(0).await.unwrap();
+    admin.reconfig().joining([spec]).await.unwrap();
+    wait_for_state(&mut states, ConnectionState::Reconnected).await;
+    assert_eq!(client.session_id(), session, "the same session");
+    let config = learned(&client, |c| {
+        c.member(moved_id).and_then(|m| m.client_address())
+            == Some(cluster.member_connect_string(0))
+    })
+    .await;
+    assert_eq!(config.members.len(), 4);
+
+    // Writes still land under the chroot and the namespace.
+    client.create().for_path("/after", b"2").await.unwrap();
+    for (name, data) in [("before", b"1"), ("after", b"2")] {
+        let (found, _) = admin
+            .get_data()
+            .for_path(&format!("{root}/app/{name}"))
+            .await
+            .unwrap();
+        assert_eq!(found, data, "{name} under the chroot and namespace");
+    }
+    let mut seen = Vec::new();
+    while let Ok(Some(state)) =
+        tokio::time::timeout(Duration::from_millis(100), states.next()).await
+    {
+        seen.push(state);
+    }
+    assert!(!seen.contains(&ConnectionState::Lost), "no Lost: {seen:?}");
+    client.close().await;
     admin.close().await;
 }

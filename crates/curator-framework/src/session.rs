@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::Inner;
+use crate::ensemble::EnsembleConfig;
 use crate::error::Error;
 use crate::state::ConnectionState;
 use crate::wire::{WireSession, WireState};
@@ -238,6 +239,11 @@ async fn monitor(
     // from servers that all left it; and when to try again after one failed.
     let mut moving: Option<futures::future::BoxFuture<'_, Result<WireSession, Error>>> = None;
     let mut next_move: Option<Instant> = None;
+    // While disconnected from servers that are not all the members: a read of the
+    // configuration from the members (a member may have moved away from this connection's
+    // servers, which cannot tell it), and when to read next.
+    let mut probing: Option<futures::future::BoxFuture<'_, Option<EnsembleConfig>>> = None;
+    let mut next_probe: Option<Instant> = None;
     loop {
         let deadline = suspended_at.zip(lost_after).map(|(at, after)| at + after);
         if moving.is_none() && next_move.is_none_or(|at| at <= Instant::now()) {
@@ -267,6 +273,22 @@ async fn monitor(
                 }
             }
             () = sleep_until(next_move), if moving.is_none() => {}
+            () = sleep_until(next_probe), if probing.is_none() && next_probe.is_some() => {
+                next_probe = None;
+                if let Some(target) = inner.ensemble.probe_target(session.connect_string()) {
+                    probing = Some(Box::pin(probe(inner, target)));
+                }
+            }
+            config = async { probing.as_mut().expect("guarded").await }, if probing.is_some() => {
+                probing = None;
+                if let Some(config) = config {
+                    // News wakes the loop, which moves the session if its servers left.
+                    inner.ensemble.update(config);
+                }
+                if suspended_at.is_some() {
+                    next_probe = Some(Instant::now() + PROBE_EVERY);
+                }
+            }
             // A new configuration: the loop checks whether this connection's servers left.
             () = inner.ensemble.changed.notified() => {}
             () = inner.inject_expiry.notified() => {
@@ -284,6 +306,8 @@ async fn monitor(
                 WireState::Connected | WireState::ConnectedReadOnly => {
                     // The connection came back by itself; the loop checks again whether to move.
                     next_move = None;
+                    next_probe = None;
+                    probing = None;
                     let read_only = state == WireState::ConnectedReadOnly;
                     inner.set_connected(true);
                     if read_only {
@@ -296,6 +320,7 @@ async fn monitor(
                 WireState::Disconnected => {
                     if suspended_at.is_none() {
                         suspended_at = Some(Instant::now());
+                        next_probe = Some(Instant::now() + PROBE_AFTER);
                         inner.set_connected(false);
                         inner.publish_state(ConnectionState::Suspended);
                     }
@@ -317,6 +342,30 @@ async fn monitor(
                 }
             },
         }
+    }
+}
+
+/// How long a connection is down before the members are asked for the configuration (a blip
+/// reconnects by itself), and how often while it stays down.
+const PROBE_AFTER: Duration = Duration::from_millis(500);
+const PROBE_EVERY: Duration = Duration::from_secs(2);
+
+/// Reads the ensemble's configuration through a short session of its own on `members` (closed
+/// at once), bounded by the connection timeout; `None` when no member answers in time.
+async fn probe(inner: &Inner, members: String) -> Option<EnsembleConfig> {
+    let read = async {
+        let session = WireSession::connect(&inner.connect_settings, &members).await?;
+        let (data, _) = session.get_config().await?;
+        EnsembleConfig::parse(&String::from_utf8_lossy(&data))
+    };
+    match tokio::time::timeout(inner.settings.connection_timeout, read).await {
+        Ok(Ok(config)) if !config.members.is_empty() => Some(config),
+        Ok(Ok(_)) => None,
+        Ok(Err(error)) => {
+            tracing::debug!(%error, members, "could not read the configuration from the members");
+            None
+        }
+        Err(_) => None,
     }
 }
 
