@@ -23,16 +23,21 @@ pub enum FaultKind {
     RestartMember,
     /// The ensemble's leader is killed, the others elect a new one, and it comes back.
     KillLeader,
+    /// A member is replaced: a fresh server joins and the member leaves, in one
+    /// reconfiguration, and the member is stopped. The clients' proxies for it lead to the new
+    /// server from then on (the same address, a new server behind it).
+    ReplaceMember,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 5] = [
+    pub const ALL: [FaultKind; 6] = [
         FaultKind::ExpireSession,
         FaultKind::Partition,
         FaultKind::DropConnections,
         FaultKind::RestartMember,
         FaultKind::KillLeader,
+        FaultKind::ReplaceMember,
     ];
 }
 
@@ -44,6 +49,7 @@ impl fmt::Display for FaultKind {
             FaultKind::DropConnections => "dropped connections",
             FaultKind::RestartMember => "member restart",
             FaultKind::KillLeader => "leader kill",
+            FaultKind::ReplaceMember => "member replaced",
         })
     }
 }
@@ -70,7 +76,12 @@ pub enum Fault {
     },
     /// Restart member `member`.
     RestartMember {
-        /// The member (0-based).
+        /// The member (0-based, of the current members).
+        member: usize,
+    },
+    /// Replace member `member` with a fresh server.
+    ReplaceMember {
+        /// The member (0-based, of the current members).
         member: usize,
     },
     /// Kill the leader and start it again after `down`.
@@ -89,6 +100,7 @@ impl Fault {
             Fault::DropConnections { .. } => FaultKind::DropConnections,
             Fault::RestartMember { .. } => FaultKind::RestartMember,
             Fault::KillLeader { .. } => FaultKind::KillLeader,
+            Fault::ReplaceMember { .. } => FaultKind::ReplaceMember,
         }
     }
 }
@@ -122,18 +134,21 @@ impl FaultPlan {
         let client = self.rng.random_range(0..self.clients);
         let fault = match self.rng.random_range(0..100) {
             0..=24 => Fault::ExpireSession { client },
-            25..=49 => Fault::Partition {
+            25..=47 => Fault::Partition {
                 client,
                 duration: self
                     .session_timeout
                     .mul_f64(self.rng.random_range(0.2..1.6)),
             },
-            50..=69 => Fault::DropConnections { client },
-            70..=84 => Fault::RestartMember {
+            48..=64 => Fault::DropConnections { client },
+            65..=79 => Fault::RestartMember {
                 member: self.rng.random_range(0..self.members),
             },
-            _ => Fault::KillLeader {
+            80..=91 => Fault::KillLeader {
                 down: Duration::from_millis(self.rng.random_range(300..3_000)),
+            },
+            _ => Fault::ReplaceMember {
+                member: self.rng.random_range(0..self.members),
             },
         };
         (gap, fault)
@@ -183,6 +198,12 @@ impl Link {
         self.proxies.iter().for_each(FaultProxy::drop_connections);
     }
 
+    /// Sends the links to member `member` (an index into the members the link was started
+    /// with) to `address` from now on.
+    pub fn retarget(&self, member: usize, address: &str) {
+        self.proxies[member].retarget(address);
+    }
+
     /// The credentials of session `id`, as the proxies saw the server grant it.
     pub fn credentials(&self, id: i64) -> Option<SessionCredentials> {
         self.proxies
@@ -211,8 +232,13 @@ impl FaultCounts {
 /// What the injector works on.
 #[derive(Debug)]
 pub struct Target<'a> {
-    /// The ensemble.
+    /// The ensemble (started with dynamic reconfiguration).
     pub cluster: &'a mut TestingCluster,
+    /// The current members: for each member the faults and the links number (0-based, as
+    /// the links were started), its index in `cluster`. A replacement changes it.
+    pub members: &'a mut Vec<usize>,
+    /// A client allowed to reconfigure the ensemble (the super user).
+    pub admin: &'a CuratorFramework,
     /// The clients' links, by client.
     pub links: &'a [Link],
     /// The clients.
@@ -254,7 +280,7 @@ pub async fn inject(fault: Fault, target: &mut Target<'_>) -> curator_test::Resu
             Ok(true)
         }
         Fault::RestartMember { member } => {
-            target.cluster.restart(member).await?;
+            target.cluster.restart(target.members[member]).await?;
             target.cluster.await_leader().await?;
             Ok(true)
         }
@@ -266,7 +292,68 @@ pub async fn inject(fault: Fault, target: &mut Target<'_>) -> curator_test::Resu
             target.cluster.await_leader().await?;
             Ok(true)
         }
+        Fault::ReplaceMember { member } => {
+            replace_member(member, target).await?;
+            Ok(true)
+        }
     }
+}
+
+/// Starts a fresh server, reconfigures it in and member `member` out in one step, stops the
+/// old member and points the links at the new one.
+async fn replace_member(member: usize, target: &mut Target<'_>) -> curator_test::Result<()> {
+    let old = target.members[member];
+    let fresh = target.cluster.start_new_member().await?;
+    let joining = target.cluster.member_spec(fresh);
+    let leaving = target.cluster.member_id(old);
+    // Removing the leader ends its connections, so the reply may be lost; the framework's
+    // reconfig finds an applied change on its retry.
+    let fresh_id = target.cluster.member_id(fresh);
+    let mut tries = 0;
+    loop {
+        if tries > 0 {
+            // An earlier try may have been applied with its reply lost.
+            if let Ok(config) = target.admin.ensemble_config().await {
+                if config.member(leaving).is_none() && config.member(fresh_id).is_some() {
+                    break;
+                }
+            }
+        }
+        match target
+            .admin
+            .reconfig()
+            .joining([joining.clone()])
+            .leaving([leaving])
+            .await
+        {
+            Ok(config) if config.member(leaving).is_none() => break,
+            Ok(config) => {
+                return Err(curator_test::Error::Protocol(format!(
+                    "member {leaving} still in the configuration after leaving: {config:?}"
+                )));
+            }
+            // No quorum of the new configuration yet (the fresh member is still syncing), or
+            // another change under way: try again.
+            Err(error) if tries < 50 => {
+                tracing::debug!(%error, "replacing member {leaving}: trying again");
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(error) => {
+                return Err(curator_test::Error::Protocol(format!(
+                    "replacing member {leaving}: {error}"
+                )));
+            }
+        }
+    }
+    target.cluster.stop_member(old)?;
+    let address = target.cluster.member_connect_string(fresh);
+    for link in target.links {
+        link.retarget(member, &address);
+    }
+    target.members[member] = fresh;
+    target.cluster.await_leader().await?;
+    Ok(())
 }
 
 #[cfg(test)]

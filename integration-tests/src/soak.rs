@@ -367,7 +367,12 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         config.seed, config.duration, config.clients
     );
     let clients_n = config.clients.max(2);
-    let mut cluster = TestingCluster::start(3).await?;
+    let mut cluster = TestingCluster::builder(3)
+        .dynamic_reconfig()
+        .start()
+        .await?;
+    // Which cluster index each member slot (as the links number them) is now.
+    let mut members: Vec<usize> = (0..cluster.len()).collect();
     tracing::info!(after = ?started.elapsed(), "ensemble up");
     let mut links = Vec::with_capacity(clients_n);
     let mut clients = Vec::with_capacity(clients_n);
@@ -379,7 +384,20 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         );
         links.push(link);
     }
-    let admin = curator_testkit::client(&cluster.connect_string()).await;
+    // The checks' client, also the one that reconfigures the ensemble (the super user); it
+    // follows the ensemble's changes.
+    let super_user = cluster
+        .super_credentials()
+        .map(curator_test::SuperCredentials::digest_auth)
+        .unwrap_or_default();
+    let admin = curator_testkit::started(
+        curator_testkit::builder(
+            &cluster.connect_string(),
+            timing.scale(Duration::from_secs(15)),
+        )
+        .authorization("digest", super_user),
+    )
+    .await;
     let paths = Paths::new(&unique_root("soak"));
     for path in [
         &paths.mutex_log,
@@ -494,6 +512,8 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     {
         let mut target = Target {
             cluster: &mut cluster,
+            members: &mut members,
+            admin: &admin,
             links: &links,
             clients: &clients,
             timing,
@@ -522,7 +542,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     // Heal, then stop: producers first, so the consumers empty the queues.
     tracing::info!(after = ?started.elapsed(), "faults over; healing and stopping");
     links.iter().for_each(Link::resume);
-    for member in 0..cluster.len() {
+    for &member in &members {
         if !cluster.is_running(member) {
             cluster.restart(member).await?;
         }

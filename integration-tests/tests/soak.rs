@@ -1,17 +1,19 @@
 //! The reliability suite, short and seeded, as part of `just test`: every workload under faults
-//! for 15 s, then every checker. `SOAK_SEED=<n>` replays another schedule; `just soak`
+//! for 25 s, then every checker. `SOAK_SEED=<n>` replays another schedule; `just soak`
 //! runs the long version.
 
 use std::time::Duration;
 
+use integration_tests::faults::FaultKind;
 use integration_tests::{SoakConfig, run, write_report};
 
-/// The seed of the short run (a schedule with every kind of fault early on).
-const SEED: u64 = 20_240_612;
+/// The seed of the short run (a schedule with every kind of fault in its first six, a member
+/// replaced second).
+const SEED: u64 = 20_243_578;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_soak_under_faults_breaks_no_invariant() {
-    let mut config = SoakConfig::new(Duration::from_secs(15), Some(SEED));
+    let mut config = SoakConfig::new(Duration::from_secs(25), Some(SEED));
     config.clients = 3;
     config.quiet_every = Duration::from_secs(7);
     let report = run(config).await.expect("the soak run completes");
@@ -36,4 +38,12 @@ async fn a_short_soak_under_faults_breaks_no_invariant() {
         );
     }
     assert!(report.faults.total() > 0, "no fault injected:\n{report}");
+    assert!(
+        report
+            .faults
+            .injected
+            .get(&FaultKind::ReplaceMember)
+            .is_some_and(|n| *n > 0),
+        "no member replaced:\n{report}"
+    );
 }

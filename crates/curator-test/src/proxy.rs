@@ -47,7 +47,8 @@ pub struct FaultProxy {
 
 #[derive(Debug)]
 struct Shared {
-    upstream: String,
+    /// Where new links go ([`FaultProxy::retarget`] changes it).
+    upstream: Mutex<String>,
     /// Client-to-server bytes held.
     paused: watch::Sender<bool>,
     /// Server-to-client bytes held.
@@ -76,7 +77,7 @@ impl FaultProxy {
             .local_addr()
             .map_err(Error::io("reading the proxy's address"))?;
         let shared = Arc::new(Shared {
-            upstream,
+            upstream: Mutex::new(upstream),
             paused: watch::Sender::new(false),
             replies_paused: watch::Sender::new(false),
             links: Mutex::new(JoinSet::new()),
@@ -129,6 +130,28 @@ impl FaultProxy {
             .abort_all();
     }
 
+    /// Sends new links to `upstream` (`host:port`) from now on and closes the current ones, as
+    /// when the server behind a stable address (a DNS name, a service IP) is replaced: clients
+    /// keep the proxy's address and reconnect to the new server.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// let old = curator_test::TestingServer::start().await?;
+    /// let new = curator_test::TestingServer::start().await?;
+    /// let proxy = curator_test::FaultProxy::start(&old.connect_string()).await?;
+    /// proxy.retarget(&new.connect_string()); // clients of the proxy now reach `new`
+    /// # Ok(()) }
+    /// ```
+    pub fn retarget(&self, upstream: &str) {
+        let upstream = upstream.split(',').next().unwrap_or(upstream).trim();
+        *self
+            .shared
+            .upstream
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = upstream.to_owned();
+        self.drop_connections();
+    }
+
     /// The number of links open now.
     pub fn open_connections(&self) -> usize {
         let mut links = self
@@ -174,8 +197,13 @@ async fn link(client: TcpStream, shared: Arc<Shared>) {
     if paused.wait_for(|p| !*p).await.is_err() {
         return;
     }
-    let Ok(server) = TcpStream::connect(&shared.upstream).await else {
-        tracing::debug!(upstream = %shared.upstream, "fault proxy: upstream refused");
+    let upstream = shared
+        .upstream
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let Ok(server) = TcpStream::connect(&upstream).await else {
+        tracing::debug!(%upstream, "fault proxy: upstream refused");
         return;
     };
     let _ = client.set_nodelay(true);
