@@ -178,7 +178,10 @@ impl CuratorFrameworkBuilder {
     /// [`ensemble_listenable`](crate::CuratorFramework::ensemble_listenable)); and, with a
     /// fixed [`connect_string`](Self::connect_string) and no TLS, later connections use the
     /// members' client addresses from it (with the chroot kept), and a session whose servers
-    /// all left the ensemble moves to the members it names, keeping the session.
+    /// all left the ensemble moves to the members it names, keeping the session. A connection
+    /// that is down asks the members it learned for the configuration (after 0.5 s, then every
+    /// 2 s, each through a short session of its own), so a member that moved to a new address
+    /// while the connection was down is followed too.
     ///
     /// Turn it off when clients must reach the servers through addresses other than those the
     /// servers configure (a virtual IP, a load balancer, a proxy, NAT): the configuration's
