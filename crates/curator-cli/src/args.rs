@@ -72,6 +72,13 @@ pub(crate) struct Connection {
     /// The SASL password: the first line of FILE [env: ZK_SASL_PASSWORD_FILE]
     #[arg(long, value_name = "FILE", help_heading = "Security")]
     pub(crate) sasl_password_file: Option<PathBuf>,
+    /// Add the digest identity USER to the session (ZooKeeper's `addauth digest`), for nodes
+    /// whose ACL names it or as the super user (with --auth-password-file) [env: ZK_AUTH_USER]
+    #[arg(long, value_name = "USER", help_heading = "Security")]
+    pub(crate) auth_user: Option<String>,
+    /// The digest password: the first line of FILE [env: ZK_AUTH_PASSWORD_FILE]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) auth_password_file: Option<PathBuf>,
     /// Log in with Kerberos (SASL GSSAPI), with the keytab or ticket cache given or of the
     /// environment (KRB5_CLIENT_KTNAME, KRB5CCNAME) [env: ZK_KERBEROS=1]
     #[arg(long, help_heading = "Security")]
@@ -119,6 +126,8 @@ impl Connection {
             ("--tls-key", self.tls_key.is_some()),
             ("--sasl-user", self.sasl_user.is_some()),
             ("--sasl-password-file", self.sasl_password_file.is_some()),
+            ("--auth-user", self.auth_user.is_some()),
+            ("--auth-password-file", self.auth_password_file.is_some()),
             ("--kerberos", self.kerberos),
             ("--kerberos-service", self.kerberos_service.is_some()),
             ("--kerberos-keytab", self.kerberos_keytab.is_some()),
@@ -145,6 +154,8 @@ impl Connection {
             tls_key: self.tls_key.or(outer.tls_key),
             sasl_user: self.sasl_user.or(outer.sasl_user),
             sasl_password_file: self.sasl_password_file.or(outer.sasl_password_file),
+            auth_user: self.auth_user.or(outer.auth_user),
+            auth_password_file: self.auth_password_file.or(outer.auth_password_file),
             kerberos: self.kerberos || outer.kerberos,
             kerberos_service: self.kerberos_service.or(outer.kerberos_service),
             kerberos_keytab: self.kerberos_keytab.or(outer.kerberos_keytab),
@@ -168,6 +179,10 @@ impl Connection {
             sasl_password_file: self
                 .sasl_password_file
                 .or_else(|| path("ZK_SASL_PASSWORD_FILE")),
+            auth_user: self.auth_user.or_else(|| text("ZK_AUTH_USER")),
+            auth_password_file: self
+                .auth_password_file
+                .or_else(|| path("ZK_AUTH_PASSWORD_FILE")),
             kerberos: self.kerberos
                 || text("ZK_KERBEROS").is_some_and(|value| matches!(value.as_str(), "1" | "true")),
             kerberos_service: self
@@ -186,7 +201,8 @@ impl Connection {
     /// The security settings, checked.
     ///
     /// # Errors
-    /// A usage error for flags that need each other, or Kerberos in a build without it.
+    /// A usage error for flags that need each other, an unreadable or empty password file, or
+    /// Kerberos in a build without it.
     fn security(&self) -> CliResult<Security> {
         let tls = match (&self.tls_ca, &self.tls_cert, &self.tls_key) {
             (None, None, None) => None,
@@ -282,13 +298,76 @@ impl Connection {
             // A cache of this process's own, empty, makes the keytab's principal the one.
             environment.push(("KRB5CCNAME", PRIVATE_TICKET_CACHE.into()));
         }
+        let digest = match (&self.auth_user, &self.auth_password_file) {
+            (None, None) => None,
+            (Some(user), Some(file)) => Some(DigestAuth::read(user, file)?),
+            _ => {
+                return Err(CliError::usage(
+                    "--auth-user and --auth-password-file go together",
+                ));
+            }
+        };
         Ok(Security {
             tls,
             client_certificate: self.tls_cert.is_some(),
             sasl,
             kerberos: self.kerberos,
             kerberos_environment: environment,
+            digest,
         })
+    }
+}
+
+/// A digest identity to add to every session (`addauth digest USER:PASSWORD`). `Debug` leaves
+/// the password out.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct DigestAuth {
+    pub(crate) user: String,
+    password: String,
+}
+
+impl DigestAuth {
+    /// The user, and the first line of `file` for the password.
+    ///
+    /// # Errors
+    /// A usage error for a user name ZooKeeper would cut short (it splits `user:password` at the
+    /// first colon), an unreadable file, or an empty first line.
+    fn read(user: &str, file: &std::path::Path) -> CliResult<Self> {
+        if user.is_empty() || user.contains(':') {
+            return Err(CliError::usage(
+                "--auth-user: a digest user name is not empty and has no ':'",
+            ));
+        }
+        let text = std::fs::read_to_string(file).map_err(|error| {
+            CliError::usage(format!(
+                "--auth-password-file: cannot read the password file {}: {error}",
+                file.display()
+            ))
+        })?;
+        let password = text.lines().next().unwrap_or_default();
+        if password.is_empty() {
+            return Err(CliError::usage(format!(
+                "--auth-password-file: the password file {} is empty",
+                file.display()
+            )));
+        }
+        Ok(Self {
+            user: user.to_owned(),
+            password: password.to_owned(),
+        })
+    }
+
+    /// The bytes of the `digest` scheme's authentication: `USER:PASSWORD`.
+    pub(crate) fn auth_bytes(&self) -> Vec<u8> {
+        format!("{}:{}", self.user, self.password).into_bytes()
+    }
+}
+
+impl std::fmt::Debug for DigestAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DigestAuth")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
     }
 }
 
@@ -354,6 +433,8 @@ pub(crate) struct Security {
     pub(crate) kerberos: bool,
     /// The Kerberos variables the process must run with (see `main`).
     pub(crate) kerberos_environment: Vec<(&'static str, std::ffi::OsString)>,
+    /// A digest identity added to the session (`--auth-user`).
+    pub(crate) digest: Option<DigestAuth>,
 }
 
 /// The output format.
@@ -877,6 +958,69 @@ mod tests {
         let tls = settings(&["curator", "--tls-ca", "ca.pem", "ls", "/"]).unwrap();
         assert!(tls.security.tls.is_some());
         assert!(tls.security.sasl.is_none());
+    }
+
+    #[test]
+    fn digest_auth_flags_are_checked_and_the_password_never_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, "s3cret:with-colon\nsecond line\n").unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let (file, empty) = (file.to_str().unwrap(), empty.to_str().unwrap());
+        let usage = |args: &[&str]| match settings(args) {
+            Err(error) => {
+                assert_eq!(error.code, crate::exit::codes::USAGE);
+                error.message.unwrap_or_default()
+            }
+            Ok(_) => panic!("{args:?} should be refused"),
+        };
+        let auth = settings(&[
+            "curator",
+            "--auth-user",
+            "super",
+            "whoami",
+            "--auth-password-file",
+            file,
+        ])
+        .unwrap()
+        .security
+        .digest
+        .unwrap();
+        assert_eq!(auth.auth_bytes(), b"super:s3cret:with-colon");
+        assert!(!format!("{auth:?}").contains("s3cret"));
+        assert!(usage(&["curator", "ls", "/", "--auth-user", "u"]).contains("go together"));
+        assert!(
+            usage(&["curator", "ls", "/", "--auth-password-file", file]).contains("go together")
+        );
+        for user in ["", "a:b"] {
+            let args = ["curator", "whoami", "--auth-user", user];
+            let message = usage(&[&args[..], &["--auth-password-file", file]].concat());
+            assert!(message.contains("has no ':'"), "{message}");
+        }
+        let message = usage(&[
+            "curator",
+            "whoami",
+            "--auth-user",
+            "u",
+            "--auth-password-file",
+            empty,
+        ]);
+        assert!(message.ends_with("is empty"), "{message}");
+        let message = usage(&[
+            "curator",
+            "whoami",
+            "--auth-user",
+            "u",
+            "--auth-password-file",
+            "/no/such/file",
+        ]);
+        assert!(
+            message
+                .starts_with("--auth-password-file: cannot read the password file /no/such/file"),
+            "{message}"
+        );
+        assert!(usage(&["curator", "--auth-user", "u", "server"]).contains("does not apply"));
     }
 
     #[test]
