@@ -73,7 +73,8 @@ pub(crate) struct Connection {
     #[arg(long, value_name = "FILE", help_heading = "Security")]
     pub(crate) sasl_password_file: Option<PathBuf>,
     /// Add the digest identity USER to the session (ZooKeeper's `addauth digest`), for nodes
-    /// whose ACL names it or as the super user (with --auth-password-file) [env: ZK_AUTH_USER]
+    /// whose ACL names it and for `ensemble add|remove` as the super user (with
+    /// --auth-password-file) [env: ZK_AUTH_USER]
     #[arg(long, value_name = "USER", help_heading = "Security")]
     pub(crate) auth_user: Option<String>,
     /// The digest password: the first line of FILE [env: ZK_AUTH_PASSWORD_FILE]
@@ -529,6 +530,17 @@ impl Cli {
                 },
             ),
         };
+        if let Command::Ensemble {
+            op: Some(op),
+            probe_timeout: Some(_),
+            ..
+        } = &command
+        {
+            return Err(not_for(
+                "--probe-timeout",
+                &format!("ensemble {}", op.name()),
+            ));
+        }
         let connection = connection.or_environment();
         let security = match &command {
             Command::Server { .. } | Command::Sentinel { .. } => Security::default(),
@@ -773,6 +785,19 @@ pub(crate) enum Command {
         #[command(flatten)]
         session: Session,
     },
+    /// Show the ensemble's members and how each is doing; `add` or `remove` members (dynamic
+    /// reconfiguration)
+    #[command(after_help = ENSEMBLE_HELP)]
+    Ensemble {
+        #[command(subcommand)]
+        op: Option<EnsembleOp>,
+        /// How long each member gets to answer `srvr` before it shows as unreachable (without
+        /// a subcommand) [default: 2s]
+        #[arg(long, value_parser = parse_duration, value_name = "D")]
+        probe_timeout: Option<Duration>,
+        #[command(flatten)]
+        session: Session,
+    },
     /// Internal: the helper process of `lock`, `leader` and `barrier` (see the sentinel module)
     #[command(name = "__sentinel", hide = true)]
     Sentinel {
@@ -792,7 +817,8 @@ impl Command {
             Command::Demo { .. }
             | Command::Server { .. }
             | Command::Sentinel { .. }
-            | Command::Whoami { .. } => None,
+            | Command::Whoami { .. }
+            | Command::Ensemble { .. } => None,
             Command::Lock { path, .. }
             | Command::Leader { path, .. }
             | Command::Barrier { path, .. }
@@ -813,6 +839,11 @@ impl Command {
         match self {
             Command::Demo { .. } | Command::Server { .. } | Command::Sentinel { .. } => Vec::new(),
             Command::Counter { session, op, .. } => vec![session, op.session()],
+            Command::Ensemble { session, op, .. } => {
+                let mut sessions = vec![session];
+                sessions.extend(op.as_ref().map(EnsembleOp::session));
+                sessions
+            }
             Command::Lock { session, .. }
             | Command::Leader { session, .. }
             | Command::Barrier { session, .. }
@@ -874,6 +905,108 @@ impl CounterOp {
             | CounterOp::Incr { session, .. } => session,
         }
     }
+}
+
+const ENSEMBLE_HELP: &str = "\
+Without a subcommand: the configuration's version (hexadecimal, as ZooKeeper writes it) and one
+row per member: id, role, quorum:election address, client address, and what the member says of
+itself to `srvr` (mode, zxid, connections, average latency), asked of every member at once over
+plain TCP on its client address; a member that does not answer shows as unreachable, and the
+command still succeeds.
+
+`add` and `remove` need servers with reconfigEnabled=true and a session that may write
+/zookeeper/config: the super user or an identity its ACL lets write (--auth-user with
+--auth-password-file). Start a new member before adding it.
+
+Examples:
+  curator ensemble --json
+  curator ensemble add 'server.4=10.0.0.4:2888:3888:participant;10.0.0.4:2181' \\
+      --auth-user super --auth-password-file /etc/zookeeper/super.password
+  curator ensemble remove 4 --from-version 100000003 --auth-user super --auth-password-file F";
+
+/// What `curator ensemble` changes.
+#[derive(Debug, Subcommand)]
+#[command(args_conflicts_with_subcommands = false)]
+pub(crate) enum EnsembleOp {
+    /// Add members (or change them: the same id with other addresses or role), then print the
+    /// new configuration
+    Add {
+        /// A member, as ZooKeeper writes it:
+        /// server.ID=HOST:QUORUM_PORT:ELECTION_PORT[:participant|observer][;[HOST:]CLIENT_PORT]
+        #[arg(required = true, value_name = "SPEC", value_parser = parse_member)]
+        specs: Vec<String>,
+        #[command(flatten)]
+        change: Change,
+    },
+    /// Remove members by id, then print the new configuration
+    Remove {
+        /// A member's id (the N of server.N)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<u64>,
+        #[command(flatten)]
+        change: Change,
+    },
+}
+
+impl EnsembleOp {
+    fn session(&self) -> &Session {
+        match self {
+            EnsembleOp::Add { change, .. } | EnsembleOp::Remove { change, .. } => &change.session,
+        }
+    }
+
+    /// The name of the subcommand, for messages.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            EnsembleOp::Add { .. } => "add",
+            EnsembleOp::Remove { .. } => "remove",
+        }
+    }
+}
+
+/// The flags of `ensemble add` and `ensemble remove`.
+#[derive(Debug, Args)]
+pub(crate) struct Change {
+    /// Change the ensemble only if its configuration is still version V (hexadecimal, as
+    /// `curator ensemble` prints it; `0x` optional); otherwise nothing changes (exit code 1)
+    #[arg(long, value_name = "V", value_parser = parse_config_version)]
+    pub(crate) from_version: Option<i64>,
+    #[command(flatten)]
+    pub(crate) session: Session,
+}
+
+/// Checks a member spec (`server.N=...`) before anything is sent; returns it trimmed.
+///
+/// # Errors
+/// What is wrong with it.
+fn parse_member(input: &str) -> Result<String, String> {
+    match input.parse::<curator_framework::ensemble::EnsembleMember>() {
+        Ok(_) => Ok(input.trim().to_owned()),
+        // "ensemble member ...: why", without the variant's "invalid argument:" in front.
+        Err(curator_framework::Error::InvalidArgument(reason)) => Err(reason),
+        Err(other) => Err(other.to_string()),
+    }
+}
+
+/// Reads a configuration version: hexadecimal, as ZooKeeper writes it (`version=100000003`),
+/// with or without `0x`.
+///
+/// # Errors
+/// When it is not a hexadecimal number that fits in an `i64`.
+pub(crate) fn parse_config_version(input: &str) -> Result<i64, String> {
+    let text = input.trim();
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "`{input}` is not a configuration version (hexadecimal, as `curator ensemble` prints \
+             it: 100000003 or 0x100000003)"
+        ));
+    }
+    i64::from_str_radix(digits, 16)
+        .map_err(|_| format!("`{input}` is too large for a configuration version"))
 }
 
 #[cfg(test)]
@@ -1021,6 +1154,72 @@ mod tests {
             "{message}"
         );
         assert!(usage(&["curator", "--auth-user", "u", "server"]).contains("does not apply"));
+    }
+
+    #[test]
+    fn ensemble_takes_specs_ids_and_hex_versions() {
+        let cli = Cli::try_parse_from([
+            "curator",
+            "ensemble",
+            "--json",
+            "add",
+            "server.4=10.0.0.4:2888:3888;2181",
+            "server.5=10.0.0.5:2888:3888:observer;10.0.0.5:2181",
+            "--from-version",
+            "0x10000000A",
+            "--connect",
+            "h:1",
+        ])
+        .unwrap();
+        assert!(cli.json());
+        let (command, resolved) = cli.resolve().unwrap();
+        assert_eq!(resolved.connect.as_deref(), Some("h:1"));
+        let Command::Ensemble {
+            op: Some(EnsembleOp::Add { specs, change }),
+            ..
+        } = command
+        else {
+            panic!("not ensemble add");
+        };
+        assert_eq!(specs.len(), 2);
+        assert_eq!(change.from_version, Some(0x1_0000_000a));
+        for bad in [
+            &["curator", "ensemble", "add", "4=h:1:2"][..],
+            &["curator", "ensemble", "add", "server.4=h:1:2:leader"],
+            &["curator", "ensemble", "add"],
+            &["curator", "ensemble", "remove"],
+            &["curator", "ensemble", "remove", "x"],
+            &["curator", "ensemble", "remove", "-1"],
+            &["curator", "ensemble", "remove", "1", "--from-version", "1g"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?} parsed");
+        }
+        assert_eq!(parse_config_version("100000003"), Ok(0x1_0000_0003));
+        assert_eq!(parse_config_version("0X0"), Ok(0));
+        for bad in ["", "0x", "-1", "ffffffffffffffffff", "12 34"] {
+            assert!(parse_config_version(bad).is_err(), "{bad:?} parsed");
+        }
+        let refused = settings(&[
+            "curator",
+            "ensemble",
+            "--probe-timeout",
+            "1s",
+            "remove",
+            "3",
+        ])
+        .unwrap_err();
+        assert!(refused.message.unwrap().contains("ensemble remove"));
+        let status = Cli::try_parse_from(["curator", "ensemble", "--probe-timeout", "500ms"])
+            .unwrap()
+            .command;
+        assert!(matches!(
+            status,
+            Command::Ensemble {
+                op: None,
+                probe_timeout: Some(timeout),
+                ..
+            } if timeout == Duration::from_millis(500)
+        ));
     }
 
     #[test]
