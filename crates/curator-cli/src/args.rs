@@ -72,6 +72,14 @@ pub(crate) struct Connection {
     /// The SASL password: the first line of FILE [env: ZK_SASL_PASSWORD_FILE]
     #[arg(long, value_name = "FILE", help_heading = "Security")]
     pub(crate) sasl_password_file: Option<PathBuf>,
+    /// Add the digest identity USER to the session (ZooKeeper's `addauth digest`), for nodes
+    /// whose ACL names it and for `ensemble add|remove` as the super user (with
+    /// --auth-password-file) [env: ZK_AUTH_USER]
+    #[arg(long, value_name = "USER", help_heading = "Security")]
+    pub(crate) auth_user: Option<String>,
+    /// The digest password: the first line of FILE [env: ZK_AUTH_PASSWORD_FILE]
+    #[arg(long, value_name = "FILE", help_heading = "Security")]
+    pub(crate) auth_password_file: Option<PathBuf>,
     /// Log in with Kerberos (SASL GSSAPI), with the keytab or ticket cache given or of the
     /// environment (KRB5_CLIENT_KTNAME, KRB5CCNAME) [env: ZK_KERBEROS=1]
     #[arg(long, help_heading = "Security")]
@@ -119,6 +127,8 @@ impl Connection {
             ("--tls-key", self.tls_key.is_some()),
             ("--sasl-user", self.sasl_user.is_some()),
             ("--sasl-password-file", self.sasl_password_file.is_some()),
+            ("--auth-user", self.auth_user.is_some()),
+            ("--auth-password-file", self.auth_password_file.is_some()),
             ("--kerberos", self.kerberos),
             ("--kerberos-service", self.kerberos_service.is_some()),
             ("--kerberos-keytab", self.kerberos_keytab.is_some()),
@@ -145,6 +155,8 @@ impl Connection {
             tls_key: self.tls_key.or(outer.tls_key),
             sasl_user: self.sasl_user.or(outer.sasl_user),
             sasl_password_file: self.sasl_password_file.or(outer.sasl_password_file),
+            auth_user: self.auth_user.or(outer.auth_user),
+            auth_password_file: self.auth_password_file.or(outer.auth_password_file),
             kerberos: self.kerberos || outer.kerberos,
             kerberos_service: self.kerberos_service.or(outer.kerberos_service),
             kerberos_keytab: self.kerberos_keytab.or(outer.kerberos_keytab),
@@ -168,6 +180,10 @@ impl Connection {
             sasl_password_file: self
                 .sasl_password_file
                 .or_else(|| path("ZK_SASL_PASSWORD_FILE")),
+            auth_user: self.auth_user.or_else(|| text("ZK_AUTH_USER")),
+            auth_password_file: self
+                .auth_password_file
+                .or_else(|| path("ZK_AUTH_PASSWORD_FILE")),
             kerberos: self.kerberos
                 || text("ZK_KERBEROS").is_some_and(|value| matches!(value.as_str(), "1" | "true")),
             kerberos_service: self
@@ -186,7 +202,8 @@ impl Connection {
     /// The security settings, checked.
     ///
     /// # Errors
-    /// A usage error for flags that need each other, or Kerberos in a build without it.
+    /// A usage error for flags that need each other, an unreadable or empty password file, or
+    /// Kerberos in a build without it.
     fn security(&self) -> CliResult<Security> {
         let tls = match (&self.tls_ca, &self.tls_cert, &self.tls_key) {
             (None, None, None) => None,
@@ -282,13 +299,76 @@ impl Connection {
             // A cache of this process's own, empty, makes the keytab's principal the one.
             environment.push(("KRB5CCNAME", PRIVATE_TICKET_CACHE.into()));
         }
+        let digest = match (&self.auth_user, &self.auth_password_file) {
+            (None, None) => None,
+            (Some(user), Some(file)) => Some(DigestAuth::read(user, file)?),
+            _ => {
+                return Err(CliError::usage(
+                    "--auth-user and --auth-password-file go together",
+                ));
+            }
+        };
         Ok(Security {
             tls,
             client_certificate: self.tls_cert.is_some(),
             sasl,
             kerberos: self.kerberos,
             kerberos_environment: environment,
+            digest,
         })
+    }
+}
+
+/// A digest identity to add to every session (`addauth digest USER:PASSWORD`). `Debug` leaves
+/// the password out.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct DigestAuth {
+    pub(crate) user: String,
+    password: String,
+}
+
+impl DigestAuth {
+    /// The user, and the first line of `file` for the password.
+    ///
+    /// # Errors
+    /// A usage error for a user name ZooKeeper would cut short (it splits `user:password` at the
+    /// first colon), an unreadable file, or an empty first line.
+    fn read(user: &str, file: &std::path::Path) -> CliResult<Self> {
+        if user.is_empty() || user.contains(':') {
+            return Err(CliError::usage(
+                "--auth-user: a digest user name is not empty and has no ':'",
+            ));
+        }
+        let text = std::fs::read_to_string(file).map_err(|error| {
+            CliError::usage(format!(
+                "--auth-password-file: cannot read the password file {}: {error}",
+                file.display()
+            ))
+        })?;
+        let password = text.lines().next().unwrap_or_default();
+        if password.is_empty() {
+            return Err(CliError::usage(format!(
+                "--auth-password-file: the password file {} is empty",
+                file.display()
+            )));
+        }
+        Ok(Self {
+            user: user.to_owned(),
+            password: password.to_owned(),
+        })
+    }
+
+    /// The bytes of the `digest` scheme's authentication: `USER:PASSWORD`.
+    pub(crate) fn auth_bytes(&self) -> Vec<u8> {
+        format!("{}:{}", self.user, self.password).into_bytes()
+    }
+}
+
+impl std::fmt::Debug for DigestAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DigestAuth")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
     }
 }
 
@@ -354,6 +434,8 @@ pub(crate) struct Security {
     pub(crate) kerberos: bool,
     /// The Kerberos variables the process must run with (see `main`).
     pub(crate) kerberos_environment: Vec<(&'static str, std::ffi::OsString)>,
+    /// A digest identity added to the session (`--auth-user`).
+    pub(crate) digest: Option<DigestAuth>,
 }
 
 /// The output format.
@@ -448,6 +530,17 @@ impl Cli {
                 },
             ),
         };
+        if let Command::Ensemble {
+            op: Some(op),
+            probe_timeout: Some(_),
+            ..
+        } = &command
+        {
+            return Err(not_for(
+                "--probe-timeout",
+                &format!("ensemble {}", op.name()),
+            ));
+        }
         let connection = connection.or_environment();
         let security = match &command {
             Command::Server { .. } | Command::Sentinel { .. } => Security::default(),
@@ -692,6 +785,19 @@ pub(crate) enum Command {
         #[command(flatten)]
         session: Session,
     },
+    /// Show the ensemble's members and how each is doing; `add` or `remove` members (dynamic
+    /// reconfiguration)
+    #[command(after_help = ENSEMBLE_HELP)]
+    Ensemble {
+        #[command(subcommand)]
+        op: Option<EnsembleOp>,
+        /// How long each member gets to answer `srvr` before it shows as unreachable (without
+        /// a subcommand) [default: 2s]
+        #[arg(long, value_parser = parse_duration, value_name = "D")]
+        probe_timeout: Option<Duration>,
+        #[command(flatten)]
+        session: Session,
+    },
     /// Internal: the helper process of `lock`, `leader` and `barrier` (see the sentinel module)
     #[command(name = "__sentinel", hide = true)]
     Sentinel {
@@ -711,7 +817,8 @@ impl Command {
             Command::Demo { .. }
             | Command::Server { .. }
             | Command::Sentinel { .. }
-            | Command::Whoami { .. } => None,
+            | Command::Whoami { .. }
+            | Command::Ensemble { .. } => None,
             Command::Lock { path, .. }
             | Command::Leader { path, .. }
             | Command::Barrier { path, .. }
@@ -732,6 +839,11 @@ impl Command {
         match self {
             Command::Demo { .. } | Command::Server { .. } | Command::Sentinel { .. } => Vec::new(),
             Command::Counter { session, op, .. } => vec![session, op.session()],
+            Command::Ensemble { session, op, .. } => {
+                let mut sessions = vec![session];
+                sessions.extend(op.as_ref().map(EnsembleOp::session));
+                sessions
+            }
             Command::Lock { session, .. }
             | Command::Leader { session, .. }
             | Command::Barrier { session, .. }
@@ -793,6 +905,108 @@ impl CounterOp {
             | CounterOp::Incr { session, .. } => session,
         }
     }
+}
+
+const ENSEMBLE_HELP: &str = "\
+Without a subcommand: the configuration's version (hexadecimal, as ZooKeeper writes it) and one
+row per member: id, role, quorum:election address, client address, and what the member says of
+itself to `srvr` (mode, zxid, connections, average latency), asked of every member at once over
+plain TCP on its client address; a member that does not answer shows as unreachable, and the
+command still succeeds.
+
+`add` and `remove` need servers with reconfigEnabled=true and a session that may write
+/zookeeper/config: the super user or an identity its ACL lets write (--auth-user with
+--auth-password-file). Start a new member before adding it.
+
+Examples:
+  curator ensemble --json
+  curator ensemble add 'server.4=10.0.0.4:2888:3888:participant;10.0.0.4:2181' \\
+      --auth-user super --auth-password-file /etc/zookeeper/super.password
+  curator ensemble remove 4 --from-version 100000003 --auth-user super --auth-password-file F";
+
+/// What `curator ensemble` changes.
+#[derive(Debug, Subcommand)]
+#[command(args_conflicts_with_subcommands = false)]
+pub(crate) enum EnsembleOp {
+    /// Add members (or change them: the same id with other addresses or role), then print the
+    /// new configuration
+    Add {
+        /// A member, as ZooKeeper writes it:
+        /// server.ID=HOST:QUORUM_PORT:ELECTION_PORT[:participant|observer][;[HOST:]CLIENT_PORT]
+        #[arg(required = true, value_name = "SPEC", value_parser = parse_member)]
+        specs: Vec<String>,
+        #[command(flatten)]
+        change: Change,
+    },
+    /// Remove members by id, then print the new configuration
+    Remove {
+        /// A member's id (the N of server.N)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<u64>,
+        #[command(flatten)]
+        change: Change,
+    },
+}
+
+impl EnsembleOp {
+    fn session(&self) -> &Session {
+        match self {
+            EnsembleOp::Add { change, .. } | EnsembleOp::Remove { change, .. } => &change.session,
+        }
+    }
+
+    /// The name of the subcommand, for messages.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            EnsembleOp::Add { .. } => "add",
+            EnsembleOp::Remove { .. } => "remove",
+        }
+    }
+}
+
+/// The flags of `ensemble add` and `ensemble remove`.
+#[derive(Debug, Args)]
+pub(crate) struct Change {
+    /// Change the ensemble only if its configuration is still version V (hexadecimal, as
+    /// `curator ensemble` prints it; `0x` optional); otherwise nothing changes (exit code 1)
+    #[arg(long, value_name = "V", value_parser = parse_config_version)]
+    pub(crate) from_version: Option<i64>,
+    #[command(flatten)]
+    pub(crate) session: Session,
+}
+
+/// Checks a member spec (`server.N=...`) before anything is sent; returns it trimmed.
+///
+/// # Errors
+/// What is wrong with it.
+fn parse_member(input: &str) -> Result<String, String> {
+    match input.parse::<curator_framework::ensemble::EnsembleMember>() {
+        Ok(_) => Ok(input.trim().to_owned()),
+        // "ensemble member ...: why", without the variant's "invalid argument:" in front.
+        Err(curator_framework::Error::InvalidArgument(reason)) => Err(reason),
+        Err(other) => Err(other.to_string()),
+    }
+}
+
+/// Reads a configuration version: hexadecimal, as ZooKeeper writes it (`version=100000003`),
+/// with or without `0x`.
+///
+/// # Errors
+/// When it is not a hexadecimal number that fits in an `i64`.
+pub(crate) fn parse_config_version(input: &str) -> Result<i64, String> {
+    let text = input.trim();
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "`{input}` is not a configuration version (hexadecimal, as `curator ensemble` prints \
+             it: 100000003 or 0x100000003)"
+        ));
+    }
+    i64::from_str_radix(digits, 16)
+        .map_err(|_| format!("`{input}` is too large for a configuration version"))
 }
 
 #[cfg(test)]
@@ -877,6 +1091,135 @@ mod tests {
         let tls = settings(&["curator", "--tls-ca", "ca.pem", "ls", "/"]).unwrap();
         assert!(tls.security.tls.is_some());
         assert!(tls.security.sasl.is_none());
+    }
+
+    #[test]
+    fn digest_auth_flags_are_checked_and_the_password_never_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, "s3cret:with-colon\nsecond line\n").unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let (file, empty) = (file.to_str().unwrap(), empty.to_str().unwrap());
+        let usage = |args: &[&str]| match settings(args) {
+            Err(error) => {
+                assert_eq!(error.code, crate::exit::codes::USAGE);
+                error.message.unwrap_or_default()
+            }
+            Ok(_) => panic!("{args:?} should be refused"),
+        };
+        let auth = settings(&[
+            "curator",
+            "--auth-user",
+            "super",
+            "whoami",
+            "--auth-password-file",
+            file,
+        ])
+        .unwrap()
+        .security
+        .digest
+        .unwrap();
+        assert_eq!(auth.auth_bytes(), b"super:s3cret:with-colon");
+        assert!(!format!("{auth:?}").contains("s3cret"));
+        assert!(usage(&["curator", "ls", "/", "--auth-user", "u"]).contains("go together"));
+        assert!(
+            usage(&["curator", "ls", "/", "--auth-password-file", file]).contains("go together")
+        );
+        for user in ["", "a:b"] {
+            let args = ["curator", "whoami", "--auth-user", user];
+            let message = usage(&[&args[..], &["--auth-password-file", file]].concat());
+            assert!(message.contains("has no ':'"), "{message}");
+        }
+        let message = usage(&[
+            "curator",
+            "whoami",
+            "--auth-user",
+            "u",
+            "--auth-password-file",
+            empty,
+        ]);
+        assert!(message.ends_with("is empty"), "{message}");
+        let message = usage(&[
+            "curator",
+            "whoami",
+            "--auth-user",
+            "u",
+            "--auth-password-file",
+            "/no/such/file",
+        ]);
+        assert!(
+            message
+                .starts_with("--auth-password-file: cannot read the password file /no/such/file"),
+            "{message}"
+        );
+        assert!(usage(&["curator", "--auth-user", "u", "server"]).contains("does not apply"));
+    }
+
+    #[test]
+    fn ensemble_takes_specs_ids_and_hex_versions() {
+        let cli = Cli::try_parse_from([
+            "curator",
+            "ensemble",
+            "--json",
+            "add",
+            "server.4=10.0.0.4:2888:3888;2181",
+            "server.5=10.0.0.5:2888:3888:observer;10.0.0.5:2181",
+            "--from-version",
+            "0x10000000A",
+            "--connect",
+            "h:1",
+        ])
+        .unwrap();
+        assert!(cli.json());
+        let (command, resolved) = cli.resolve().unwrap();
+        assert_eq!(resolved.connect.as_deref(), Some("h:1"));
+        let Command::Ensemble {
+            op: Some(EnsembleOp::Add { specs, change }),
+            ..
+        } = command
+        else {
+            panic!("not ensemble add");
+        };
+        assert_eq!(specs.len(), 2);
+        assert_eq!(change.from_version, Some(0x1_0000_000a));
+        for bad in [
+            &["curator", "ensemble", "add", "4=h:1:2"][..],
+            &["curator", "ensemble", "add", "server.4=h:1:2:leader"],
+            &["curator", "ensemble", "add"],
+            &["curator", "ensemble", "remove"],
+            &["curator", "ensemble", "remove", "x"],
+            &["curator", "ensemble", "remove", "-1"],
+            &["curator", "ensemble", "remove", "1", "--from-version", "1g"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?} parsed");
+        }
+        assert_eq!(parse_config_version("100000003"), Ok(0x1_0000_0003));
+        assert_eq!(parse_config_version("0X0"), Ok(0));
+        for bad in ["", "0x", "-1", "ffffffffffffffffff", "12 34"] {
+            assert!(parse_config_version(bad).is_err(), "{bad:?} parsed");
+        }
+        let refused = settings(&[
+            "curator",
+            "ensemble",
+            "--probe-timeout",
+            "1s",
+            "remove",
+            "3",
+        ])
+        .unwrap_err();
+        assert!(refused.message.unwrap().contains("ensemble remove"));
+        let status = Cli::try_parse_from(["curator", "ensemble", "--probe-timeout", "500ms"])
+            .unwrap()
+            .command;
+        assert!(matches!(
+            status,
+            Command::Ensemble {
+                op: None,
+                probe_timeout: Some(timeout),
+                ..
+            } if timeout == Duration::from_millis(500)
+        ));
     }
 
     #[test]

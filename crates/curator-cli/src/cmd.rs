@@ -2,6 +2,7 @@
 
 mod barrier;
 mod counter;
+mod ensemble;
 mod leader;
 mod lock;
 mod nodes;
@@ -52,6 +53,9 @@ pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
                     ..
                 } => barrier::run(&client, report, &path, members, timeout, grace, &command).await,
                 Command::Counter { path, op, .. } => counter::run(&client, report, &path, op).await,
+                Command::Ensemble {
+                    op, probe_timeout, ..
+                } => ensemble::run(&client, report, op, probe_timeout, &settings).await,
                 other => nodes::run(&client, report, other).await,
             };
             client.close().await;

@@ -68,6 +68,9 @@ fn build(settings: &Settings, connect: &str) -> CliResult<CuratorFramework> {
     if let Some(sasl) = &settings.security.sasl {
         builder = builder.sasl(sasl.clone());
     }
+    if let Some(digest) = &settings.security.digest {
+        builder = builder.authorization("digest", digest.auth_bytes());
+    }
     builder.build().map_err(|error| match error {
         // Unreadable or unusable certificate files: the files' fault, said as such.
         Error::Tls(failure) => CliError::new(codes::USAGE, failure.to_string()),

@@ -13,6 +13,7 @@ mod report;
 mod sentinel;
 mod signals;
 mod spinner;
+mod srvr;
 
 pub use duration::parse_duration;
 pub use exit::codes;

@@ -175,6 +175,7 @@ pub(crate) async fn run(
         | Command::Leader { .. }
         | Command::Barrier { .. }
         | Command::Counter { .. }
+        | Command::Ensemble { .. }
         | Command::Sentinel { .. } => unreachable!("not a node command"),
     }
     Ok(codes::OK)

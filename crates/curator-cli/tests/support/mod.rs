@@ -12,19 +12,22 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-/// The variables `curator` reads its security settings from (`--tls-ca` and the others), and
-/// those of MIT Kerberos: a test sets the ones it means, never inherits one.
+/// The variables `curator` reads its security settings from (`--tls-ca`, `--auth-user` and the
+/// others), and those of MIT Kerberos: a test sets the ones it means, never inherits one.
 pub const SECURITY_VARIABLES: &[&str] = &[
     "ZK_TLS_CA",
     "ZK_TLS_CERT",
     "ZK_TLS_KEY",
     "ZK_SASL_USER",
     "ZK_SASL_PASSWORD_FILE",
+    "ZK_AUTH_USER",
+    "ZK_AUTH_PASSWORD_FILE",
     "ZK_KERBEROS",
     "ZK_KERBEROS_SERVICE",
     "ZK_KERBEROS_KEYTAB",
     "ZK_KERBEROS_CCACHE",
     "ZK_KERBEROS_CONFIG",
+    "ZK_KERBEROS_PRINCIPAL",
     "KRB5_CONFIG",
     "KRB5CCNAME",
     "KRB5_CLIENT_KTNAME",
