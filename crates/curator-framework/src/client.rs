@@ -409,11 +409,17 @@ impl CuratorFramework {
         self.inner.ensemble.changes.listenable().stream()
     }
 
-    /// Reads the ensemble's configuration from the server now (parsed `get_config()`).
+    /// Reads the ensemble's configuration from the server now (parsed `get_config()`), after a
+    /// `sync`: the server this client is connected to may lag the leader, and a
+    /// reconfiguration made a moment ago through another server must show.
     ///
     /// # Errors
     /// Connection errors; [`Error::InvalidArgument`] when the text cannot be read.
     pub async fn ensemble_config(&self) -> Result<crate::ensemble::EnsembleConfig> {
+        self.without_namespace()
+            .sync()
+            .for_path("/zookeeper/config")
+            .await?;
         let (data, _stat) = self.get_config().for_ensemble().await?;
         crate::ensemble::EnsembleConfig::parse(&String::from_utf8_lossy(&data))
     }

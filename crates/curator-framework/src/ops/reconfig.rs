@@ -20,8 +20,8 @@ use crate::wire::WireSession;
 /// write to, or servers with `skipACL=yes`. Otherwise the server answers
 /// [`Error::NoAuth`].
 ///
-/// **How it is applied.** Each attempt reads the configuration first (one round trip more than
-/// the bare request), checks the change against it and sends it conditioned on the version it
+/// **How it is applied.** Each attempt syncs and reads the configuration first (two round trips
+/// more than the bare request), checks the change against it and sends it conditioned on the version it
 /// read, so what was checked is what the change applies to. Without
 /// [`from_config`](Self::from_config), a change that loses the race with another
 /// reconfiguration is checked and sent again (a few times) against the newer configuration.
@@ -30,8 +30,8 @@ use crate::wire::WireSession;
 /// `reconfigEnabled`), [`Error::NoAuth`], [`Error::ReconfigInProgress`] (another one is under
 /// way: retry), [`Error::NewConfigNoQuorum`] (no quorum of the new configuration is connected to
 /// the leader: members that are not running yet, say), [`Error::BadVersion`] (the configuration
-/// is no longer `from_config`'s), [`Error::BadArguments`] (the server refused the change, e.g.
-/// it leaves no participant), and [`Error::InvalidArgument`] for input refused before any change
+/// is no longer `from_config`'s), [`Error::BadArguments`] (the server refused the change as
+/// malformed), and [`Error::InvalidArgument`] for input refused before any change
 /// is sent: no change at all, both kinds at once, a joining spec that is not
 /// `server.<id>=...`, a leaving id the ensemble does not have (ZooKeeper itself would accept that
 /// as a change that removes nothing and still makes a new configuration version).
@@ -193,6 +193,9 @@ impl Change {
         let leaving: Vec<String> = self.leaving.iter().map(u64::to_string).collect();
         let mut concurrent = 0;
         loop {
+            // The connected server may lag the leader: catch up first, so the version read is
+            // the one the leader checks.
+            session.sync("/zookeeper/config").await?;
             let (data, _) = session.get_config().await?;
             let current = EnsembleConfig::parse(&String::from_utf8_lossy(&data))?;
             let first = *self.first_seen.lock().get_or_insert(current.version);
