@@ -101,6 +101,8 @@ async fn a_client_given_one_member_learns_the_others_and_uses_them_with_its_chro
         .for_path("/written-after", b"x")
         .await
         .unwrap();
+    // (The admin may be on another server than the writer: catch up first.)
+    admin.sync().for_path(&root).await.unwrap();
     let under_chroot = admin
         .get_data()
         .for_path(&format!("{root}/written-after"))
@@ -463,6 +465,7 @@ async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_wi
 
     // Writes still land under the chroot and the namespace.
     client.create().for_path("/after", b"2").await.unwrap();
+    admin.sync().for_path(&root).await.unwrap();
     for (name, data) in [("before", b"1"), ("after", b"2")] {
         let (found, _) = admin
             .get_data()
