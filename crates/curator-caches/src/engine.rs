@@ -540,12 +540,23 @@ impl Engine {
         let client = &self.client;
         let path = &*fetch.path;
         match (fetch.kind, self.one_shot) {
+            // The stored bytes, as a multi-read gives them: `apply_data` decompresses, so a node
+            // that does not decompress keeps its watch and its place in the tree.
             (FetchKind::Data, true) => {
-                let f = client.get_data().watched().for_path(path).into_future();
+                let f = client
+                    .get_data()
+                    .watched()
+                    .undecompressed()
+                    .for_path(path)
+                    .into_future();
                 async move { Outcome::Data(f.await.map(|(d, s, w)| (d, s, Some(w)))) }.boxed()
             }
             (FetchKind::Data, false) => {
-                let f = client.get_data().for_path(path).into_future();
+                let f = client
+                    .get_data()
+                    .undecompressed()
+                    .for_path(path)
+                    .into_future();
                 async move { Outcome::Data(f.await.map(|(d, s)| (d, s, None))) }.boxed()
             }
             (FetchKind::Children { .. }, true) => {
@@ -665,9 +676,12 @@ impl Engine {
         if let Some(watcher) = watcher {
             self.watch(WatchKind::Data, Arc::clone(path), watcher);
         }
-        // A running mean, weighted towards recent reads.
+        // A running mean of the stored sizes, weighted towards recent reads.
         self.mean_data_len = (self.mean_data_len * 7 + data.len()) / 8;
-        let data = self.config.cache_data.then(|| Arc::<[u8]>::from(data));
+        let data = self
+            .config
+            .cache_data
+            .then(|| Arc::<[u8]>::from(self.decompressed(path, data)));
         let mut events = Vec::new();
         let upserted = self
             .shared
@@ -701,6 +715,25 @@ impl Engine {
             }
         }
         true
+    }
+
+    /// `data` as the client's `get_data()` would give it: decompressed when the client
+    /// decompresses by default. Empty data stays empty (parents and containers are made with
+    /// empty, uncompressed data). Data that does not decompress is kept as stored and reported.
+    fn decompressed(&self, path: &str, data: Vec<u8>) -> Vec<u8> {
+        if !self.client.compression_enabled() || data.is_empty() {
+            return data;
+        }
+        match self.client.compression_provider().decompress(path, &data) {
+            Ok(data) => data,
+            Err(error) => {
+                self.report(CacheError::Read {
+                    path: path.to_owned(),
+                    error,
+                });
+                data
+            }
+        }
     }
 
     fn apply_children(

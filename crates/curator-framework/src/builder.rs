@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::acl::{AclProvider, DefaultAclProvider};
 use crate::client::CuratorFramework;
+use crate::compression::{CompressionProvider, GzipCompressionProvider};
 use crate::ensemble::{EnsembleProvider, FixedEnsembleProvider, validate_connect_string};
 use crate::error::{Error, Result};
 use crate::paths;
@@ -37,6 +38,10 @@ pub(crate) struct Settings {
     /// The servers come from a fixed connect string (so a followed configuration may replace
     /// them).
     pub(crate) fixed_ensemble: bool,
+    /// Compresses and decompresses node data (when asked, or always when `compression_enabled`).
+    pub(crate) compression_provider: Arc<dyn CompressionProvider>,
+    /// Every write compresses and every `get_data()` decompresses unless told otherwise.
+    pub(crate) compression_enabled: bool,
 }
 
 impl fmt::Debug for Settings {
@@ -67,6 +72,8 @@ impl fmt::Debug for Settings {
             .field("use_container_parents", &self.use_container_parents)
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
+            .field("compression_provider", &self.compression_provider)
+            .field("compression_enabled", &self.compression_enabled)
             .finish()
     }
 }
@@ -114,6 +121,8 @@ pub struct CuratorFrameworkBuilder {
     sasl: Option<SaslConfig>,
     ensemble_tracking: bool,
     fixed_ensemble: bool,
+    compression_provider: Arc<dyn CompressionProvider>,
+    compression_enabled: bool,
     error: Option<Error>,
 }
 
@@ -126,6 +135,8 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("namespace", &self.namespace)
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
+            .field("compression_provider", &self.compression_provider)
+            .field("compression_enabled", &self.compression_enabled)
             .field("error", &self.error)
             .finish_non_exhaustive()
     }
@@ -154,6 +165,8 @@ impl Default for CuratorFrameworkBuilder {
             sasl: None,
             ensemble_tracking: true,
             fixed_ensemble: false,
+            compression_provider: Arc::new(GzipCompressionProvider::new()),
+            compression_enabled: false,
             error: None,
         }
     }
@@ -349,6 +362,52 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// The provider that compresses and decompresses node data (default
+    /// [`GzipCompressionProvider`], Curator's format). It is used by operations that ask for it
+    /// (`create().compressed()`, `set_data().compressed()`, `get_data().decompressed()`,
+    /// [`TransactionOp::compressed`](crate::ops::transaction::TransactionOp::compressed)), and by
+    /// every one once [`enable_compression`](Self::enable_compression) is set.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use curator_framework::CuratorFramework;
+    /// use curator_framework::compression::GzipCompressionProvider;
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .compression_provider(Arc::new(GzipCompressionProvider::new()))
+    ///     .build()?;
+    /// assert!(!client.compression_enabled());
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn compression_provider(mut self, provider: Arc<dyn CompressionProvider>) -> Self {
+        self.compression_provider = provider;
+        self
+    }
+
+    /// Compresses the data of every `create()`, `set_data()` and transaction write, and
+    /// decompresses the data of every `get_data()`, as Curator 5.8's `enableCompression()`.
+    /// An operation opts out with `.uncompressed()` (writes) or `.undecompressed()` (reads).
+    ///
+    /// Every node the client reads with `get_data()` must then hold compressed data: a node
+    /// written uncompressed (by another client, or a parent made by
+    /// `creating_parents_if_needed`, whose empty data is not compressed) fails with
+    /// [`Error::Decompression`]. `multi_read()` and recipes that read through their own paths
+    /// return the stored bytes.
+    ///
+    /// ```
+    /// use curator_framework::CuratorFramework;
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .enable_compression()
+    ///     .build()?;
+    /// assert!(client.compression_enabled());
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn enable_compression(mut self) -> Self {
+        self.compression_enabled = true;
+        self
+    }
+
     /// Validates the settings and builds the client (not started).
     ///
     /// # Errors
@@ -398,6 +457,8 @@ impl CuratorFrameworkBuilder {
             sasl: self.sasl,
             ensemble_tracking: self.ensemble_tracking,
             fixed_ensemble: self.fixed_ensemble,
+            compression_provider: self.compression_provider,
+            compression_enabled: self.compression_enabled,
         };
         Ok(CuratorFramework::from_settings(settings))
     }

@@ -476,6 +476,29 @@ impl CuratorFramework {
         metrics
     }
 
+    /// The provider that compresses and decompresses node data (Curator's
+    /// `getCompressionProvider()`); recipes that read data themselves use it to honour
+    /// [`compression_enabled`](Self::compression_enabled).
+    ///
+    /// ```
+    /// use curator_framework::CuratorFramework;
+    /// let client = CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let gzip = client.compression_provider();
+    /// let packed = gzip.compress("/a", b"x")?;
+    /// assert_eq!(gzip.decompress("/a", &packed)?, b"x");
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn compression_provider(&self) -> &Arc<dyn crate::compression::CompressionProvider> {
+        &self.inner.settings.compression_provider
+    }
+
+    /// Whether writes compress and `get_data()` decompresses unless told otherwise (the
+    /// builder's [`enable_compression`](CuratorFrameworkBuilder::enable_compression); Curator's
+    /// `compressionEnabled()`).
+    pub fn compression_enabled(&self) -> bool {
+        self.inner.settings.compression_enabled
+    }
+
     /// This handle's namespace.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()

@@ -162,6 +162,17 @@ pub enum Error {
         /// What is wrong with the data.
         reason: String,
     },
+    /// A node's data could not be decompressed by the client's
+    /// [`CompressionProvider`](crate::compression::CompressionProvider): a `get_data()` that
+    /// decompresses met data that was not written compressed, or is corrupt. Not retryable:
+    /// read it again without decompressing (`undecompressed()`) to see what it holds.
+    #[error("cannot decompress the data of {path:?}: {reason}")]
+    Decompression {
+        /// The node whose data is not compressed data (as the caller named it).
+        path: String,
+        /// What the provider said.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -226,6 +237,23 @@ impl Error {
     /// A [`Decode`](Error::Decode) error for `path`.
     pub fn decode(path: &str, reason: impl fmt::Display) -> Error {
         Error::Decode {
+            path: path.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// A [`Decompression`](Error::Decompression) error for `path`, for
+    /// [`CompressionProvider`](crate::compression::CompressionProvider)s.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// let error = Error::decompression("/a", "not gzip data");
+    /// assert!(!error.is_retryable());
+    /// assert_eq!(error.code(), None);
+    /// assert_eq!(error.to_string(), r#"cannot decompress the data of "/a": not gzip data"#);
+    /// ```
+    pub fn decompression(path: &str, reason: impl fmt::Display) -> Error {
+        Error::Decompression {
             path: path.to_owned(),
             reason: reason.to_string(),
         }

@@ -10,6 +10,7 @@ mod wire;
 
 pub mod acl;
 pub mod codec;
+pub mod compression;
 pub mod ensemble;
 pub mod listen;
 pub mod metrics;

@@ -155,6 +155,23 @@ where
     T: Send + 'static,
     Fut: Future<Output = Result<T>> + Send + 'static,
 {
+    on_path_then(client, path, span, op, |result| result)
+}
+
+/// [`on_path`], with `finish` turning the final result into the output.
+pub(crate) fn on_path_then<T, U, Fut, F>(
+    client: &CuratorFramework,
+    path: Result<Arc<str>>,
+    span: impl FnOnce(&str) -> tracing::Span,
+    op: PathOp<Fut>,
+    finish: F,
+) -> OpFuture<U>
+where
+    T: Send + 'static,
+    U: Send + 'static,
+    Fut: Future<Output = Result<T>> + Send + 'static,
+    F: FnOnce(Result<T>) -> Result<U> + Send + 'static,
+{
     let fixed = match path {
         Ok(path) => path,
         Err(error) => return OpFuture::ready(Err(error)),
@@ -164,7 +181,7 @@ where
         client,
         span(&fixed),
         move |session, _| op(session, Arc::clone(&fixed), namespace.clone()),
-        |result| result,
+        finish,
     )
 }
 
@@ -207,6 +224,28 @@ where
             }
         })
     })
+}
+
+/// The data a write sends: compressed with the client's provider when `compress` says so (or,
+/// when it says nothing, when the client compresses by default), then checked against the size
+/// limit (the compressed size is what the server stores). `path` is the caller's.
+pub(crate) fn outgoing_data(
+    client: &CuratorFramework,
+    path: &str,
+    data: Vec<u8>,
+    compress: Option<bool>,
+) -> Result<Vec<u8>> {
+    let data = if compress.unwrap_or(client.inner.settings.compression_enabled) {
+        client
+            .inner
+            .settings
+            .compression_provider
+            .compress(path, &data)?
+    } else {
+        data
+    };
+    check_data(&data)?;
+    Ok(data)
 }
 
 /// Checks node data against ZooKeeper's default packet limit.

@@ -45,6 +45,7 @@ pub struct CreateBuilder {
     protected: bool,
     idempotent: bool,
     or_set_data: bool,
+    compress: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +65,7 @@ impl CreateBuilder {
             protected: false,
             idempotent: false,
             or_set_data: false,
+            compress: None,
         }
     }
 
@@ -114,6 +116,33 @@ impl CreateBuilder {
     /// When the node exists, overwrites its data instead of failing.
     pub fn or_set_data(mut self) -> Self {
         self.or_set_data = true;
+        self
+    }
+
+    /// Compresses the data with the client's
+    /// [`CompressionProvider`](crate::compression::CompressionProvider) (gzip unless the builder
+    /// set another) before it is sent, as Curator's `compressed()`. The 1 MiB limit applies to
+    /// the compressed data. Parents made by `creating_parents_if_needed` keep empty,
+    /// uncompressed data.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let big = "a line of text\n".repeat(10_000);
+    /// client.create().compressed().for_path("/docs/big", big.as_bytes()).await?;
+    /// let (data, _) = client.get_data().decompressed().for_path("/docs/big").await?;
+    /// assert_eq!(data, big.as_bytes());
+    /// # Ok(()) }
+    /// ```
+    pub fn compressed(mut self) -> Self {
+        self.compress = Some(true);
+        self
+    }
+
+    /// Sends the data as it is, also when the client compresses by default
+    /// ([`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression)); Curator's
+    /// `uncompressed()`.
+    pub fn uncompressed(mut self) -> Self {
+        self.compress = Some(false);
         self
     }
 
@@ -216,7 +245,7 @@ impl CreateBuilder {
             return Err(Error::invalid_path(path, "the root node cannot be created"));
         }
         let mut fixed = fixed.to_string();
-        ops::check_data(&data)?;
+        let data = ops::outgoing_data(client, path, data, builder.compress)?;
         match (mode.is_ttl(), builder.ttl) {
             (true, Some(ttl)) => validate_ttl(ttl)?,
             (true, None) => {

@@ -24,6 +24,7 @@ use crate::wire::WireSession;
 #[must_use = "a builder does nothing until for_path(..) is awaited"]
 pub struct GetDataBuilder<W = Unwatched> {
     client: CuratorFramework,
+    decompress: Option<bool>,
     watch: PhantomData<W>,
 }
 
@@ -31,6 +32,7 @@ impl GetDataBuilder {
     pub(crate) fn new(client: CuratorFramework) -> Self {
         Self {
             client,
+            decompress: None,
             watch: PhantomData,
         }
     }
@@ -39,17 +41,55 @@ impl GetDataBuilder {
     pub fn watched(self) -> GetDataBuilder<Watched> {
         GetDataBuilder {
             client: self.client,
+            decompress: self.decompress,
             watch: PhantomData,
         }
     }
 }
 
 impl<W> GetDataBuilder<W> {
+    /// Decompresses the data with the client's
+    /// [`CompressionProvider`](crate::compression::CompressionProvider), as Curator's
+    /// `decompressed()`: for nodes written with `compressed()`, here or by Java Curator. The
+    /// stat describes the stored (compressed) data.
+    ///
+    /// Data that is not compressed fails the read with [`Error::Decompression`](crate::Error::Decompression) (the watch, if
+    /// any, is removed with it).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use curator_framework::Error;
+    /// client.create().compressed().for_path("/a", b"hello").await?;
+    /// let (data, _) = client.get_data().decompressed().for_path("/a").await?;
+    /// assert_eq!(data, b"hello");
+    /// client.create().for_path("/b", b"plain").await?;
+    /// let error = client.get_data().decompressed().for_path("/b").await.unwrap_err();
+    /// assert!(matches!(error, Error::Decompression { .. }));
+    /// # Ok(()) }
+    /// ```
+    pub fn decompressed(mut self) -> Self {
+        self.decompress = Some(true);
+        self
+    }
+
+    /// Returns the stored bytes, also when the client decompresses by default
+    /// ([`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression)); Curator's
+    /// `undecompressed()`.
+    pub fn undecompressed(mut self) -> Self {
+        self.decompress = Some(false);
+        self
+    }
+
     /// Reads `path`.
     pub fn for_path(self, path: &str) -> GetData<W> {
+        let decompress = self
+            .decompress
+            .unwrap_or(self.client.inner.settings.compression_enabled)
+            .then(|| path.to_owned());
         GetData {
             path: self.client.target(path),
             client: self.client,
+            decompress,
             watch: PhantomData,
         }
     }
@@ -61,7 +101,26 @@ impl<W> GetDataBuilder<W> {
 pub struct GetData<W = Unwatched> {
     client: CuratorFramework,
     path: Result<Arc<str>>,
+    /// The caller's path, when the data is to be decompressed.
+    decompress: Option<String>,
     watch: PhantomData<W>,
+}
+
+impl<W> GetData<W> {
+    /// `data` decompressed when asked for, with the client's provider.
+    fn inflater(&self) -> impl FnOnce(Vec<u8>) -> Result<Vec<u8>> + Send + 'static {
+        let provider = match &self.decompress {
+            Some(path) => Some((
+                Arc::clone(&self.client.inner.settings.compression_provider),
+                path.clone(),
+            )),
+            None => None,
+        };
+        move |data| match provider {
+            Some((provider, path)) => provider.decompress(&path, &data),
+            None => Ok(data),
+        }
+    }
 }
 
 impl IntoFuture for GetData<Unwatched> {
@@ -69,12 +128,17 @@ impl IntoFuture for GetData<Unwatched> {
     type IntoFuture = OpFuture<(Vec<u8>, Stat)>;
 
     fn into_future(self) -> Self::IntoFuture {
+        let inflate = self.inflater();
         let client = &self.client;
-        ops::on_path(
+        ops::on_path_then(
             client,
             self.path,
             |path| op_span!("zk.get_data", client, path),
             read,
+            move |result| {
+                let (data, stat) = result?;
+                Ok((inflate(data)?, stat))
+            },
         )
     }
 }
@@ -84,12 +148,17 @@ impl IntoFuture for GetData<Watched> {
     type IntoFuture = OpFuture<(Vec<u8>, Stat, Watcher)>;
 
     fn into_future(self) -> Self::IntoFuture {
+        let inflate = self.inflater();
         let client = &self.client;
-        ops::on_path(
+        ops::on_path_then(
             client,
             self.path,
             |path| op_span!("zk.get_data", client, path),
             read_watched,
+            move |result| {
+                let (data, stat, watcher) = result?;
+                Ok((inflate(data)?, stat, watcher))
+            },
         )
     }
 }

@@ -23,6 +23,7 @@ pub struct SetDataBuilder {
     client: CuratorFramework,
     version: Option<i32>,
     idempotent: bool,
+    compress: Option<bool>,
 }
 
 impl SetDataBuilder {
@@ -31,6 +32,7 @@ impl SetDataBuilder {
             client,
             version: None,
             idempotent: false,
+            compress: None,
         }
     }
 
@@ -48,12 +50,41 @@ impl SetDataBuilder {
         self
     }
 
+    /// Compresses the data with the client's
+    /// [`CompressionProvider`](crate::compression::CompressionProvider) before it is sent, as
+    /// Curator's `compressed()`. The 1 MiB limit applies to the compressed data; with
+    /// `idempotent()`, a retry compares the stored data with the compressed data.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// client.set_data().compressed().for_path("/config", br#"{"replicas": 3}"#).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn compressed(mut self) -> Self {
+        self.compress = Some(true);
+        self
+    }
+
+    /// Sends the data as it is, also when the client compresses by default
+    /// ([`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression)); Curator's
+    /// `uncompressed()`.
+    pub fn uncompressed(mut self) -> Self {
+        self.compress = Some(false);
+        self
+    }
+
     /// Writes `data` to `path`.
     pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> SetData {
-        let data = data.as_ref();
+        let prepared =
+            ops::outgoing_data(&self.client, path, data.as_ref().to_vec(), self.compress)
+                .and_then(|data| Ok((self.client.target(path)?, data)));
+        let (path, data) = match prepared {
+            Ok((path, data)) => (Ok(path), Arc::from(data)),
+            Err(error) => (Err(error), Arc::from(Vec::new())),
+        };
         SetData {
-            path: ops::check_data(data).and_then(|()| self.client.target(path)),
-            data: Arc::from(data),
+            path,
+            data,
             builder: self,
         }
     }

@@ -32,11 +32,13 @@ enum Kind {
         mode: CreateMode,
         acl: Option<Vec<Acl>>,
         ttl: Option<Duration>,
+        compress: Option<bool>,
     },
     SetData {
         path: String,
         data: Vec<u8>,
         version: Option<i32>,
+        compress: Option<bool>,
     },
     Delete {
         path: String,
@@ -58,6 +60,7 @@ impl TransactionOp {
                 mode: CreateMode::Persistent,
                 acl: None,
                 ttl: None,
+                compress: None,
             },
         }
     }
@@ -69,6 +72,7 @@ impl TransactionOp {
                 path: path.to_owned(),
                 data: data.as_ref().to_vec(),
                 version: None,
+                compress: None,
             },
         }
     }
@@ -128,6 +132,39 @@ impl TransactionOp {
         self
     }
 
+    /// Compresses the data of a create or set-data step with the client's
+    /// [`CompressionProvider`](crate::compression::CompressionProvider) (ignored by other
+    /// steps), as Curator's `compressed()` on a transaction's create and setData. The 1 MiB
+    /// limit applies to the compressed data.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use curator_framework::ops::transaction::TransactionOp;
+    /// client.transaction()
+    ///     .op(TransactionOp::create("/a", b"1").compressed())
+    ///     .op(TransactionOp::set_data("/b", b"2").compressed())
+    ///     .commit()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn compressed(self) -> Self {
+        self.with_compression(true)
+    }
+
+    /// Sends the data of a create or set-data step as it is, also when the client compresses by
+    /// default (ignored by other steps).
+    pub fn uncompressed(self) -> Self {
+        self.with_compression(false)
+    }
+
+    fn with_compression(mut self, on: bool) -> Self {
+        match &mut self.kind {
+            Kind::Create { compress, .. } | Kind::SetData { compress, .. } => *compress = Some(on),
+            _ => {}
+        }
+        self
+    }
+
     /// This step validated, with the namespace applied.
     fn into_step(self, client: &CuratorFramework) -> Result<Step> {
         Ok(match self.kind {
@@ -137,6 +174,7 @@ impl TransactionOp {
                 mode,
                 acl,
                 ttl,
+                compress,
             } => {
                 let fixed = if mode.is_sequential() {
                     client.sequential_target(&path)?
@@ -144,7 +182,7 @@ impl TransactionOp {
                     client.target(&path)?
                 }
                 .to_string();
-                ops::check_data(&data)?;
+                let data = ops::outgoing_data(client, &path, data, compress)?;
                 match (mode.is_ttl(), ttl) {
                     (true, Some(ttl)) => validate_ttl(ttl)?,
                     (true, None) => {
@@ -173,8 +211,9 @@ impl TransactionOp {
                 path,
                 data,
                 version,
+                compress,
             } => {
-                ops::check_data(&data)?;
+                let data = ops::outgoing_data(client, &path, data, compress)?;
                 Step::SetData {
                     path: client.target(&path)?.to_string(),
                     data,
