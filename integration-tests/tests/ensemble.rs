@@ -15,6 +15,25 @@ async fn client(connect: &str, tracking: bool) -> CuratorFramework {
     curator_testkit::started(builder.ensemble_tracking(tracking)).await
 }
 
+/// A 3-member ensemble with dynamic reconfiguration, and a client of all its members that
+/// authenticates as its super user (the one allowed to reconfigure), following the ensemble or
+/// not.
+async fn dynamic_ensemble(tracking: bool) -> (TestingCluster, CuratorFramework) {
+    let cluster = TestingCluster::builder(3)
+        .dynamic_reconfig()
+        .start()
+        .await
+        .unwrap();
+    let credentials = cluster.super_credentials().unwrap().digest_auth();
+    let admin = curator_testkit::started(
+        curator_testkit::builder(&cluster.connect_string(), Duration::from_secs(4))
+            .authorization("digest", credentials)
+            .ensemble_tracking(tracking),
+    )
+    .await;
+    (cluster, admin)
+}
+
 /// Waits until the client's followed configuration satisfies `test`.
 async fn learned(
     client: &CuratorFramework,
@@ -163,18 +182,7 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
     use integration_tests::checkers::check_cache;
     use integration_tests::soak::{cache_tree, server_tree};
 
-    let mut cluster = TestingCluster::builder(3)
-        .dynamic_reconfig()
-        .start()
-        .await
-        .unwrap();
-    let credentials = cluster.super_credentials().unwrap().digest_auth();
-    let admin = curator_testkit::started(
-        curator_testkit::builder(&cluster.connect_string(), Duration::from_secs(4))
-            .authorization("digest", credentials)
-            .ensemble_tracking(false),
-    )
-    .await;
+    let (mut cluster, admin) = dynamic_ensemble(false).await;
     let root = unique_root("ensemble-move");
     let (lock_path, latch_path, cache_path) = (
         format!("{root}/lock"),
@@ -335,17 +343,7 @@ fn dead_port() -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_nothing() {
-    let cluster = TestingCluster::builder(3)
-        .dynamic_reconfig()
-        .start()
-        .await
-        .unwrap();
-    let credentials = cluster.super_credentials().unwrap().digest_auth();
-    let admin = curator_testkit::started(
-        curator_testkit::builder(&cluster.connect_string(), Duration::from_secs(4))
-            .authorization("digest", credentials),
-    )
-    .await;
+    let (cluster, admin) = dynamic_ensemble(true).await;
     let before = admin.ensemble_config().await.unwrap();
     assert_eq!(before.members.len(), 3);
 
@@ -391,18 +389,7 @@ async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_with_chroot_and_namespace()
  {
-    let mut cluster = TestingCluster::builder(3)
-        .dynamic_reconfig()
-        .start()
-        .await
-        .unwrap();
-    let credentials = cluster.super_credentials().unwrap().digest_auth();
-    let admin = curator_testkit::started(
-        curator_testkit::builder(&cluster.connect_string(), Duration::from_secs(4))
-            .authorization("digest", credentials)
-            .ensemble_tracking(false),
-    )
-    .await;
+    let (mut cluster, admin) = dynamic_ensemble(false).await;
     let root = unique_root("ensemble-port");
     admin
         .create()
