@@ -42,6 +42,17 @@ async fn raw(client: &CuratorFramework, path: &str) -> Vec<u8> {
         .0
 }
 
+/// The data at `path`, decompressed.
+async fn unzipped(client: &CuratorFramework, path: &str) -> Vec<u8> {
+    client
+        .get_data()
+        .decompressed()
+        .for_path(path)
+        .await
+        .unwrap()
+        .0
+}
+
 #[tokio::test]
 async fn each_operation_round_trips_and_stores_gzip() {
     let server = TestingServer::start().await.unwrap();
@@ -63,12 +74,7 @@ async fn each_operation_round_trips_and_stores_gzip() {
     let (plain_read, stat) = client.get_data().for_path(&path).await.unwrap();
     assert_eq!(plain_read, stored);
     assert_eq!(stat.data_length as usize, stored.len());
-    let (data, _) = client
-        .get_data()
-        .decompressed()
-        .for_path(&path)
-        .await
-        .unwrap();
+    let data = unzipped(&client, &path).await;
     assert_eq!(data, payload);
 
     // set_data, and an empty payload.
@@ -94,12 +100,7 @@ async fn each_operation_round_trips_and_stores_gzip() {
         .await
         .unwrap();
     watcher.await;
-    let (data, _) = client
-        .get_data()
-        .decompressed()
-        .for_path(&path)
-        .await
-        .unwrap();
+    let data = unzipped(&client, &path).await;
     assert_eq!(data, b"second");
 
     // Transactions: compressed steps beside an uncompressed one.
@@ -254,12 +255,7 @@ async fn the_size_limit_applies_to_the_compressed_data() {
         .await
         .unwrap();
     assert!(raw(&client, &path).await.len() <= MAX_DATA_LEN);
-    let (data, _) = client
-        .get_data()
-        .decompressed()
-        .for_path(&path)
-        .await
-        .unwrap();
+    let data = unzipped(&client, &path).await;
     assert_eq!(data, big);
     client
         .set_data()
