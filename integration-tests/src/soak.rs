@@ -10,9 +10,10 @@ use std::time::Duration;
 use curator_caches::{CuratorCache, TreeCache};
 use curator_counters::DistributedAtomicLong;
 use curator_framework::retry::RetryNTimes;
-use curator_framework::{CuratorFramework, Error, paths};
+use curator_framework::{ConnectionState, CuratorFramework, Error, paths};
 use curator_queues::SimpleDistributedQueue;
 use curator_test::{TestingCluster, Timing, unique_root};
+use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -98,7 +99,8 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "faults injected for {:.0?}; whole run {:.0?}; {} clients on a 3-member ensemble",
+            "faults injected for {:.0?}; whole run {:.0?}; {} clients behind proxies and one \
+             following the ensemble from member 0, on a 3-member ensemble",
             self.duration, self.elapsed, self.clients
         )?;
         writeln!(f, "operations:")?;
@@ -384,6 +386,14 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         );
         links.push(link);
     }
+    // One more client, given member 0 only and following the ensemble: it learns the members,
+    // and must move (in its session) when its member is replaced. Client faults do not target
+    // it (it has no proxies); member faults do.
+    let tracked = curator_testkit::started(curator_testkit::builder(
+        &cluster.member_connect_string(0),
+        config.session_timeout,
+    ))
+    .await;
     // The checks' client, also the one that reconfigures the ensemble (the super user); it
     // follows the ensemble's changes.
     let super_user = cluster
@@ -470,6 +480,45 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
             let (x, cl) = c();
             workers.spawn(workloads::cache_writer(x, cl, seed + 6));
         }
+    }
+
+    // The tracked client holds the mutex and leads like the others (same checkers).
+    let tracked_index = clients_n;
+    let seed = config.seed ^ ((tracked_index as u64 + 1) << 32);
+    workers.spawn(workloads::mutex_worker(
+        ctx.clone(),
+        tracked.clone(),
+        tracked_index,
+        seed + 1,
+    ));
+    workers.spawn(workloads::leader_worker(
+        ctx.clone(),
+        tracked.clone(),
+        tracked_index,
+        seed + 2,
+    ));
+
+    // What happened to the tracked client's session: kept through moves and reconnects, or lost.
+    {
+        let (ctx, tracked) = (ctx.clone(), tracked.clone());
+        let first = tracked.session_id();
+        let mut states = tracked.connection_state_stream();
+        workers.spawn(async move {
+            loop {
+                let state = tokio::select! {
+                    () = ctx.stop.cancelled() => return,
+                    state = states.next() => state,
+                };
+                match state {
+                    Some(ConnectionState::Reconnected) if tracked.session_id() == first => {
+                        ctx.count("tracked client: reconnects in its first session");
+                    }
+                    Some(ConnectionState::Lost) => ctx.count("tracked client: sessions lost"),
+                    Some(_) => {}
+                    None => return,
+                }
+            }
+        });
     }
 
     // The logs in ZooKeeper are read (and trimmed) as they grow.
@@ -671,7 +720,13 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
 
     let _ = caches.curator.close().await;
     let _ = caches.tree.close().await;
-    futures::future::join_all(clients.iter().chain([&admin]).map(CuratorFramework::close)).await;
+    futures::future::join_all(
+        clients
+            .iter()
+            .chain([&tracked, &admin])
+            .map(CuratorFramework::close),
+    )
+    .await;
     drop(cluster);
 
     Ok(Report {

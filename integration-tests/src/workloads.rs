@@ -163,7 +163,8 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn count(&self, what: &'static str) {
+    /// Counts one `what` in the run's operations.
+    pub fn count(&self, what: &'static str) {
         self.record.lock().count(what);
     }
 }
