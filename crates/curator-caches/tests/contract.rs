@@ -1,8 +1,8 @@
-//! The recipe contract, for every cache kind and the `PersistentWatcher`: built by `new`/`builder`, `start()` once
-//! (`AlreadyStarted` the second time, `Closed` after close), events heard through
-//! `listenable()` and through `stream()`, `close()` twice, and no recipe task left once the
-//! caches are closed, or once their client is closed with the caches still started (and then
-//! no listener hears anything more).
+//! The recipe contract, for every cache kind and the `PersistentWatcher`: built by
+//! `new`/`builder`, `start()` once (`AlreadyStarted` the second time, `Closed` after close),
+//! events heard through `listenable()` and through `stream()`, `close()` twice, and no recipe
+//! task left once the recipes are closed, or once their client is closed with them still
+//! started (and then no listener hears anything more).
 
 use std::time::Duration;
 
