@@ -1,6 +1,6 @@
-//! `PersistentWatcher` (the recipe) against a real server: its watch is set again after session
-//! expiries and a server restart, with a `Reset` each time; recursive and not; `close()` removes
-//! the watch; `client.close()` ends it.
+//! `PersistentWatcher` (the recipe) against a real server: its watch is set again after
+//! session expiries (from the client, and at the server) and a server restart, with a `Reset`
+//! each time; recursive and not; `close()` removes the watch; `client.close()` ends it.
 
 mod support;
 
@@ -10,7 +10,10 @@ use curator_caches::{PersistentWatcher, PersistentWatcherEvent};
 use curator_framework::listen::ListenerStream;
 use curator_framework::types::EventType;
 use curator_framework::{CuratorFramework, Error};
-use curator_test::{TestingServer, Timing, eventually, four_letter_word, unique_root};
+use curator_test::{
+    Expiry, FaultProxy, TestingServer, Timing, eventually, expire_session, four_letter_word,
+    unique_root,
+};
 use futures::StreamExt;
 
 /// Takes events until one `matches`, within the test deadline; returns what came before it.
@@ -96,6 +99,43 @@ async fn the_watch_survives_three_session_expiries() {
     }
     watcher.close().await.unwrap();
     client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_survives_an_expiry_at_the_server() {
+    support::init_logging();
+    let server = TestingServer::start().await.unwrap();
+    // The watcher's client talks through a proxy, so the test can read its session's
+    // credentials and keep it away while the server expires the session.
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = curator_testkit::client(&proxy.connect_string()).await;
+    let writer = curator_testkit::client(&server.connect_string()).await;
+    let root = unique_root("pw-server-expiry");
+    let watcher = PersistentWatcher::new(client.clone(), &root, false).unwrap();
+    let mut events = watcher.stream();
+    watcher.start().await.unwrap();
+    until("the first reset", &mut events, reset).await;
+
+    let old = client.session_id().unwrap();
+    let credentials = proxy.sessions().into_iter().find(|s| s.id == old).unwrap();
+    proxy.pause();
+    let expiry = expire_session(&server.connect_string(), &credentials, Timing::new().wait())
+        .await
+        .unwrap();
+    assert_eq!(expiry, Expiry::Expired);
+    proxy.resume();
+    until("the reset on the new session", &mut events, reset).await;
+    assert_ne!(client.session_id(), Some(old));
+    create(&writer, &root).await;
+    until(
+        "the root's creation",
+        &mut events,
+        watched(&root, EventType::NodeCreated),
+    )
+    .await;
+    watcher.close().await.unwrap();
+    client.close().await;
+    writer.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
