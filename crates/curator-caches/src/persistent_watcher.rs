@@ -250,12 +250,28 @@ pub struct PersistentWatcherBuilder {
 impl PersistentWatcherBuilder {
     /// `true` (the default): the whole subtree (`PERSISTENT_RECURSIVE`); `false`: the node
     /// alone (`PERSISTENT`).
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let node_only = curator_caches::PersistentWatcher::builder(client, "/config/flag")
+    ///     .recursive(false)
+    ///     .build()?;
+    /// assert!(!node_only.is_recursive());
+    /// # Ok(()) }
+    /// ```
     pub fn recursive(mut self, recursive: bool) -> Self {
         self.recursive = recursive;
         self
     }
 
     /// The watcher, not started.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) {
+    /// let bad = curator_caches::PersistentWatcher::builder(client, "no-slash").build();
+    /// assert!(bad.is_err());
+    /// # }
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path.
