@@ -9,6 +9,7 @@ mod event;
 mod listener;
 mod node_cache;
 mod path_children_cache;
+mod persistent_watcher;
 mod selector;
 mod store;
 mod tree_cache;
@@ -22,6 +23,7 @@ pub use node_cache::NodeCache;
 pub use path_children_cache::{
     PathChildrenCache, PathChildrenCacheBuilder, PathChildrenCacheEvent, StartMode,
 };
+pub use persistent_watcher::{PersistentWatcher, PersistentWatcherBuilder, PersistentWatcherEvent};
 pub use selector::{FnSelector, TreeCacheSelector};
 pub use tree_cache::{TreeCache, TreeCacheBuilder};
 pub use typed::{TypedCache, TypedEvent};

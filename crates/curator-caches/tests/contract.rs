@@ -1,14 +1,14 @@
-//! The recipe contract, for every cache kind: built by `new`/`builder`, `start()` once
-//! (`AlreadyStarted` the second time, `Closed` after close), events heard through
-//! `listenable()` and through `stream()`, `close()` twice, and no recipe task left once the
-//! caches are closed, or once their client is closed with the caches still started (and then
-//! no listener hears anything more).
+//! The recipe contract, for every cache kind and the `PersistentWatcher`: built by
+//! `new`/`builder`, `start()` once (`AlreadyStarted` the second time, `Closed` after close),
+//! events heard through `listenable()` and through `stream()`, `close()` twice, and no recipe
+//! task left once the recipes are closed, or once their client is closed with them still
+//! started (and then no listener hears anything more).
 
 use std::time::Duration;
 
 use curator_caches::{
-    CacheEvent, CuratorCache, NodeCache, PathChildrenCache, PathChildrenCacheEvent, StartMode,
-    TreeCache, TypedEvent,
+    CacheEvent, CuratorCache, NodeCache, PathChildrenCache, PathChildrenCacheEvent,
+    PersistentWatcher, PersistentWatcherEvent, StartMode, TreeCache, TypedEvent,
 };
 use curator_framework::codec::Utf8;
 use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
@@ -186,6 +186,34 @@ async fn a_path_children_cache_keeps_the_contract() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_watcher_keeps_the_contract() {
+    let server = TestingServer::start().await.unwrap();
+    let client = client(&server.connect_string()).await;
+    let root = unique_root("contract-persistent-watcher");
+    let watcher = PersistentWatcher::builder(client.clone(), &root)
+        .build()
+        .unwrap();
+    let (_listening, mut heard) = listen(&watcher.listenable());
+    let mut stream = watcher.stream();
+    watcher.start().await.unwrap();
+    assert_eq!(watcher.start().await, Err(Error::AlreadyStarted));
+    assert!(client.metrics().recipe_tasks >= 1);
+    let reset = |event: &PersistentWatcherEvent| matches!(event, PersistentWatcherEvent::Reset);
+    from_listener("the watch set", &mut heard, reset).await;
+    from_stream("the watch set", &mut stream, reset).await;
+    create(&client, &format!("{root}/a")).await;
+    let a = format!("{root}/a");
+    let created = |event: &PersistentWatcherEvent| matches!(event, PersistentWatcherEvent::Watched(event) if event.path == a);
+    from_listener("a's creation", &mut heard, created).await;
+    from_stream("a's creation", &mut stream, created).await;
+
+    watcher.close().await.unwrap();
+    watcher.close().await.unwrap();
+    assert_eq!(watcher.start().await, Err(Error::Closed));
+    no_recipe_tasks(&client).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_client_ends_every_started_cache() {
     let server = TestingServer::start().await.unwrap();
     let client = client(&server.connect_string()).await;
@@ -208,6 +236,10 @@ async fn closing_the_client_ends_every_started_cache() {
     let (_d, mut children_heard) = listen(&children.listenable());
     let mut curator_stream = curator.stream();
     let mut children_stream = children.stream();
+    let watcher = PersistentWatcher::new(client.clone(), &root, true).unwrap();
+    let (_e, mut watcher_heard) = listen(&watcher.listenable());
+    let mut watcher_stream = watcher.stream();
+    watcher.start().await.unwrap();
     curator.start().await.unwrap();
     tree.start().await.unwrap();
     node.start().await.unwrap();
@@ -225,7 +257,11 @@ async fn closing_the_client_ends_every_started_cache() {
         matches!(event, PathChildrenCacheEvent::Initialized(_))
     })
     .await;
-    assert!(client.metrics().recipe_tasks >= 4);
+    from_listener("PersistentWatcher's set", &mut watcher_heard, |event| {
+        matches!(event, PersistentWatcherEvent::Reset)
+    })
+    .await;
+    assert!(client.metrics().recipe_tasks >= 5);
 
     client.close().await;
     assert_eq!(client.metrics().recipe_tasks, 0, "every cache task ended");
@@ -247,6 +283,10 @@ async fn closing_the_client_ends_every_started_cache() {
         children_heard.try_recv().is_err(),
         "PathChildrenCache listener"
     );
+    assert!(
+        watcher_heard.try_recv().is_err(),
+        "PersistentWatcher listener"
+    );
     // A stream of a closed client's container ends (after what it had been handed before).
     let ends = Timing::new().wait();
     assert_eq!(
@@ -259,6 +299,12 @@ async fn closing_the_client_ends_every_started_cache() {
         Ok(None),
         "PathChildrenCache stream"
     );
+    // Whatever the watcher had published before the close, then the end.
+    let watcher_ended = tokio::time::timeout(ends, async {
+        while watcher_stream.next().await.is_some() {}
+    })
+    .await;
+    assert_eq!(watcher_ended, Ok(()), "PersistentWatcher stream");
 
     // The caches still close, and say they are closed.
     for closed in [
@@ -266,6 +312,7 @@ async fn closing_the_client_ends_every_started_cache() {
         tree.close().await,
         node.close().await,
         children.close().await,
+        watcher.close().await,
     ] {
         assert_eq!(closed, Ok(()));
     }

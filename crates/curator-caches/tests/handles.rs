@@ -2,7 +2,8 @@
 
 use curator_caches::{
     CacheError, CacheEvent, ChildData, CuratorCache, CuratorCacheListener, NodeCache,
-    PathChildrenCache, PathChildrenCacheEvent, TreeCache, TypedCache, TypedEvent,
+    PathChildrenCache, PathChildrenCacheEvent, PersistentWatcher, PersistentWatcherBuilder,
+    PersistentWatcherEvent, TreeCache, TypedCache, TypedEvent,
 };
 use curator_framework::codec::Json;
 
@@ -21,6 +22,17 @@ fn handles_events_and_listeners_are_send_and_sync() {
     send_sync::<ChildData>();
     send_sync::<PathChildrenCacheEvent>();
     send_sync::<TypedEvent<Vec<u32>>>();
+    send_sync::<PersistentWatcher>();
+    send_sync::<PersistentWatcherBuilder>();
+    send_sync::<PersistentWatcherEvent>();
+}
+
+/// Compiled, never run: the watcher's futures can be spawned.
+#[allow(dead_code)]
+fn persistent_watcher_futures_are_send(watcher: &PersistentWatcher) {
+    fn send<T: Send>(_: T) {}
+    send(watcher.start());
+    send(watcher.close());
 }
 
 #[test]
