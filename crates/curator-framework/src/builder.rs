@@ -28,6 +28,8 @@ pub(crate) struct Settings {
     pub(crate) acl_provider: Arc<dyn AclProvider>,
     pub(crate) can_be_read_only: bool,
     pub(crate) error_policy: ConnectionStateErrorPolicy,
+    /// Circuit breaking of what connection-state listeners hear.
+    pub(crate) circuit_breaker: Option<SharedRetryPolicy>,
     pub(crate) simulated_expiration_percent: u8,
     pub(crate) default_data: Vec<u8>,
     pub(crate) use_container_parents: bool,
@@ -64,6 +66,7 @@ impl fmt::Debug for Settings {
             .field("acl_provider", &self.acl_provider)
             .field("can_be_read_only", &self.can_be_read_only)
             .field("error_policy", &self.error_policy)
+            .field("circuit_breaker", &self.circuit_breaker)
             .field(
                 "simulated_expiration_percent",
                 &self.simulated_expiration_percent,
@@ -114,6 +117,7 @@ pub struct CuratorFrameworkBuilder {
     acl_provider: Arc<dyn AclProvider>,
     can_be_read_only: bool,
     error_policy: ConnectionStateErrorPolicy,
+    circuit_breaker: Option<SharedRetryPolicy>,
     simulated_expiration_percent: u8,
     default_data: Vec<u8>,
     use_container_parents: bool,
@@ -158,6 +162,7 @@ impl Default for CuratorFrameworkBuilder {
             acl_provider: Arc::new(DefaultAclProvider),
             can_be_read_only: false,
             error_policy: ConnectionStateErrorPolicy::Standard,
+            circuit_breaker: None,
             simulated_expiration_percent: 100,
             default_data: Vec::new(),
             use_container_parents: true,
@@ -291,6 +296,48 @@ impl CuratorFrameworkBuilder {
     /// Which connection states recipes treat as errors.
     pub fn connection_state_error_policy(mut self, policy: ConnectionStateErrorPolicy) -> Self {
         self.error_policy = policy;
+        self
+    }
+
+    /// Smooths what connection-state listeners hear when the connection flaps, as Curator's
+    /// `ConnectionStateListenerManagerFactory.circuitBreaking(retryPolicy)` does: every listener
+    /// of the client (those of [`connection_state_listenable`](crate::CuratorFramework::connection_state_listenable),
+    /// [`connection_state_stream`](crate::CuratorFramework::connection_state_stream), and so every
+    /// recipe's) hears the transitions through a circuit breaker of its own, driven by `policy`.
+    /// Off by default.
+    ///
+    /// - Closed, the breaker passes every transition. The first `Suspended` or `Lost` passes and
+    ///   opens the circuit for the sleep `policy` gives for retry 0.
+    /// - While open, transitions are absorbed; only the latest is kept. `Lost` is never held
+    ///   back: it passes at once unless the listener's last state is that same `Lost`; a session
+    ///   that was made and lost again while the circuit was open passes as `Reconnected` then
+    ///   `Lost`, so a recipe always learns that a session it could have used is gone.
+    /// - When the period ends, a connection that is still not connected keeps the circuit open
+    ///   for the next retry's sleep while `policy` allows; then the circuit closes and the latest
+    ///   state passes if it differs from the last one passed (after a passed `Lost`, a
+    ///   not-connected latest state passes as `Reconnected` then that state).
+    ///
+    /// So a listener's last state always ends up equal to the real one once the connection has
+    /// been steady for a period. Only delivery to listeners changes:
+    /// [`connection_state`](crate::CuratorFramework::connection_state),
+    /// [`is_connected`](crate::CuratorFramework::is_connected) and operations follow the real
+    /// connection. A listener added while others' circuits are open starts with a closed
+    /// circuit of its own.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_framework::CuratorFramework;
+    /// use curator_framework::retry::RetryNTimes;
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     // Open for 2 s after a Suspended, up to 5 × 2 s while the connection stays down.
+    ///     .connection_state_circuit_breaker(RetryNTimes::new(5, Duration::from_secs(2)))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(client);
+    /// ```
+    pub fn connection_state_circuit_breaker(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.circuit_breaker = Some(SharedRetryPolicy::new(policy));
         self
     }
 
@@ -450,6 +497,7 @@ impl CuratorFrameworkBuilder {
             acl_provider: self.acl_provider,
             can_be_read_only: self.can_be_read_only,
             error_policy: self.error_policy,
+            circuit_breaker: self.circuit_breaker,
             simulated_expiration_percent: self.simulated_expiration_percent,
             default_data: self.default_data,
             use_container_parents: self.use_container_parents,

@@ -28,6 +28,7 @@ use crate::listen::{Listenable, ListenerContainer, ListenerStream, UnhandledErro
 use crate::metrics::{Counters, Metrics};
 use crate::paths;
 use crate::recipe::RecipeTasks;
+use crate::state::circuit_breaker::{CircuitBreaker, StateEvent};
 use crate::state::{ConnectionState, ConnectionStateErrorPolicy, FrameworkState};
 use crate::wire::{ConnectSettings, WireSession};
 
@@ -39,7 +40,8 @@ pub(crate) struct Inner {
     pub(crate) slot: Slot,
     pub(crate) dispatch: Dispatch,
     pub(crate) namespaces: Namespaces,
-    state_listeners: ListenerContainer<ConnectionState>,
+    /// Raw transitions, and the wake-ups of circuit breakers' periods.
+    state_listeners: ListenerContainer<StateEvent>,
     errors: ListenerContainer<UnhandledError>,
     pub(crate) counters: Counters,
     /// Cancels everything the client runs: the session task, background deletes, listener
@@ -112,7 +114,18 @@ impl Inner {
         self.slot.set_state(state);
         Counters::bump(&self.counters.state_transitions);
         tracing::info!(%state, "connection state");
-        self.state_listeners.publish(state);
+        self.state_listeners.publish(StateEvent::State(state));
+    }
+
+    /// Wakes the circuit breakers of connection-state listeners at `deadline`.
+    fn tick_at(&self, deadline: tokio::time::Instant) {
+        let (cancel, events) = (self.cancel.clone(), self.state_listeners.clone());
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = tokio::time::sleep_until(deadline) => events.publish(StateEvent::Tick),
+            }
+        });
     }
 
     pub(crate) fn report_error(&self, context: &str, message: String) {
@@ -362,13 +375,50 @@ impl CuratorFramework {
 
     /// Where to add connection-state listeners. Transitions arrive in order, and none is skipped
     /// (`Suspended` and `Lost` in particular).
+    ///
+    /// With [`connection_state_circuit_breaker`](CuratorFrameworkBuilder::connection_state_circuit_breaker),
+    /// each listener added here hears the transitions through a circuit breaker of its own:
+    /// flapping is absorbed while its circuit is open (`Lost` still gets through; see the
+    /// builder option).
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) {
+    /// let handle = client
+    ///     .connection_state_listenable()
+    ///     .add_listener(|state| println!("connection: {state}"));
+    /// # drop(handle);
+    /// # }
+    /// ```
     pub fn connection_state_listenable(&self) -> Listenable<ConnectionState> {
-        self.inner.state_listeners.listenable()
+        let raw = self.inner.state_listeners.listenable();
+        let Some(policy) = self.inner.settings.circuit_breaker.clone() else {
+            return raw.filter_map(|event| match event {
+                StateEvent::State(state) => Some(state),
+                StateEvent::Tick => None,
+            });
+        };
+        let inner = Arc::downgrade(&self.inner);
+        raw.per_listener(move || {
+            let mut breaker = CircuitBreaker::new(policy.clone());
+            let inner = inner.clone();
+            Box::new(move |event| {
+                let before = breaker.deadline();
+                let passed = breaker.on_event(event, tokio::time::Instant::now());
+                if let Some(deadline) = breaker.deadline().filter(|d| Some(*d) != before) {
+                    if let Some(inner) = inner.upgrade() {
+                        inner.tick_at(deadline);
+                    }
+                }
+                passed
+            })
+        })
     }
 
-    /// Connection-state transitions from now on, as a stream.
+    /// Connection-state transitions from now on, as a stream (through a circuit breaker of its
+    /// own with
+    /// [`connection_state_circuit_breaker`](CuratorFrameworkBuilder::connection_state_circuit_breaker)).
     pub fn connection_state_stream(&self) -> ListenerStream<ConnectionState> {
-        self.inner.state_listeners.listenable().stream()
+        self.connection_state_listenable().stream()
     }
 
     /// The ensemble's configuration as last read from the servers (members, roles, version),

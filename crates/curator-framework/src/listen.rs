@@ -89,6 +89,34 @@ impl<E: Send + 'static> Entry<E> {
     }
 }
 
+/// One listener's own step from source events to the events it hears (a per-listener state
+/// machine, such as a connection-state circuit breaker).
+pub(crate) type Step<S, E> = Box<dyn FnMut(S) -> Vec<E> + Send>;
+
+impl<E: Send + 'static> Entry<E> {
+    /// This listener as a listener of `S` events, each turned by `step` into the events (none,
+    /// one or more, in order) it hears.
+    fn flat_map_from<S: 'static>(self, step: Step<S, E>) -> Entry<S> {
+        let step = Arc::new(Mutex::new(step));
+        match self {
+            Entry::Sync(f) => Entry::Sync(Arc::new(move |source| {
+                // The lock is released before the listener runs.
+                let events = (step.lock())(source);
+                events.into_iter().all(|event| f(event))
+            })),
+            Entry::Async(f) => Entry::Async(Arc::new(move |source| {
+                let events = (step.lock())(source);
+                let f = Arc::clone(&f);
+                Box::pin(async move {
+                    for event in events {
+                        f(event).await;
+                    }
+                })
+            })),
+        }
+    }
+}
+
 struct Listeners<E> {
     name: String,
     entries: Mutex<Vec<(u64, Entry<E>)>>,
@@ -360,6 +388,27 @@ impl<S: Send + 'static, E: Send + 'static> Source<E> for Mapped<S, E> {
     }
 }
 
+/// A source of `E` made from a source of `S` in which every listener gets its own [`Step`],
+/// made by `make` when the listener is added.
+struct PerListener<S, E> {
+    source: Arc<dyn Source<S>>,
+    make: Arc<dyn Fn() -> Step<S, E> + Send + Sync>,
+}
+
+impl<S: Send + 'static, E: Send + 'static> Source<E> for PerListener<S, E> {
+    fn name(&self) -> &str {
+        self.source.name()
+    }
+
+    fn closed(&self) -> Option<CancellationToken> {
+        self.source.closed()
+    }
+
+    fn add(self: Arc<Self>, entry: Entry<E>) -> ListenerHandle {
+        Arc::clone(&self.source).add(entry.flat_map_from((self.make)()))
+    }
+}
+
 /// Where users add listeners. Obtained from a [`ListenerContainer`] (for the client:
 /// [`CuratorFramework::connection_state_listenable`](crate::CuratorFramework::connection_state_listenable)),
 /// or derived from another listenable with [`map`](Self::map) and
@@ -434,6 +483,21 @@ impl<E: Clone + Send + 'static> Listenable<E> {
                 .closed()
                 .map(|token| Box::pin(token.cancelled_owned())),
             _handle: handle,
+        }
+    }
+
+    /// A view in which each listener, when added, gets its own step from `make`, and hears the
+    /// events that step turns each event into. Steps run on the source's dispatcher, so order
+    /// across listeners is kept.
+    pub(crate) fn per_listener<F: Send + 'static>(
+        &self,
+        make: impl Fn() -> Step<E, F> + Send + Sync + 'static,
+    ) -> Listenable<F> {
+        Listenable {
+            source: Arc::new(PerListener {
+                source: Arc::clone(&self.source),
+                make: Arc::new(make),
+            }),
         }
     }
 

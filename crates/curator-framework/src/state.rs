@@ -20,6 +20,8 @@
 //! [`CuratorFramework::session_id`](crate::CuratorFramework::session_id) before and after a
 //! `Reconnected` to tell a new session from the old one.
 
+pub(crate) mod circuit_breaker;
+
 /// A connection state, as reported to connection-state listeners (Curator's names).
 ///
 /// ```
