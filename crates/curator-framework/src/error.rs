@@ -173,6 +173,31 @@ pub enum Error {
         /// What the provider said.
         reason: String,
     },
+    /// The client's [`SchemaSet`](crate::schema::SchemaSet) refused the operation before it was
+    /// sent: the node at `path` (as the caller named it) may not be created, written, deleted or
+    /// watched that way. Not retryable: the request, or the schema, must change.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// use curator_framework::schema::Violation;
+    /// let error = Error::SchemaViolation {
+    ///     schema: Some("config".into()),
+    ///     path: "/config".into(),
+    ///     violation: Violation::CannotBeDeleted,
+    /// };
+    /// assert!(!error.is_retryable());
+    /// assert_eq!(error.to_string(), r#"schema "config" refuses "/config": Cannot be deleted"#);
+    /// ```
+    #[error("schema {} refuses {path:?}: {violation}", schema.as_deref().map_or_else(|| "set".to_owned(), |name| format!("{name:?}")))]
+    SchemaViolation {
+        /// The schema's name; `None` when a strict set has no schema for the path
+        /// ([`Violation::NoSchema`](crate::schema::Violation::NoSchema)).
+        schema: Option<String>,
+        /// The path, as the caller named it (without the namespace).
+        path: String,
+        /// The rule broken.
+        violation: crate::schema::Violation,
+    },
 }
 
 impl Error {

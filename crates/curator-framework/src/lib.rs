@@ -18,6 +18,7 @@ pub mod ops;
 pub mod paths;
 pub mod recipe;
 pub mod retry;
+pub mod schema;
 pub mod security;
 pub mod state;
 pub mod types;
