@@ -44,6 +44,8 @@ pub(crate) struct Settings {
     pub(crate) compression_provider: Arc<dyn CompressionProvider>,
     /// Every write compresses and every `get_data()` decompresses unless told otherwise.
     pub(crate) compression_enabled: bool,
+    /// Checked by operations before they are sent.
+    pub(crate) schema_set: Option<Arc<crate::schema::SchemaSet>>,
 }
 
 impl fmt::Debug for Settings {
@@ -127,6 +129,7 @@ pub struct CuratorFrameworkBuilder {
     fixed_ensemble: bool,
     compression_provider: Arc<dyn CompressionProvider>,
     compression_enabled: bool,
+    schema_set: Option<Arc<crate::schema::SchemaSet>>,
     error: Option<Error>,
 }
 
@@ -172,6 +175,7 @@ impl Default for CuratorFrameworkBuilder {
             fixed_ensemble: false,
             compression_provider: Arc::new(GzipCompressionProvider::new()),
             compression_enabled: false,
+            schema_set: None,
             error: None,
         }
     }
@@ -455,6 +459,26 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Checks every `create()`, `set_data()`, `delete()`, watched or unwatched read and
+    /// `add_watch()` against `set` before sending it; a refused one fails with
+    /// [`Error::SchemaViolation`] (see [`schema`](crate::schema)). Curator's `schemaSet`.
+    ///
+    /// ```
+    /// use curator_framework::CuratorFramework;
+    /// use curator_framework::schema::{Schema, SchemaSet};
+    /// let set = SchemaSet::strict(vec![Schema::builder("/config").name("config").build()?])?;
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .schema_set(set)
+    ///     .build()?;
+    /// assert!(client.schema_set().is_some());
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn schema_set(mut self, set: crate::schema::SchemaSet) -> Self {
+        self.schema_set = Some(Arc::new(set));
+        self
+    }
+
     /// Validates the settings and builds the client (not started).
     ///
     /// # Errors
@@ -507,6 +531,7 @@ impl CuratorFrameworkBuilder {
             fixed_ensemble: self.fixed_ensemble,
             compression_provider: self.compression_provider,
             compression_enabled: self.compression_enabled,
+            schema_set: self.schema_set,
         };
         Ok(CuratorFramework::from_settings(settings))
     }

@@ -542,6 +542,19 @@ impl CuratorFramework {
         &self.inner.settings.compression_provider
     }
 
+    /// The schema set operations are checked against, if the builder was given one
+    /// ([`schema_set`](CuratorFrameworkBuilder::schema_set); Curator's `getSchemaSet`).
+    ///
+    /// ```
+    /// use curator_framework::CuratorFramework;
+    /// let client = CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert!(client.schema_set().is_none());
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn schema_set(&self) -> Option<&crate::schema::SchemaSet> {
+        self.inner.settings.schema_set.as_deref()
+    }
+
     /// Whether writes compress and `get_data()` decompresses unless told otherwise (the
     /// builder's [`enable_compression`](CuratorFrameworkBuilder::enable_compression); Curator's
     /// `compressionEnabled()`).

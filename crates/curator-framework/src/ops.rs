@@ -248,6 +248,21 @@ pub(crate) fn outgoing_data(
     Ok(data)
 }
 
+/// `path` (validated and namespaced) after the client's schema set, if any, has checked a read
+/// of it that sets a watch or not; the schema sees the path without the namespace.
+pub(crate) fn schema_watch(
+    client: &CuratorFramework,
+    path: Result<Arc<str>>,
+    watching: bool,
+) -> Result<Arc<str>> {
+    let Some(set) = client.schema_set() else {
+        return path;
+    };
+    let fixed = path?;
+    set.check_watch(&client.unfix_path(&fixed), watching)?;
+    Ok(fixed)
+}
+
 /// Checks node data against ZooKeeper's default packet limit.
 pub(crate) fn check_data(data: &[u8]) -> Result<()> {
     if data.len() > MAX_DATA_LEN {

@@ -244,6 +244,9 @@ impl CreateBuilder {
         if &*fixed == "/" {
             return Err(Error::invalid_path(path, "the root node cannot be created"));
         }
+        if let Some(set) = client.schema_set() {
+            set.check_create(path, mode, &data)?;
+        }
         let mut fixed = fixed.to_string();
         let data = ops::outgoing_data(client, path, data, builder.compress)?;
         match (mode.is_ttl(), builder.ttl) {

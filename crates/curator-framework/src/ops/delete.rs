@@ -85,10 +85,12 @@ impl DeleteBuilder {
     pub fn for_path(self, path: &str) -> Delete {
         let path = self.client.target(path).and_then(|fixed| {
             if &*fixed == "/" {
-                Err(Error::invalid_path("/", "the root node cannot be deleted"))
-            } else {
-                Ok(fixed)
+                return Err(Error::invalid_path("/", "the root node cannot be deleted"));
             }
+            if let Some(set) = self.client.schema_set() {
+                set.check_delete(path)?;
+            }
+            Ok(fixed)
         });
         Delete {
             path,

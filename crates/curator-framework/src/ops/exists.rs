@@ -74,7 +74,7 @@ impl IntoFuture for Exists<Unwatched> {
         let client = &self.client;
         ops::on_path(
             client,
-            self.path,
+            ops::schema_watch(client, self.path, false),
             |path| op_span!("zk.exists", client, path),
             read,
         )
@@ -89,7 +89,7 @@ impl IntoFuture for Exists<Watched> {
         let client = &self.client;
         ops::on_path(
             client,
-            self.path,
+            ops::schema_watch(client, self.path, true),
             |path| op_span!("zk.exists", client, path),
             read_watched,
         )

@@ -72,7 +72,7 @@ impl IntoFuture for GetChildren<Unwatched> {
         let client = &self.client;
         ops::on_path(
             client,
-            self.path,
+            ops::schema_watch(client, self.path, false),
             |path| op_span!("zk.get_children", client, path),
             read,
         )
@@ -87,7 +87,7 @@ impl IntoFuture for GetChildren<Watched> {
         let client = &self.client;
         ops::on_path(
             client,
-            self.path,
+            ops::schema_watch(client, self.path, true),
             |path| op_span!("zk.get_children", client, path),
             read_watched,
         )

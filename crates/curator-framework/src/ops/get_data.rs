@@ -132,7 +132,7 @@ impl IntoFuture for GetData<Unwatched> {
         let client = &self.client;
         ops::on_path_then(
             client,
-            self.path,
+            ops::schema_watch(client, self.path, false),
             |path| op_span!("zk.get_data", client, path),
             read,
             move |result| {
@@ -152,7 +152,7 @@ impl IntoFuture for GetData<Watched> {
         let client = &self.client;
         ops::on_path_then(
             client,
-            self.path,
+            ops::schema_watch(client, self.path, true),
             |path| op_span!("zk.get_data", client, path),
             read_watched,
             move |result| {

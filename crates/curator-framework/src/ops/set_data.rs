@@ -75,9 +75,14 @@ impl SetDataBuilder {
 
     /// Writes `data` to `path`.
     pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> SetData {
-        let prepared =
-            ops::outgoing_data(&self.client, path, data.as_ref().to_vec(), self.compress)
-                .and_then(|data| Ok((self.client.target(path)?, data)));
+        let prepared = self
+            .client
+            .schema_set()
+            .map_or(Ok(()), |set| set.check_set_data(path, data.as_ref()))
+            .and_then(|()| {
+                ops::outgoing_data(&self.client, path, data.as_ref().to_vec(), self.compress)
+            })
+            .and_then(|data| Ok((self.client.target(path)?, data)));
         let (path, data) = match prepared {
             Ok((path, data)) => (Ok(path), Arc::from(data)),
             Err(error) => (Err(error), Arc::from(Vec::new())),

@@ -65,7 +65,7 @@ impl IntoFuture for AddWatch {
 
     fn into_future(self) -> Self::IntoFuture {
         let client = &self.builder.client;
-        let fixed: Arc<str> = match self.path {
+        let fixed: Arc<str> = match ops::schema_watch(client, self.path, true) {
             Ok(path) => path,
             Err(error) => return OpFuture::ready(Err(error)),
         };
