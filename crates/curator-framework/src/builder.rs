@@ -460,7 +460,8 @@ impl CuratorFrameworkBuilder {
     }
 
     /// Checks every `create()`, `set_data()`, `delete()`, watched or unwatched read and
-    /// `add_watch()` against `set` before sending it; a refused one fails with
+    /// `add_watch()` (and the create, set-data and delete steps of transactions) against `set`
+    /// before sending it; a refused one fails with
     /// [`Error::SchemaViolation`] (see [`schema`](crate::schema)). Curator's `schemaSet`.
     ///
     /// ```

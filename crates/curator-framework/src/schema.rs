@@ -2,7 +2,8 @@
 //!
 //! A [`SchemaSet`] given to the builder ([`schema_set`](crate::CuratorFrameworkBuilder::schema_set))
 //! is checked by every `create()`, `set_data()`, `delete()`, `get_data()`, `get_children()`,
-//! `check_exists()` and `add_watch()` before its request is sent; a refused operation fails with
+//! `check_exists()` and `add_watch()`, and every create, set-data and delete step of a
+//! transaction, before its request is sent; a refused operation fails with
 //! [`Error::SchemaViolation`] naming the schema and the [`Violation`], and the server never sees
 //! it. A client without a schema set pays one `Option` check per operation.
 //!

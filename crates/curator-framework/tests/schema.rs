@@ -259,6 +259,47 @@ async fn must_be_watched_refuses_unwatched_reads() {
 }
 
 #[tokio::test]
+async fn transactions_are_checked_step_by_step_before_the_server() {
+    let server = TestingServer::start().await.unwrap();
+    let (client, plain) = clients(&server, config_schemas()).await;
+
+    // A good first step does not go through when a later one is refused.
+    let (schema, path, violation) = refused(
+        client
+            .transaction()
+            .create("/jobs", b"")
+            .create("/config", [0xff])
+            .commit()
+            .await,
+    );
+    assert_eq!(
+        (schema.as_deref(), path.as_str(), violation),
+        (Some("config"), "/config", Violation::InvalidData)
+    );
+    assert_eq!(plain.check_exists().for_path("/jobs").await, Ok(None));
+
+    client
+        .transaction()
+        .create("/config", b"a=1")
+        .set_data("/config", b"a=2")
+        .commit()
+        .await
+        .unwrap();
+    let (_, _, violation) = refused(
+        client
+            .transaction()
+            .set_data("/config", [0xff])
+            .commit()
+            .await,
+    );
+    assert_eq!(violation, Violation::InvalidData);
+    let (_, _, violation) = refused(client.transaction().delete("/config").commit().await);
+    assert_eq!(violation, Violation::CannotBeDeleted);
+    let (data, stat) = plain.get_data().for_path("/config").await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"a=2"[..], 1));
+}
+
+#[tokio::test]
 async fn a_strict_set_refuses_unknown_paths() {
     let server = TestingServer::start().await.unwrap();
     let (client, plain) = clients(&server, config_schemas()).await;

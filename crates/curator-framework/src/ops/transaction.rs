@@ -182,6 +182,9 @@ impl TransactionOp {
                     client.target(&path)?
                 }
                 .to_string();
+                if let Some(set) = client.schema_set() {
+                    set.check_create(&path, mode, &data)?;
+                }
                 let data = ops::outgoing_data(client, &path, data, compress)?;
                 match (mode.is_ttl(), ttl) {
                     (true, Some(ttl)) => validate_ttl(ttl)?,
@@ -213,6 +216,9 @@ impl TransactionOp {
                 version,
                 compress,
             } => {
+                if let Some(set) = client.schema_set() {
+                    set.check_set_data(&path, &data)?;
+                }
                 let data = ops::outgoing_data(client, &path, data, compress)?;
                 Step::SetData {
                     path: client.target(&path)?.to_string(),
@@ -220,10 +226,16 @@ impl TransactionOp {
                     version,
                 }
             }
-            Kind::Delete { path, version } => Step::Delete {
-                path: client.target(&path)?.to_string(),
-                version,
-            },
+            Kind::Delete { path, version } => {
+                let fixed = client.target(&path)?.to_string();
+                if let Some(set) = client.schema_set() {
+                    set.check_delete(&path)?;
+                }
+                Step::Delete {
+                    path: fixed,
+                    version,
+                }
+            }
             Kind::Check { path, version } => Step::Check {
                 path: client.target(&path)?.to_string(),
                 version,
