@@ -219,6 +219,7 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
     let cache = CuratorCache::builder(client.clone(), &cache_path)
         .build()
         .unwrap();
+    let mut cache_events = cache.stream();
     cache.start().await.unwrap();
     assert!(cache.initialized().await);
     let mut states = client.connection_state_stream();
@@ -287,12 +288,12 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
         Some("moving".to_owned())
     );
     let server = server_tree(&admin, &cache_path).await.unwrap();
+    // Checked again on each cache event until it matches.
     let equal = tokio::time::timeout(Timing::new().wait(), async {
-        loop {
-            if check_cache("cache", &cache_tree(cache.snapshot()), &server).is_empty() {
-                return;
+        while !check_cache("cache", &cache_tree(cache.snapshot()), &server).is_empty() {
+            if cache_events.next().await.is_none() {
+                break;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await;

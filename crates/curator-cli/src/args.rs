@@ -339,22 +339,16 @@ impl DigestAuth {
                 "--auth-user: a digest user name is not empty and has no ':'",
             ));
         }
-        let text = std::fs::read_to_string(file).map_err(|error| {
-            CliError::usage(format!(
-                "--auth-password-file: cannot read the password file {}: {error}",
-                file.display()
-            ))
+        let password = curator_framework::security::read_password_file(file).map_err(|error| {
+            let why = match error {
+                curator_framework::Error::InvalidArgument(why) => why,
+                other => other.to_string(),
+            };
+            CliError::usage(format!("--auth-password-file: {why}"))
         })?;
-        let password = text.lines().next().unwrap_or_default();
-        if password.is_empty() {
-            return Err(CliError::usage(format!(
-                "--auth-password-file: the password file {} is empty",
-                file.display()
-            )));
-        }
         Ok(Self {
             user: user.to_owned(),
-            password: password.to_owned(),
+            password,
         })
     }
 

@@ -328,20 +328,7 @@ impl SaslConfig {
         user: impl Into<String>,
         path: impl AsRef<Path>,
     ) -> Result<Self> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            Error::InvalidArgument(format!(
-                "cannot read the password file {}: {error}",
-                path.display()
-            ))
-        })?;
-        let password = text.lines().next().unwrap_or_default();
-        if password.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "the password file {} is empty",
-                path.display()
-            )));
-        }
+        let password = read_password_file(path)?;
         Ok(Self::digest_md5(user, password))
     }
 
@@ -506,4 +493,34 @@ impl fmt::Display for AuthIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.scheme, self.id)
     }
+}
+
+/// The password kept in the file at `path`: its first line (without the line end). What
+/// [`SaslConfig::digest_md5_password_file`] reads, for callers that need the password for
+/// another scheme (a `digest` authorization, say).
+///
+/// ```no_run
+/// let password = curator_framework::security::read_password_file("/etc/app/zk-password")?;
+/// # Ok::<(), curator_framework::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when the file cannot be read or its first line is empty (its
+/// content is never part of the message).
+pub fn read_password_file(path: impl AsRef<Path>) -> Result<String> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        Error::InvalidArgument(format!(
+            "cannot read the password file {}: {error}",
+            path.display()
+        ))
+    })?;
+    let password = text.lines().next().unwrap_or_default();
+    if password.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "the password file {} is empty",
+            path.display()
+        )));
+    }
+    Ok(password.to_owned())
 }

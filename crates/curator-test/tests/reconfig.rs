@@ -390,11 +390,10 @@ async fn the_leader_leaves_and_hands_over() {
     let leaving = cluster.member_id(leader).to_string();
     let config = reconfig(&admin, &[], &[leaving.as_str()]).await;
     assert_eq!(servers(&config).len(), 2, "{config}");
-    let deadline = tokio::time::Instant::now() + Timing::new().wait();
-    while cluster.leader().await.is_none_or(|now| now == leader) {
-        assert!(tokio::time::Instant::now() < deadline, "no new leader");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    curator_test::eventually("a new leader", || async {
+        cluster.leader().await.is_some_and(|now| now != leader)
+    })
+    .await;
     // The old leader follows without a vote, and its clients carry on through it.
     await_mode(&cluster.member_connect_string(leader), &["follower"]).await;
     write_and_read(&on_leader, "reconfig-through-old-leader").await;
