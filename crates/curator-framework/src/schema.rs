@@ -1,11 +1,35 @@
 //! Schemas: what may live where (Curator's `org.apache.curator.framework.schema`).
 //!
 //! A [`SchemaSet`] given to the builder ([`schema_set`](crate::CuratorFrameworkBuilder::schema_set))
-//! is checked by every `create()`, `set_data()`, `delete()`, `get_data()`, `get_children()`,
-//! `check_exists()` and `add_watch()`, and every create, set-data and delete step of a
-//! transaction, before its request is sent; a refused operation fails with
+//! is checked by every `create()`, `set_data()`, `delete()`, `set_acl()`, `get_data()`,
+//! `get_children()`, `check_exists()` and `add_watch()`, and every create, set-data and delete
+//! step of a transaction, before its request is sent; a refused operation fails with
 //! [`Error::SchemaViolation`] naming the schema and the [`Violation`], and the server never sees
 //! it. A client without a schema set pays one `Option` check per operation.
+//!
+//! Beyond Curator, which checks only the node named in the call:
+//!
+//! - **ACLs.** `set_acl()` looks the path up (a strict set refuses an unknown path, as Curator's
+//!   `setACL` does) and asks the schema's validator about the ACL it would send
+//!   ([`DataValidator::is_valid_acl`], default: any ACL; a refusal is [`Violation::InvalidAcl`]).
+//!   Creates (their parents and transaction steps included) ask the same about their ACL, as
+//!   Curator's `validateCreate` hands its validator the ACL list. `get_acl()` is not checked,
+//!   as in Curator.
+//! - **Parents.** Each parent `creating_parents_if_needed()` or
+//!   `creating_parent_containers_if_needed()` may make is checked as a create of that path with
+//!   empty data in the parent mode (persistent or container) and the ACL provider's ACL
+//!   ([`SchemaSet::check_parent`]), when the create is planned. Curator's `ZKPaths.mkdirs`
+//!   checks nothing. A parent the set refuses is no obstacle if it already exists: when the
+//!   create finds parents missing, it looks up each refused one and fails with its violation if
+//!   it is missing, before any parent create is sent (so nothing was made), and otherwise sends
+//!   no create for it. Parents are created all at once (pipelined), so checking each one just
+//!   before its own request would not keep the higher ones from being made.
+//! - **Children.** `deleting_children_if_needed()` lists the whole subtree first and checks
+//!   every node in it as a delete ([`SchemaSet::check_delete`]) before the first child is
+//!   deleted; one that cannot be deleted fails the call and nothing is deleted. Children that
+//!   appear after the listing are listed and checked in another round before they are deleted.
+//!   Curator's `ZKPaths.deleteChildren` checks only the node named. A guaranteed delete that
+//!   continues in the background checks the same way.
 //!
 //! Each [`Schema`] matches an exact path or a regular expression (matched against the whole
 //! path), and says whether nodes there may, must or cannot be ephemeral, sequential and watched
@@ -57,6 +81,7 @@ use std::sync::Arc;
 use regex::Regex;
 use serde::Deserialize;
 
+use crate::acl::Acl;
 use crate::error::{Error, Result};
 use crate::types::CreateMode;
 
@@ -130,6 +155,9 @@ pub enum Violation {
     CannotBeDeleted,
     /// The schema's [`DataValidator`] refused the data of a create or `set_data`.
     InvalidData,
+    /// The schema's [`DataValidator`] refused the ACL of a create or `set_acl`
+    /// ([`DataValidator::is_valid_acl`]). Curator reports this as "Data is not valid".
+    InvalidAcl,
     /// A strict set has no schema for the path.
     NoSchema,
 }
@@ -145,13 +173,16 @@ impl fmt::Display for Violation {
             Violation::MustBeWatched => "Must be watched",
             Violation::CannotBeDeleted => "Cannot be deleted",
             Violation::InvalidData => "Data is not valid",
+            Violation::InvalidAcl => "ACL is not valid",
             Violation::NoSchema => "No schema found",
         })
     }
 }
 
-/// Checks the data a create or `set_data()` writes under a schema; Curator's `SchemaValidator`
-/// (without its ACL argument). A schema without one accepts any data.
+/// Checks the data a create or `set_data()` writes under a schema, and the ACL a create or
+/// `set_acl()` gives a node; Curator's `SchemaValidator`, whose one method sees data and ACL
+/// together, split in two so that neither sees a placeholder for the other. A schema without one
+/// accepts any data and any ACL.
 ///
 /// ```
 /// use curator_framework::schema::{DataValidator, Schema};
@@ -171,6 +202,35 @@ impl fmt::Display for Violation {
 pub trait DataValidator: Send + Sync + 'static {
     /// Whether `data`, written to `path` (as the caller named it) under `schema`, is allowed.
     fn is_valid(&self, schema: &Schema, path: &str, data: &[u8]) -> bool;
+
+    /// Whether `acl`, given to `path` (as the caller named it) under `schema` by a create (each
+    /// parent it makes included) or a `set_acl()`, is allowed. The ACL is the one that will be
+    /// sent: the caller's `with_acl`, else the client's ACL provider's choice. Default: any ACL.
+    ///
+    /// ```
+    /// use curator_framework::acl::{Acl, Perms};
+    /// use curator_framework::schema::{DataValidator, Schema};
+    ///
+    /// /// Refuses ACLs that let anyone write.
+    /// #[derive(Debug)]
+    /// struct NoWorldWrite;
+    /// impl DataValidator for NoWorldWrite {
+    ///     fn is_valid(&self, _: &Schema, _: &str, _: &[u8]) -> bool {
+    ///         true
+    ///     }
+    ///     fn is_valid_acl(&self, _: &Schema, _: &str, acl: &[Acl]) -> bool {
+    ///         !acl.contains(&Acl::world_anyone(Perms::ALL))
+    ///     }
+    /// }
+    /// let schema = Schema::builder("/a").data_validator(NoWorldWrite).build()?;
+    /// assert!(!NoWorldWrite.is_valid_acl(&schema, "/a", &Acl::open_unsafe()));
+    /// assert!(NoWorldWrite.is_valid_acl(&schema, "/a", &Acl::read_unsafe()));
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    fn is_valid_acl(&self, schema: &Schema, path: &str, acl: &[Acl]) -> bool {
+        let _ = (schema, path, acl);
+        true
+    }
 }
 
 #[derive(Clone)]
@@ -411,6 +471,15 @@ impl Schema {
         match &self.validator {
             Some(validator) if !validator.is_valid(self, path, data) => {
                 Err(self.violation(path, Violation::InvalidData))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn check_acl(&self, path: &str, acl: &[Acl]) -> Result<()> {
+        match &self.validator {
+            Some(validator) if !validator.is_valid_acl(self, path, acl) => {
+                Err(self.violation(path, Violation::InvalidAcl))
             }
             _ => Ok(()),
         }
@@ -914,6 +983,55 @@ impl SchemaSet {
             ));
         }
         schema.check_data(path, data)
+    }
+
+    /// Checks the ACL a create or `set_acl()` gives `path`: the path's schema is looked up (a
+    /// strict set refuses unknown paths, as Curator's `setACL` does) and its validator's
+    /// [`is_valid_acl`](DataValidator::is_valid_acl) asked (Curator's `validateGeneral` with the
+    /// ACL list).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SchemaViolation`] with [`Violation::InvalidAcl`] or [`Violation::NoSchema`].
+    ///
+    /// ```
+    /// use curator_framework::acl::Acl;
+    /// use curator_framework::schema::{Schema, SchemaSet};
+    /// let set = SchemaSet::strict(vec![Schema::builder("/a").build()?])?;
+    /// assert!(set.check_acl("/a", &Acl::open_unsafe()).is_ok());
+    /// assert!(set.check_acl("/b", &Acl::open_unsafe()).is_err());
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn check_acl(&self, path: &str, acl: &[Acl]) -> Result<()> {
+        self.schema_for(path)?.check_acl(path, acl)
+    }
+
+    /// Checks the parent `path` a create with `creating_parents_if_needed()` (`mode`
+    /// [`Persistent`](CreateMode::Persistent)) or `creating_parents_as_containers()`
+    /// ([`Container`](CreateMode::Container)) would make: a create in `mode` with empty data
+    /// and `acl`, as [`check_create`](Self::check_create) and [`check_acl`](Self::check_acl)
+    /// see it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SchemaViolation`] naming the schema and the rule.
+    ///
+    /// ```
+    /// use curator_framework::acl::Acl;
+    /// use curator_framework::schema::{Allowance, Schema, SchemaSet};
+    /// use curator_framework::CreateMode;
+    /// let set = SchemaSet::strict(vec![
+    ///     Schema::builder("/q").sequential(Allowance::Must).build()?,
+    ///     Schema::builder("/p").build()?,
+    /// ])?;
+    /// let acl = Acl::open_unsafe();
+    /// assert!(set.check_parent("/p", CreateMode::Persistent, &acl).is_ok());
+    /// assert!(set.check_parent("/q", CreateMode::Persistent, &acl).is_err());
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn check_parent(&self, path: &str, mode: CreateMode, acl: &[Acl]) -> Result<()> {
+        self.check_create(path, mode, &[])?;
+        self.check_acl(path, acl)
     }
 
     /// Checks a `set_data()` of `data` to `path` (Curator's `validateGeneral`).

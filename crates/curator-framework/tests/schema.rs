@@ -7,6 +7,7 @@ mod support;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use curator_framework::acl::{Acl, Perms};
 use curator_framework::schema::{Allowance, DataValidator, Schema, SchemaSet, Violation};
 use curator_framework::{CreateMode, CuratorFramework, Error};
 use curator_test::{TestingServer, unique_root};
@@ -17,6 +18,28 @@ struct Utf8;
 impl DataValidator for Utf8 {
     fn is_valid(&self, _schema: &Schema, _path: &str, data: &[u8]) -> bool {
         std::str::from_utf8(data).is_ok()
+    }
+}
+
+/// Accepts any data but refuses the wide-open ACL (anyone may do anything).
+struct NotOpen;
+
+impl DataValidator for NotOpen {
+    fn is_valid(&self, _schema: &Schema, _path: &str, _data: &[u8]) -> bool {
+        true
+    }
+
+    fn is_valid_acl(&self, _schema: &Schema, _path: &str, acl: &[Acl]) -> bool {
+        acl != Acl::open_unsafe().as_slice()
+    }
+}
+
+/// Accepts data that is not empty.
+struct NonEmpty;
+
+impl DataValidator for NonEmpty {
+    fn is_valid(&self, _schema: &Schema, _path: &str, data: &[u8]) -> bool {
+        !data.is_empty()
     }
 }
 
@@ -315,6 +338,206 @@ async fn a_strict_set_refuses_unknown_paths() {
 
     // The plain client is not bound by the schemas.
     plain.create().for_path("/elsewhere", b"").await.unwrap();
+}
+
+#[tokio::test]
+async fn set_acl_is_checked_by_the_validator_before_the_server() {
+    let server = TestingServer::start().await.unwrap();
+    let set = SchemaSet::strict(vec![
+        Schema::builder("/secure")
+            .name("secure")
+            .data_validator(NotOpen)
+            .build()
+            .unwrap(),
+    ])
+    .unwrap();
+    let (client, plain) = clients(&server, set).await;
+    let guarded = vec![Acl::world_anyone(Perms::READ | Perms::ADMIN)];
+
+    // A create is checked against the ACL it would send.
+    let (schema, path, violation) = refused(
+        client
+            .create()
+            .with_acl(Acl::open_unsafe())
+            .for_path("/secure", b"s")
+            .await,
+    );
+    assert_eq!(
+        (schema.as_deref(), path.as_str(), violation),
+        (Some("secure"), "/secure", Violation::InvalidAcl)
+    );
+    assert_eq!(plain.check_exists().for_path("/secure").await, Ok(None));
+    client
+        .create()
+        .with_acl(guarded.clone())
+        .for_path("/secure", b"s")
+        .await
+        .unwrap();
+
+    let (schema, path, violation) = refused(
+        client
+            .set_acl()
+            .with_acl(Acl::open_unsafe())
+            .for_path("/secure")
+            .await,
+    );
+    assert_eq!(
+        (schema.as_deref(), path.as_str(), violation),
+        (Some("secure"), "/secure", Violation::InvalidAcl)
+    );
+    let (acl, stat) = plain.get_acl().for_path("/secure").await.unwrap();
+    assert_eq!((acl, stat.aversion), (guarded, 0));
+
+    let wider = vec![Acl::world_anyone(Perms::READ | Perms::WRITE | Perms::ADMIN)];
+    client
+        .set_acl()
+        .with_acl(wider.clone())
+        .for_path("/secure")
+        .await
+        .unwrap();
+    let (acl, stat) = plain.get_acl().for_path("/secure").await.unwrap();
+    assert_eq!((acl, stat.aversion), (wider, 1));
+
+    // A strict set refuses set_acl() where it has no schema; get_acl() is not checked (as in
+    // Curator).
+    plain.create().for_path("/elsewhere", b"").await.unwrap();
+    let (schema, path, violation) = refused(
+        client
+            .set_acl()
+            .with_acl(Acl::read_unsafe())
+            .for_path("/elsewhere")
+            .await,
+    );
+    assert_eq!(
+        (schema, path.as_str(), violation),
+        (None, "/elsewhere", Violation::NoSchema)
+    );
+    let (acl, _) = client.get_acl().for_path("/elsewhere").await.unwrap();
+    assert_eq!(acl, Acl::open_unsafe());
+}
+
+fn app_schemas() -> SchemaSet {
+    SchemaSet::strict(vec![
+        Schema::builder("/apps").name("apps").build().unwrap(),
+        Schema::builder_regex("/apps/[^/]+")
+            .name("app")
+            .documentation("one per application, carrying its descriptor")
+            .data_validator(NonEmpty)
+            .build()
+            .unwrap(),
+        Schema::builder_regex("/apps/[^/]+/.+")
+            .name("app-nodes")
+            .build()
+            .unwrap(),
+    ])
+    .unwrap()
+}
+
+#[tokio::test]
+async fn parents_a_create_would_make_are_checked_before_any_is_made() {
+    let server = TestingServer::start().await.unwrap();
+    let (client, plain) = clients(&server, app_schemas()).await;
+
+    // "/apps" may be made with empty data, "/apps/a1" may not: neither is made.
+    let (schema, path, violation) = refused(
+        client
+            .create()
+            .creating_parents_if_needed()
+            .for_path("/apps/a1/settings", b"x")
+            .await,
+    );
+    assert_eq!(
+        (schema.as_deref(), path.as_str(), violation),
+        (Some("app"), "/apps/a1", Violation::InvalidData)
+    );
+    assert_eq!(plain.check_exists().for_path("/apps").await, Ok(None));
+    let (schema, path, violation) = refused(
+        client
+            .create()
+            .creating_parent_containers_if_needed()
+            .for_path("/apps/a1/settings", b"x")
+            .await,
+    );
+    assert_eq!(
+        (schema.as_deref(), path.as_str(), violation),
+        (Some("app"), "/apps/a1", Violation::InvalidData)
+    );
+    assert_eq!(plain.check_exists().for_path("/apps").await, Ok(None));
+
+    // A parent that already exists is not created, so its schema does not stand in the way.
+    client.create().for_path("/apps", b"").await.unwrap();
+    client
+        .create()
+        .for_path("/apps/a1", b"descriptor")
+        .await
+        .unwrap();
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path("/apps/a1/x/y", b"y")
+        .await
+        .unwrap();
+    let (data, _) = plain.get_data().for_path("/apps/a1/x/y").await.unwrap();
+    assert_eq!(data, b"y");
+    let (data, stat) = plain.get_data().for_path("/apps/a1").await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"descriptor"[..], 0));
+}
+
+#[tokio::test]
+async fn children_that_cannot_be_deleted_stop_a_recursive_delete_before_it_starts() {
+    let server = TestingServer::start().await.unwrap();
+    let set = SchemaSet::allow_unknown(vec![
+        Schema::builder("/tree/b/keep")
+            .name("keep")
+            .can_be_deleted(false)
+            .build()
+            .unwrap(),
+        Schema::builder_regex("/tree(/.*)?")
+            .name("tree")
+            .build()
+            .unwrap(),
+    ])
+    .unwrap();
+    let (client, plain) = clients(&server, set).await;
+    let nodes = ["/tree", "/tree/a", "/tree/a/1", "/tree/b", "/tree/b/keep"];
+    for node in nodes {
+        plain.create().for_path(node, b"").await.unwrap();
+    }
+
+    let (schema, path, violation) = refused(
+        client
+            .delete()
+            .deleting_children_if_needed()
+            .for_path("/tree")
+            .await,
+    );
+    assert_eq!(
+        (schema.as_deref(), path.as_str(), violation),
+        (Some("keep"), "/tree/b/keep", Violation::CannotBeDeleted)
+    );
+    for node in nodes {
+        assert!(
+            plain.check_exists().for_path(node).await.unwrap().is_some(),
+            "{node} was deleted"
+        );
+    }
+
+    // A subtree without protected nodes goes.
+    client
+        .delete()
+        .deleting_children_if_needed()
+        .for_path("/tree/a")
+        .await
+        .unwrap();
+    assert_eq!(plain.check_exists().for_path("/tree/a").await, Ok(None));
+    assert!(
+        plain
+            .check_exists()
+            .for_path("/tree/b/keep")
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
 
 /// The structure of the example in Curator's schema documentation, written for this test.

@@ -103,10 +103,11 @@ async fn delete(session: &WireSession, pending: &PendingDelete) -> Result<()> {
         path,
         version,
         children,
+        check,
     } = pending;
     let result = match session.delete(path, *version).await {
         Err(Error::NotEmpty) if *children => {
-            crate::ops::delete::delete_children(session, path.clone()).await?;
+            crate::ops::delete::delete_children(session, path.clone(), check.as_ref()).await?;
             session.delete(path, *version).await
         }
         other => other,

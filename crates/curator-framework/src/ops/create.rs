@@ -211,6 +211,17 @@ impl IntoFuture for CreateWithStat {
     }
 }
 
+/// A parent a create may make.
+#[derive(Debug)]
+struct Ancestor {
+    /// The full path (namespace applied).
+    path: String,
+    /// The ACL provider's choice for it.
+    acl: Vec<Acl>,
+    /// Why the client's schema set forbids creating it, if it does: it must then already exist.
+    refused: Option<Error>,
+}
+
 /// Everything a create needs, validated, with the namespace applied.
 #[derive(Debug)]
 struct Plan {
@@ -222,8 +233,8 @@ struct Plan {
     ttl: Option<Duration>,
     /// The mode of missing parents, when they are to be created.
     parents: Option<CreateMode>,
-    /// Each ancestor of `path` with the ACL provider's choice for it.
-    ancestors: Vec<(String, Vec<Acl>)>,
+    /// Each ancestor of `path`, top down, when parents are to be created.
+    ancestors: Vec<Ancestor>,
     /// `(parent, "_c_<uuid>-")` when protected.
     protection: Option<(String, String)>,
     idempotent: bool,
@@ -284,6 +295,9 @@ impl CreateBuilder {
                 "an ACL needs at least one entry".into(),
             ));
         }
+        if let Some(set) = client.schema_set() {
+            set.check_acl(path, &acl)?;
+        }
         let parents = builder.parents.map(|parents| match parents {
             ParentMode::Containers if client.inner.settings.use_container_parents => {
                 CreateMode::Container
@@ -291,13 +305,32 @@ impl CreateBuilder {
             _ => CreateMode::Persistent,
         });
         let provider = &client.inner.settings.acl_provider;
-        let ancestors = if parents.is_some() {
-            paths::ancestors(&fixed)
-                .into_iter()
-                .map(|p| (p.to_owned(), provider.acl_for_path(p)))
-                .collect()
-        } else {
-            Vec::new()
+        let ancestors = match parents {
+            Some(parent_mode) => {
+                let full = paths::ancestors(&fixed);
+                // The caller's ancestors are the last of the full path's (the namespace's own
+                // nodes come first, and are not the schema set's business).
+                let given = paths::ancestors(path);
+                let first_given = full.len().saturating_sub(given.len());
+                full.into_iter()
+                    .enumerate()
+                    .map(|(index, p)| {
+                        let acl = provider.acl_for_path(p);
+                        let refused = match (client.schema_set(), index.checked_sub(first_given)) {
+                            (Some(set), Some(at)) => {
+                                set.check_parent(given[at], parent_mode, &acl).err()
+                            }
+                            _ => None,
+                        };
+                        Ancestor {
+                            path: p.to_owned(),
+                            acl,
+                            refused,
+                        }
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
         };
         Ok(Plan {
             ancestors,
@@ -411,13 +444,26 @@ impl Plan {
     }
 
     /// Creates every missing ancestor, all requests in flight together (ZooKeeper applies them
-    /// in order, top down).
+    /// in order, top down). An ancestor the schema set forbids creating is looked up first: if
+    /// it exists it is left alone (no create is sent for it), if it is missing the create fails
+    /// with the schema violation before any parent is sent.
     async fn create_parents(&self, session: &WireSession) -> Result<()> {
         let mode = self.parents.unwrap_or(CreateMode::Persistent);
+        let mut existing = vec![false; self.ancestors.len()];
+        for (index, ancestor) in self.ancestors.iter().enumerate() {
+            if let Some(refused) = &ancestor.refused {
+                if session.exists(&ancestor.path).await?.is_none() {
+                    return Err(refused.clone());
+                }
+                existing[index] = true;
+            }
+        }
         let creates = self
             .ancestors
             .iter()
-            .map(|(path, acl)| session.create(path, &[], mode, acl, None));
+            .zip(existing)
+            .filter(|(_, existing)| !existing)
+            .map(|(ancestor, _)| session.create(&ancestor.path, &[], mode, &ancestor.acl, None));
         for result in join_all(creates).await {
             match result {
                 Ok(_) | Err(Error::NodeExists) => {}

@@ -9,6 +9,7 @@ use crate::client::{CuratorFramework, Inner};
 use crate::error::{Error, Result};
 use crate::ops::{self, OpFuture, op_span};
 use crate::paths;
+use crate::schema::SchemaSet;
 use crate::wire::WireSession;
 
 /// Options of `delete()`.
@@ -63,7 +64,10 @@ impl DeleteBuilder {
         self
     }
 
-    /// Deletes the node's children (recursively) first.
+    /// Deletes the node's children (recursively) first. With a schema set, the whole subtree is
+    /// listed and every node in it checked as a delete before the first child is deleted; one
+    /// that cannot be deleted fails the call with [`Error::SchemaViolation`] and nothing is
+    /// deleted. Children added after the listing are listed and checked in turn.
     pub fn deleting_children_if_needed(mut self) -> Self {
         self.children = true;
         self
@@ -113,6 +117,31 @@ pub(crate) struct PendingDelete {
     pub(crate) path: String,
     pub(crate) version: Option<i32>,
     pub(crate) children: bool,
+    pub(crate) check: Option<ChildCheck>,
+}
+
+/// The schema set the children a delete removes are checked against, with the namespace to
+/// take off their paths (schemas see the caller's paths).
+#[derive(Debug, Clone)]
+pub(crate) struct ChildCheck {
+    set: Arc<SchemaSet>,
+    namespace: Option<Arc<str>>,
+}
+
+impl ChildCheck {
+    /// The check of `client`'s deletes, if it has a schema set.
+    pub(crate) fn of(client: &CuratorFramework) -> Option<ChildCheck> {
+        let set = client.inner.settings.schema_set.clone()?;
+        Some(ChildCheck {
+            set,
+            namespace: client.namespace.clone(),
+        })
+    }
+
+    fn check(&self, path: &str) -> Result<()> {
+        self.set
+            .check_delete(&paths::strip_namespace(self.namespace.as_deref(), path))
+    }
 }
 
 /// Hands a guaranteed delete to the background unless disarmed.
@@ -153,12 +182,18 @@ impl IntoFuture for Delete {
         } = builder;
         // Owned by `finish`: dropped with the operation's future, it hands the delete to the
         // background unless the result says it is done.
+        let check = if children {
+            ChildCheck::of(&client)
+        } else {
+            None
+        };
         let mut guard = GuaranteeGuard {
             inner: Arc::clone(&client.inner),
             pending: guaranteed.then(|| PendingDelete {
                 path: fixed.to_string(),
                 version,
                 children,
+                check: check.clone(),
             }),
         };
         let span = op_span!("zk.delete", client, fixed);
@@ -166,11 +201,11 @@ impl IntoFuture for Delete {
             &client,
             span,
             move |session, attempt| {
-                let fixed = Arc::clone(&fixed);
+                let (fixed, check) = (Arc::clone(&fixed), check.clone());
                 async move {
                     let result = match session.delete(&fixed, version).await {
                         Err(Error::NotEmpty) if children => {
-                            delete_children(&session, fixed.to_string()).await?;
+                            delete_children(&session, fixed.to_string(), check.as_ref()).await?;
                             session.delete(&fixed, version).await
                         }
                         other => other,
@@ -192,9 +227,80 @@ impl IntoFuture for Delete {
     }
 }
 
+/// Deletes everything under `path` (not `path` itself), each node checked by `check` first when
+/// there is one (see [`delete_checked_children`]).
+pub(crate) async fn delete_children(
+    session: &WireSession,
+    path: String,
+    check: Option<&ChildCheck>,
+) -> Result<()> {
+    match check {
+        Some(check) => delete_checked_children(session, &path, check).await,
+        None => delete_unchecked_children(session, path).await,
+    }
+}
+
+/// Lists the whole subtree under `path`, checks every node in it, and only then deletes it,
+/// deepest level first, each level's deletes sent together. A node that gained a child after
+/// the listing makes the whole round start again, so no node is deleted unchecked.
+async fn delete_checked_children(
+    session: &WireSession,
+    path: &str,
+    check: &ChildCheck,
+) -> Result<()> {
+    loop {
+        let levels = list_subtree(session, path).await?;
+        for node in levels.iter().flatten() {
+            check.check(node)?;
+        }
+        let mut grew = false;
+        for level in levels.iter().rev() {
+            let results = join_all(level.iter().map(|node| session.delete(node, None))).await;
+            for result in results {
+                match result {
+                    Ok(()) | Err(Error::NoNode) => {}
+                    Err(Error::NotEmpty) => grew = true,
+                    Err(error) => return Err(error),
+                }
+            }
+            if grew {
+                break;
+            }
+        }
+        if !grew {
+            return Ok(());
+        }
+    }
+}
+
+/// The nodes under `path` (not `path` itself), level by level, top down; each level's reads
+/// are sent together. Nodes that vanish while listed are left out.
+async fn list_subtree(session: &WireSession, path: &str) -> Result<Vec<Vec<String>>> {
+    let mut levels: Vec<Vec<String>> = Vec::new();
+    let mut parents = vec![path.to_owned()];
+    while !parents.is_empty() {
+        let listed = join_all(parents.iter().map(|parent| session.get_children(parent))).await;
+        let mut level = Vec::new();
+        for (parent, result) in parents.iter().zip(listed) {
+            match result {
+                Ok((children, _)) => {
+                    level.extend(children.iter().map(|child| paths::join(parent, child)));
+                }
+                Err(Error::NoNode) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        if !level.is_empty() {
+            levels.push(level.clone());
+        }
+        parents = level;
+    }
+    Ok(levels)
+}
+
 /// Deletes everything under `path` (not `path` itself): each level's deletes are sent together;
 /// children that turn out to have children of their own are emptied first.
-pub(crate) fn delete_children(session: &WireSession, path: String) -> BoxFuture<'_, Result<()>> {
+fn delete_unchecked_children(session: &WireSession, path: String) -> BoxFuture<'_, Result<()>> {
     Box::pin(async move {
         let children = match session.get_children(&path).await {
             Ok((children, _)) => children,
@@ -207,7 +313,7 @@ pub(crate) fn delete_children(session: &WireSession, path: String) -> BoxFuture<
             match result {
                 Ok(()) | Err(Error::NoNode) => {}
                 Err(Error::NotEmpty) => {
-                    delete_children(session, child.clone()).await?;
+                    delete_unchecked_children(session, child.clone()).await?;
                     match session.delete(&child, None).await {
                         Ok(()) | Err(Error::NoNode) => {}
                         Err(error) => return Err(error),

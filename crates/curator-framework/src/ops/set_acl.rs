@@ -46,7 +46,10 @@ impl SetAclBuilder {
         self
     }
 
-    /// Sets the ACL of `path`.
+    /// Sets the ACL of `path`. With a schema set, the path's schema is looked up and its data
+    /// validator's [`is_valid_acl`](crate::schema::DataValidator::is_valid_acl) asked about the
+    /// ACL before anything is sent, as Curator's `setACL` does; a refusal is
+    /// [`Error::SchemaViolation`].
     pub fn for_path(self, path: &str) -> SetAcl {
         SetAcl {
             path: self.client.target(path),
@@ -81,6 +84,11 @@ impl IntoFuture for SetAcl {
             return OpFuture::ready(Err(Error::InvalidArgument(
                 "an ACL needs at least one entry".into(),
             )));
+        }
+        if let Some(set) = client.schema_set() {
+            if let Err(error) = set.check_acl(&client.unfix_path(&fixed), &acl) {
+                return OpFuture::ready(Err(error));
+            }
         }
         let acl: Arc<[Acl]> = acl.into();
         let version = self.builder.version;

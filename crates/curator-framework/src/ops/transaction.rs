@@ -202,6 +202,9 @@ impl TransactionOp {
                 }
                 let acl =
                     acl.unwrap_or_else(|| client.inner.settings.acl_provider.acl_for_path(&fixed));
+                if let Some(set) = client.schema_set() {
+                    set.check_acl(&path, &acl)?;
+                }
                 Step::Create {
                     path: fixed,
                     data,
