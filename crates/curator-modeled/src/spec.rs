@@ -203,7 +203,9 @@ impl<T, C: Codec<T>> ModelSpec<T, C> {
     /// spec as Curator's `ModelSpec.schema()` does: the path's pattern (parameters match any
     /// node name; a sequential mode also matches the name with its sequence number), ephemeral
     /// and sequential as the create mode says (must or cannot), watches allowed, deletes
-    /// allowed, and data that the codec decodes. Add it to a client's
+    /// allowed, data that the codec decodes, and the spec's ACL when it has one (Curator
+    /// compares with its open ACL when the spec has none; here any ACL is then allowed, since
+    /// the model's own nodes get the client's default ACL). Add it to a client's
     /// [`SchemaSet`] so that writes outside this model are held to it too.
     pub fn schema(&self) -> Schema
     where
@@ -259,6 +261,10 @@ struct Decodes<T, C> {
 impl<T: 'static, C: Codec<T>> DataValidator for Decodes<T, C> {
     fn is_valid(&self, _schema: &Schema, _path: &str, data: &[u8]) -> bool {
         self.options.codec.decode(data).is_ok()
+    }
+
+    fn is_valid_acl(&self, _schema: &Schema, _path: &str, acl: &[Acl]) -> bool {
+        self.options.acl.as_deref().is_none_or(|model| model == acl)
     }
 }
 

@@ -392,6 +392,38 @@ async fn schemas_of_models() {
     );
     assert_eq!(client.check_exists().for_path(&path).await.unwrap(), None);
     checked.close().await;
+
+    // A spec with an ACL: its derived schema refuses nodes made with another ACL.
+    let locked_down = vec![Acl::world_anyone(Perms::READ)];
+    let readonly = ModelSpec::builder_with(template(&root, "/readonly/{id}"), Utf8)
+        .acl(locked_down.clone())
+        .build()
+        .unwrap();
+    let strict = SchemaSet::strict(vec![readonly.schema()]).unwrap();
+    let checked = curator_testkit::started(
+        curator_testkit::builder(&server.connect_string(), Duration::from_secs(10))
+            .schema_set(strict),
+    )
+    .await;
+    let path = format!("{root}/readonly/r1");
+    let error = checked
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&path, b"text")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::SchemaViolation {
+                violation: Violation::InvalidAcl,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(client.check_exists().for_path(&path).await.unwrap(), None);
+    checked.close().await;
     client.close().await;
 }
 
