@@ -7,6 +7,14 @@ use curator_framework::types::Stat;
 use curator_framework::{CuratorFramework, Error, Result};
 
 /// A participant of an election, as read from its node.
+///
+/// ```no_run
+/// # async fn demo(latch: curator_election::LeaderLatch) -> curator_framework::Result<()> {
+/// for participant in latch.participants().await? {
+///     println!("{} leads: {} (epoch {:#x})", participant.id, participant.is_leader, participant.epoch);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Participant {
