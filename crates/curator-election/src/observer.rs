@@ -126,8 +126,9 @@ impl LeaderObserver {
         })
     }
 
-    /// Reads who leads (delivering it to listeners, `None` included) and returns; from then on
-    /// a background task follows the election.
+    /// Reads who leads (delivering a leader to listeners; `current()` starts as `None`, so
+    /// "nobody leads" is not delivered at start) and returns; from then on a background task
+    /// follows the election.
     ///
     /// ```no_run
     /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
