@@ -141,3 +141,46 @@ async fn stops_when_its_session_expires_and_leads_again() {
     assert_eq!(leader.wait_exit().code(), Some(143));
     await_gone(again);
 }
+
+/// CMD finds its leadership's epoch (the latch node's creation zxid, as in the `leading` event)
+/// and the latch node in its environment; the next leadership's epoch is greater.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cmd_gets_the_leader_epoch() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-leader-epoch");
+    let client = curator_framework::CuratorFramework::builder()
+        .connect_string(&connect)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let mut epochs = Vec::new();
+    for id in ["first", "second"] {
+        let mut leader = Running::spawn(curator(
+            &connect,
+            &[
+                "leader",
+                &path,
+                "--id",
+                id,
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                "echo \"$CURATOR_LEADER_EPOCH $CURATOR_LEADER_NODE\"; exec sleep 60",
+            ],
+        ));
+        let leading = leader.wait_event("leading");
+        let line = leader.wait_stdout(|_| true);
+        let node = leading["node"].as_str().unwrap();
+        assert_eq!(line, format!("{} {node}", leading["epoch"]));
+        // The epoch is the node's creation zxid, as the server has it.
+        let stat = client.check_exists().for_path(node).await.unwrap().unwrap();
+        assert_eq!(leading["epoch"].as_i64(), Some(stat.czxid));
+        epochs.push(stat.czxid);
+        leader.signal(Signal::SIGTERM);
+        assert_eq!(leader.wait_exit().code(), Some(143));
+    }
+    assert!(epochs[0] < epochs[1], "{epochs:?}");
+    client.close().await;
+}

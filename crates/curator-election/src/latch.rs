@@ -14,6 +14,7 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
+use crate::error::ElectionError;
 use crate::participant::{self, Participant};
 
 const LATCH_NAME: &str = "latch-";
@@ -125,12 +126,13 @@ impl LeaderLatchBuilder {
             tasks: client.recipe_tasks("LeaderLatch"),
             client,
             path: self.path,
-            id: self.id,
+            id: Mutex::new(self.id),
             close_mode: self.close_mode,
             lifecycle: Lifecycle::new(),
             leader: watch::Sender::new(false),
             leadership: Mutex::new(None),
             node: Mutex::new(None),
+            proclaiming: tokio::sync::Mutex::new(()),
         });
         Ok(LeaderLatch {
             _guard: inner.tasks.handle_guard(),
@@ -142,23 +144,35 @@ impl LeaderLatchBuilder {
 struct Inner {
     client: CuratorFramework,
     path: String,
-    id: String,
+    /// The id this participant advertises (its node's data): the builder's, then the last
+    /// proclaimed.
+    id: Mutex<String>,
     close_mode: CloseMode,
     lifecycle: Lifecycle,
     tasks: RecipeTasks,
     leader: watch::Sender<bool>,
-    /// While leading: the leader's hold, and what ends it.
-    leadership: Mutex<Option<(Hold, watch::Sender<bool>)>>,
+    /// While leading: the leader's hold, what ends it, and the node's data version.
+    leadership: Mutex<Option<Leadership>>,
     /// Our node and the session it was made in.
     node: Mutex<Option<(String, i64)>>,
     events: ListenerContainer<LatchEvent>,
+    /// One `proclaim` at a time, so each writes on the version the last one left.
+    proclaiming: tokio::sync::Mutex<()>,
+}
+
+/// One leadership of the latch.
+struct Leadership {
+    hold: Hold,
+    end: watch::Sender<bool>,
+    /// The data version of the leader's node, as last read or written by this participant.
+    version: i32,
 }
 
 impl fmt::Debug for LeaderLatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaderLatch")
             .field("path", &self.inner.path)
-            .field("id", &self.inner.id)
+            .field("id", &*self.inner.id.lock())
             .field("state", &self.inner.lifecycle.state())
             .field("leader", &*self.inner.leader.borrow())
             .field("node", &self.node_path())
@@ -169,7 +183,11 @@ impl fmt::Debug for LeaderLatch {
 /// Where the participant stands after a look at the children.
 enum Position {
     /// First in line, with a watch on its own node and the node's creation zxid.
-    Leader { watcher: Watcher, token: i64 },
+    Leader {
+        watcher: Watcher,
+        token: i64,
+        version: i32,
+    },
     /// Behind another participant, watching it.
     Follower(Watcher),
     /// Our node is missing or not ours: make a new one.
@@ -265,12 +283,98 @@ impl LeaderLatch {
     /// token (it grows with every new leadership's node), and a [`lost`](Hold::lost) signal that
     /// resolves when this leadership ends (for any reason: connection trouble, a lost node,
     /// `close()`, or the client's close).
+    ///
+    /// ```no_run
+    /// # fn demo(latch: curator_election::LeaderLatch) {
+    /// if let Some(hold) = latch.hold() {
+    ///     assert_eq!(Some(hold.fencing_token()), latch.leader_epoch());
+    /// }
+    /// # }
+    /// ```
     pub fn hold(&self) -> Option<Hold> {
         self.inner
             .leadership
             .lock()
             .as_ref()
-            .map(|(hold, _)| hold.clone())
+            .map(|leadership| leadership.hold.clone())
+    }
+
+    /// While this participant leads, the epoch of its leadership: its node's creation zxid,
+    /// the same number as [`hold()`](Self::hold)'s fencing token and as the
+    /// [`epoch`](Participant::epoch) that [`leader()`](Self::leader) and a
+    /// [`LeaderObserver`](crate::LeaderObserver) report. Every later leadership on the path has
+    /// a greater epoch (see the crate's "Leader epochs").
+    ///
+    /// ```no_run
+    /// # async fn demo(latch: curator_election::LeaderLatch) -> curator_framework::Result<()> {
+    /// latch.await_leadership().await?;
+    /// if let Some(epoch) = latch.leader_epoch() {
+    ///     println!("leading in epoch {epoch:#x}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn leader_epoch(&self) -> Option<i64> {
+        self.hold().map(|hold| hold.fencing_token())
+    }
+
+    /// Changes what this leader advertises, its id (its node's data, UTF-8), without a new
+    /// election: observers and [`leader()`](Self::leader) read the new id with the same epoch.
+    /// The write is conditional on the node's data version this participant knows, on the node
+    /// its leadership rests on: a former leader's node is gone (or no longer its leadership),
+    /// so it cannot overwrite anything. The new id is also the data of any later offer of this
+    /// latch (after a session ends), and [`id()`](Self::id) returns it.
+    ///
+    /// Interop: Java Curator reads a participant's id from the same node data
+    /// (`getLeader().getId()`), so Java participants see the proclaimed id too.
+    ///
+    /// ```no_run
+    /// # async fn demo(latch: curator_election::LeaderLatch) -> Result<(), curator_election::ElectionError> {
+    /// use curator_election::ElectionError;
+    /// match latch.proclaim("worker-1 at 10.0.0.7:8080").await {
+    ///     Ok(()) => {}
+    ///     Err(ElectionError::NotLeader) => println!("only the leader proclaims"),
+    ///     Err(error) => return Err(error),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`ElectionError::NotLeader`] when this participant does not lead, or its node is gone
+    /// (nothing is written); [`ElectionError::Zk`] with `BadVersion` when someone else changed
+    /// the node's data, or with a connection error (the write may or may not have happened).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the write done without [`id()`](Self::id) knowing it
+    /// (a later `proclaim` then fails with `BadVersion` until the node is read again).
+    pub async fn proclaim(&self, id: impl Into<String>) -> Result<(), ElectionError> {
+        let inner = &self.inner;
+        let id = id.into();
+        let _one_at_a_time = inner.proclaiming.lock().await;
+        let (node, version) = match &*inner.leadership.lock() {
+            Some(leadership) if !leadership.hold.is_lost() => {
+                (leadership.hold.node_path().to_owned(), leadership.version)
+            }
+            _ => return Err(ElectionError::NotLeader),
+        };
+        let written = inner
+            .client
+            .set_data()
+            .with_version(version)
+            .for_path(&node, id.as_bytes())
+            .await;
+        match written {
+            Ok(stat) => {
+                *inner.id.lock() = id;
+                if let Some(leadership) = inner.leadership.lock().as_mut()
+                    && leadership.hold.node_path() == node
+                {
+                    leadership.version = leadership.version.max(stat.version);
+                }
+                Ok(())
+            }
+            Err(Error::NoNode) => Err(ElectionError::NotLeader),
+            Err(error) => Err(error.into()),
+        }
     }
 
     /// Waits until this participant leads.
@@ -303,9 +407,16 @@ impl LeaderLatch {
         }
     }
 
-    /// This participant's id.
-    pub fn id(&self) -> &str {
-        &self.inner.id
+    /// This participant's id: the builder's, or the last one [`proclaim`](Self::proclaim)ed.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let latch = curator_election::LeaderLatch::builder(client, "/election/a", "worker-1").build()?;
+    /// assert_eq!(latch.id(), "worker-1");
+    /// # Ok(()) }
+    /// ```
+    pub fn id(&self) -> String {
+        self.inner.id.lock().clone()
     }
 
     /// Where to hear [`LatchEvent`]s.
@@ -379,7 +490,7 @@ impl Inner {
     /// Publishes a leadership change (only a change).
     fn set_leader(&self, leader: bool) {
         if self.leader.send_replace(leader) != leader {
-            tracing::info!(path = %self.path, id = %self.id, leader, "leadership changed");
+            tracing::info!(path = %self.path, id = %self.id.lock(), leader, "leadership changed");
             self.events.publish(if leader {
                 LatchEvent::IsLeader
             } else {
@@ -388,21 +499,28 @@ impl Inner {
         }
     }
 
-    /// Leads with `node`, whose creation zxid is `token`.
-    fn lead(&self, node: &str, token: i64) {
+    /// Leads with `node`, whose creation zxid is `token` and data version `version`.
+    fn lead(&self, node: &str, token: i64, version: i32) {
         // The hold first: whoever sees `has_leadership()` finds it.
-        self.leadership.lock().get_or_insert_with(|| {
+        let mut leadership = self.leadership.lock();
+        let leadership = leadership.get_or_insert_with(|| {
             let (end, lost) = watch::channel(false);
-            (Hold::with_signal(node.to_owned(), token, lost), end)
+            Leadership {
+                hold: Hold::with_signal(node.to_owned(), token, lost),
+                end,
+                version,
+            }
         });
+        // Versions only grow: a read older than our own last proclaim must not undo it.
+        leadership.version = leadership.version.max(version);
         self.set_leader(true);
     }
 
     /// Ends leadership, if any: the hold is lost at once; listeners hear `NotLeader` when
     /// `notify`.
     fn step_down(&self, notify: bool) {
-        if let Some((_, end)) = self.leadership.lock().take() {
-            end.send_replace(true);
+        if let Some(leadership) = self.leadership.lock().take() {
+            leadership.end.send_replace(true);
         }
         if notify {
             self.set_leader(false);
@@ -418,13 +536,14 @@ impl Inner {
 
     /// Creates an offer: a new node, with the session it belongs to.
     async fn make_offer(&self) -> Result<(String, i64)> {
+        let id = self.id.lock().clone();
         let (node, stat) = self
             .client
             .create()
             .creating_parent_containers_if_needed()
             .with_protection()
             .with_mode(CreateMode::EphemeralSequential)
-            .for_path(&paths::join(&self.path, LATCH_NAME), self.id.as_bytes())
+            .for_path(&paths::join(&self.path, LATCH_NAME), id.as_bytes())
             .with_stat()
             .await?;
         Ok((node, stat.ephemeral_owner))
@@ -478,6 +597,7 @@ impl Inner {
                         Ok(Position::Leader {
                             watcher,
                             token: stat.czxid,
+                            version: stat.version,
                         })
                     }
                     Ok(_) | Err(Error::NoNode) => Ok(Position::Reset),
@@ -557,8 +677,12 @@ async fn run(inner: Arc<Inner>) {
                 }
                 continue;
             }
-            Position::Leader { watcher, token } => {
-                inner.lead(&node, token);
+            Position::Leader {
+                watcher,
+                token,
+                version,
+            } => {
+                inner.lead(&node, token, version);
                 watcher
             }
             Position::Follower(watcher) => {

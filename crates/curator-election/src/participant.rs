@@ -3,9 +3,18 @@
 
 use std::future::IntoFuture;
 
+use curator_framework::types::Stat;
 use curator_framework::{CuratorFramework, Error, Result};
 
 /// A participant of an election, as read from its node.
+///
+/// ```no_run
+/// # async fn demo(latch: curator_election::LeaderLatch) -> curator_framework::Result<()> {
+/// for participant in latch.participants().await? {
+///     println!("{} leads: {} (epoch {:#x})", participant.id, participant.is_leader, participant.epoch);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Participant {
@@ -15,13 +24,17 @@ pub struct Participant {
     pub is_leader: bool,
     /// Its node's full path (as `participant_nodes()` lists it).
     pub node: String,
+    /// Its node's creation zxid: the epoch of its leadership when it leads (see the crate's
+    /// "Leader epochs"), the same number as the leader's fencing token.
+    pub epoch: i64,
 }
 
-fn participant(node: String, data: &[u8], is_leader: bool) -> Participant {
+pub(crate) fn participant(node: String, data: &[u8], stat: &Stat, is_leader: bool) -> Participant {
     Participant {
         id: String::from_utf8_lossy(data).into_owned(),
         is_leader,
         node,
+        epoch: stat.czxid,
     }
 }
 
@@ -39,9 +52,9 @@ pub(crate) async fn read_all(
     let mut participants = Vec::with_capacity(reads.len());
     for (node, read) in nodes.into_iter().zip(reads) {
         match read.await {
-            Ok((data, _)) => {
+            Ok((data, stat)) => {
                 let is_leader = participants.is_empty();
-                participants.push(participant(node, &data, is_leader));
+                participants.push(participant(node, &data, &stat, is_leader));
             }
             Err(Error::NoNode) => {}
             Err(error) => return Err(error),
@@ -57,7 +70,7 @@ pub(crate) async fn read_leader(
 ) -> Result<Option<Participant>> {
     for node in nodes {
         match client.get_data().for_path(&node).await {
-            Ok((data, _)) => return Ok(Some(participant(node, &data, true))),
+            Ok((data, stat)) => return Ok(Some(participant(node, &data, &stat, true))),
             Err(Error::NoNode) => {}
             Err(error) => return Err(error),
         }

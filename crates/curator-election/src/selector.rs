@@ -40,6 +40,27 @@ pub struct LeadershipContext {
     hold: Hold,
 }
 
+impl LeadershipContext {
+    /// The epoch of this leadership: the lock node's creation zxid, the same number as
+    /// [`fencing_token()`](Hold::fencing_token) and as the [`epoch`](Participant::epoch) that
+    /// [`LeaderSelector::leader`] and a [`LeaderObserver`](crate::LeaderObserver) report. Every
+    /// later leadership on the path has a greater epoch.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use curator_election::LeaderSelector;
+    /// let selector = LeaderSelector::builder(client, "/election/jobs", "worker-1", |context| async move {
+    ///     assert_eq!(context.epoch(), context.fencing_token());
+    ///     println!("leading in epoch {:#x}", context.epoch());
+    /// })
+    /// .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn epoch(&self) -> i64 {
+        self.hold.fencing_token()
+    }
+}
+
 impl Deref for LeadershipContext {
     type Target = Hold;
 
@@ -232,6 +253,24 @@ impl LeaderSelector {
     /// Whether the task runs now as leader.
     pub fn has_leadership(&self) -> bool {
         self.inner.leadership.lock().is_some()
+    }
+
+    /// While this participant leads, the epoch of its leadership (see
+    /// [`LeadershipContext::epoch`]).
+    ///
+    /// ```no_run
+    /// # fn demo(selector: curator_election::LeaderSelector) {
+    /// if let Some(epoch) = selector.leader_epoch() {
+    ///     println!("leading in epoch {epoch:#x}");
+    /// }
+    /// # }
+    /// ```
+    pub fn leader_epoch(&self) -> Option<i64> {
+        self.inner
+            .leadership
+            .lock()
+            .as_ref()
+            .map(|(guard, _)| guard.fencing_token())
     }
 
     /// Every participant in election order (ids read from the nodes).

@@ -4,8 +4,8 @@
 //! client.
 
 use curator_election::{
-    CloseMode, LatchEvent, LeaderLatch, LeaderLatchBuilder, LeaderSelector, LeaderSelectorBuilder,
-    LeadershipContext,
+    CloseMode, ElectionError, LatchEvent, LeaderLatch, LeaderLatchBuilder, LeaderObserver,
+    LeaderSelector, LeaderSelectorBuilder, LeadershipContext, Participant,
 };
 use curator_framework::recipe::Hold;
 use curator_framework::{CuratorFramework, Error};
@@ -23,6 +23,9 @@ fn handles_builders_and_futures_are_send_and_sync() {
     assert_send_sync::<LeaderSelectorBuilder>();
     assert_send_sync::<LeadershipContext>();
     assert_send_sync::<LatchEvent>();
+    assert_send_sync::<LeaderObserver>();
+    assert_send_sync::<ElectionError>();
+    assert_send_sync::<Participant>();
     // Never called: the futures only have to type-check as `Send`.
     fn send<T: Send>(_: &T) {}
     let _futures = |latch: LeaderLatch, selector: LeaderSelector| {
@@ -31,6 +34,11 @@ fn handles_builders_and_futures_are_send_and_sync() {
         send(&latch.close());
         send(&selector.start());
         send(&selector.close());
+        send(&latch.proclaim("id"));
+    };
+    let _observer_futures = |observer: LeaderObserver| {
+        send(&observer.start());
+        send(&observer.close());
     };
 }
 

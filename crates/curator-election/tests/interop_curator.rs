@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use curator_election::{LeaderLatch, LeaderSelector};
+use curator_election::{LeaderLatch, LeaderObserver, LeaderSelector, Participant};
 use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
 use curator_testkit as testkit;
+use futures::StreamExt;
 use tokio::time::Instant;
 
 fn java(connect: &str, path: &str, id: &str, kind: &str) -> JavaPeer {
@@ -21,6 +22,17 @@ fn java(connect: &str, path: &str, id: &str, kind: &str) -> JavaPeer {
 
 async fn ask(peer: &mut JavaPeer, line: &str) -> String {
     tokio::task::block_in_place(|| peer.ask(line)).unwrap()
+}
+
+/// The observer's next change, as (id, epoch).
+async fn next_leader(
+    changes: &mut (impl futures::Stream<Item = Option<Participant>> + Unpin),
+) -> Option<(String, i64)> {
+    tokio::time::timeout(Timing::new().wait(), changes.next())
+        .await
+        .expect("the observer delivers in time")
+        .expect("the observer's stream goes on")
+        .map(|leader| (leader.id, leader.epoch))
 }
 
 /// Polls the Java peer until it answers `expected` to `question`.
@@ -46,6 +58,13 @@ async fn rust_and_java_leader_latches_elect_one_leader() {
     let mut java =
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "latch"));
     java_says(&mut java, "leading", "yes").await;
+    // A Rust observer of the Java leader: its id, and an epoch.
+    let observer =
+        LeaderObserver::new(testkit::client(&server.connect_string()).await, &path).unwrap();
+    let mut changes = observer.stream();
+    observer.start().await.unwrap();
+    let (java_id, java_epoch) = next_leader(&mut changes).await.unwrap();
+    assert_eq!(java_id, "java-1");
     let rust = LeaderLatch::builder(
         testkit::client(&server.connect_string()).await,
         &path,
@@ -79,7 +98,14 @@ async fn rust_and_java_leader_latches_elect_one_leader() {
             .await
             .unwrap()
     );
+    let rust_epoch = rust.leader_epoch().unwrap();
+    assert!(rust_epoch > java_epoch);
+    assert_eq!(
+        next_leader(&mut changes).await,
+        Some(("rust-1".to_owned(), rust_epoch))
+    );
     rust.close().await.unwrap();
+    observer.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,6 +115,12 @@ async fn rust_and_java_leader_selectors_take_turns() {
     let mut java =
         tokio::task::block_in_place(|| java(&server.connect_string(), &path, "java-1", "selector"));
     java_says(&mut java, "leading", "yes").await;
+    let observer =
+        LeaderObserver::new(testkit::client(&server.connect_string()).await, &path).unwrap();
+    let mut changes = observer.stream();
+    observer.start().await.unwrap();
+    let (java_id, java_epoch) = next_leader(&mut changes).await.unwrap();
+    assert_eq!(java_id, "java-1");
     let rust = LeaderSelector::builder(
         testkit::client(&server.connect_string()).await,
         &path,
@@ -130,5 +162,12 @@ async fn rust_and_java_leader_selectors_take_turns() {
     })
     .await;
     java_says(&mut java, "leading", "no").await;
+    let rust_epoch = rust.leader_epoch().unwrap();
+    assert!(rust_epoch > java_epoch);
+    assert_eq!(
+        next_leader(&mut changes).await,
+        Some(("rust-1".to_owned(), rust_epoch))
+    );
     rust.close().await.unwrap();
+    observer.close().await.unwrap();
 }

@@ -1,4 +1,5 @@
-//! `curator leader PATH [--id ID] -- CMD...`: CMD runs only while this process leads.
+//! `curator leader PATH [--id ID] -- CMD...`: CMD runs only while this process leads, with the
+//! leadership's epoch in `$CURATOR_LEADER_EPOCH` and the latch node in `$CURATOR_LEADER_NODE`.
 
 use std::time::{Duration, Instant};
 
@@ -98,15 +99,26 @@ async fn lead(
             return Ok(code);
         }
         deadline = None;
+        // The epoch of this leadership (the latch node's czxid, as `lock`'s fencing token):
+        // greater than every earlier leadership's on the path.
+        let (Some(epoch), Some(node)) = (latch.leader_epoch(), latch.hold()) else {
+            // Lost since the check: wait to lead again.
+            continue;
+        };
         // The session tells a reader whether this is a new term on a new session.
         let session = format!("{:#x}", client.session_id().unwrap_or(0));
         // Nobody would hear what CMD does: do not start it (`run` leaves the election).
         report.status(
             "leading",
-            json!({ "path": path, "id": id, "session": session }),
-            format!("{id} leads {path}"),
+            json!({ "path": path, "id": id, "session": session, "epoch": epoch, "node": node.node_path() }),
+            format!("{id} leads {path} (epoch {epoch})"),
         )?;
-        let mut child = Child::spawn(&run.command, &[], run.grace, report).await?;
+        // The epoch for CMD to hand to what it changes, as a fencing token (see the README).
+        let env = [
+            ("CURATOR_LEADER_EPOCH", epoch.to_string()),
+            ("CURATOR_LEADER_NODE", node.node_path().to_owned()),
+        ];
+        let mut child = Child::spawn(&run.command, &env, run.grace, report).await?;
         // A failed write marks stderr gone; the wait below then stops CMD.
         let _ = report.status(
             "started",
