@@ -7,6 +7,7 @@ use std::time::Duration;
 use curator_counters::DistributedAtomicLong;
 use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::ops::transaction::TransactionOp;
+use curator_framework::recipe::Hold;
 use curator_framework::retry::RetryNTimes;
 use curator_framework::{CreateMode, CuratorFramework, Error, paths};
 use curator_locks::InterProcessMutex;
@@ -183,16 +184,17 @@ fn transitions(client: &CuratorFramework) -> u64 {
     client.metrics().state_transitions
 }
 
-/// A log entry: a sequential child of `log`, created only if `own_node` (the actor's lock or
-/// latch node) exists. `first` steps go before it in the same transaction.
+/// A log entry: a sequential child of `log`, written as a write guarded by `hold` (the actor's
+/// lock or leadership: refused unless its node still exists, on its session). `first` steps go
+/// before it in the same transaction.
 async fn act(
     client: &CuratorFramework,
-    own_node: &str,
+    hold: &Hold,
     first: Vec<TransactionOp>,
     log: &str,
     prefix: &str,
 ) -> bool {
-    let mut transaction = client.transaction().check(own_node, -1);
+    let mut transaction = client.transaction().guarded_by(hold);
     for op in first {
         transaction = transaction.op(op);
     }
@@ -228,7 +230,6 @@ pub async fn mutex_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed
             actions: Vec::new(),
             lost_at: None,
         };
-        let node = guard.node_path().to_owned();
         let prefix = LogEntry::prefix(0, episode.token, index);
         for _ in 0..2 {
             jitter(&mut rng, 5).await;
@@ -237,7 +238,7 @@ pub async fn mutex_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed
                 break;
             }
             let sent_at = ctx.clock.now();
-            let ok = act(&client, &node, Vec::new(), &ctx.paths.mutex_log, &prefix).await;
+            let ok = act(&client, &guard, Vec::new(), &ctx.paths.mutex_log, &prefix).await;
             episode.actions.push(Action { sent_at, ok });
             if !ok {
                 break;
@@ -274,10 +275,10 @@ pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, see
             Err(_) => break,
         }
         let started_at = ctx.clock.now();
-        let Some(node) = latch.node_path() else {
+        let Some(hold) = latch.hold() else {
             continue;
         };
-        let Some(token) = sequence_of(&node) else {
+        let Some(token) = sequence_of(hold.node_path()) else {
             continue;
         };
         let mut episode = Episode {
@@ -306,7 +307,7 @@ pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, see
                 Vec::new()
             };
             let sent_at = ctx.clock.now();
-            let ok = act(&client, &node, first, &ctx.paths.leader_log, &prefix).await;
+            let ok = act(&client, &hold, first, &ctx.paths.leader_log, &prefix).await;
             episode.actions.push(Action { sent_at, ok });
             if !ok {
                 break;

@@ -14,7 +14,6 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::error::ElectionError;
 use crate::participant::{self, Participant};
 
 const LATCH_NAME: &str = "latch-";
@@ -328,25 +327,25 @@ impl LeaderLatch {
     /// (`getLeader().getId()`), so Java participants see the proclaimed id too.
     ///
     /// ```no_run
-    /// # async fn demo(latch: curator_election::LeaderLatch) -> Result<(), curator_election::ElectionError> {
-    /// use curator_election::ElectionError;
+    /// # async fn demo(latch: curator_election::LeaderLatch) -> curator_framework::Result<()> {
+    /// use curator_framework::Error;
     /// match latch.proclaim("worker-1 at 10.0.0.7:8080").await {
     ///     Ok(()) => {}
-    ///     Err(ElectionError::NotLeader) => println!("only the leader proclaims"),
+    ///     Err(Error::NotLeader { .. }) => println!("only the leader proclaims"),
     ///     Err(error) => return Err(error),
     /// }
     /// # Ok(()) }
     /// ```
     ///
     /// # Errors
-    /// [`ElectionError::NotLeader`] when this participant does not lead, or its node is gone
-    /// (nothing is written); [`ElectionError::Zk`] with `BadVersion` when someone else changed
-    /// the node's data, or with a connection error (the write may or may not have happened).
+    /// [`Error::NotLeader`] when this participant does not lead, or its node is gone (nothing is
+    /// written); `BadVersion` when someone else changed the node's data; a connection error
+    /// (the write may or may not have happened).
     ///
     /// # Cancellation safety
     /// Dropping the future may leave the write done without [`id()`](Self::id) knowing it
     /// (a later `proclaim` then fails with `BadVersion` until the node is read again).
-    pub async fn proclaim(&self, id: impl Into<String>) -> Result<(), ElectionError> {
+    pub async fn proclaim(&self, id: impl Into<String>) -> Result<()> {
         let inner = &self.inner;
         let id = id.into();
         let _one_at_a_time = inner.proclaiming.lock().await;
@@ -354,7 +353,11 @@ impl LeaderLatch {
             Some(leadership) if !leadership.hold.is_lost() => {
                 (leadership.hold.node_path().to_owned(), leadership.version)
             }
-            _ => return Err(ElectionError::NotLeader),
+            _ => {
+                return Err(Error::NotLeader {
+                    node: self.node_path().unwrap_or_default(),
+                });
+            }
         };
         let written = inner
             .client
@@ -365,15 +368,17 @@ impl LeaderLatch {
         match written {
             Ok(stat) => {
                 *inner.id.lock() = id;
-                if let Some(leadership) = inner.leadership.lock().as_mut()
-                    && leadership.hold.node_path() == node
+                let mut leadership = inner.leadership.lock();
+                if let Some(leadership) = leadership
+                    .as_mut()
+                    .filter(|leadership| leadership.hold.node_path() == node)
                 {
                     leadership.version = leadership.version.max(stat.version);
                 }
                 Ok(())
             }
-            Err(Error::NoNode) => Err(ElectionError::NotLeader),
-            Err(error) => Err(error.into()),
+            Err(Error::NoNode) => Err(Error::NotLeader { node }),
+            Err(error) => Err(error),
         }
     }
 
@@ -505,11 +510,13 @@ impl Inner {
         let mut leadership = self.leadership.lock();
         let leadership = leadership.get_or_insert_with(|| {
             let (end, lost) = watch::channel(false);
-            Leadership {
-                hold: Hold::with_signal(node.to_owned(), token, lost),
-                end,
-                version,
-            }
+            let hold = Hold::with_signal(node.to_owned(), token, lost).for_leadership();
+            // The session that leads: guarded writes go on it or not at all.
+            let hold = match self.client.session_id() {
+                Some(session) => hold.on_session(session),
+                None => hold,
+            };
+            Leadership { hold, end, version }
         });
         // Versions only grow: a read older than our own last proclaim must not undo it.
         leadership.version = leadership.version.max(version);

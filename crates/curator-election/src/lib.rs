@@ -2,13 +2,11 @@
 // Background work goes through the recipe runtime (clippy.toml says why).
 #![warn(clippy::disallowed_methods)]
 
-mod error;
 mod latch;
 mod observer;
 mod participant;
 mod selector;
 
-pub use error::ElectionError;
 pub use latch::{CloseMode, LatchEvent, LeaderLatch, LeaderLatchBuilder};
 pub use observer::LeaderObserver;
 pub use participant::Participant;

@@ -316,7 +316,12 @@ impl Inner {
     /// Leads with `guard`; returns the context to hand to the task.
     fn lead(&self, guard: LockGuard) -> LeadershipContext {
         let (end, lost) = watch::channel(false);
-        let hold = Hold::with_signal(guard.node_path().to_owned(), guard.fencing_token(), lost);
+        let hold = Hold::with_signal(guard.node_path().to_owned(), guard.fencing_token(), lost)
+            .for_leadership();
+        let hold = match guard.session_id() {
+            Some(session) => hold.on_session(session),
+            None => hold,
+        };
         *self.leadership.lock() = Some((guard, end));
         LeadershipContext { hold }
     }

@@ -4,8 +4,8 @@
 //! client.
 
 use curator_election::{
-    CloseMode, ElectionError, LatchEvent, LeaderLatch, LeaderLatchBuilder, LeaderObserver,
-    LeaderSelector, LeaderSelectorBuilder, LeadershipContext, Participant,
+    CloseMode, LatchEvent, LeaderLatch, LeaderLatchBuilder, LeaderObserver, LeaderSelector,
+    LeaderSelectorBuilder, LeadershipContext, Participant,
 };
 use curator_framework::recipe::Hold;
 use curator_framework::{CuratorFramework, Error};
@@ -24,7 +24,6 @@ fn handles_builders_and_futures_are_send_and_sync() {
     assert_send_sync::<LeadershipContext>();
     assert_send_sync::<LatchEvent>();
     assert_send_sync::<LeaderObserver>();
-    assert_send_sync::<ElectionError>();
     assert_send_sync::<Participant>();
     // Never called: the futures only have to type-check as `Send`.
     fn send<T: Send>(_: &T) {}

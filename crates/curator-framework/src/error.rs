@@ -198,6 +198,36 @@ pub enum Error {
         /// The rule broken.
         violation: crate::schema::Violation,
     },
+    /// A write guarded by a lock or semaphore lease ([`Hold`](crate::recipe::Hold), see
+    /// [`CuratorFramework::guarded`](crate::CuratorFramework::guarded)) was refused because the
+    /// hold is lost: its node is gone, its session ended, or the hold was signalled lost. Nothing
+    /// was written. Not retryable: acquire again.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// let error = Error::LockLost { node: "/locks/a/_c_1-lock-0000000003".into() };
+    /// assert!(!error.is_retryable());
+    /// assert_eq!(error.to_string(), "the lock held through /locks/a/_c_1-lock-0000000003 is lost; nothing was written");
+    /// ```
+    #[error("the lock held through {node} is lost; nothing was written")]
+    LockLost {
+        /// The hold's node (as the caller names paths).
+        node: String,
+    },
+    /// An action reserved for the leader was refused: this participant does not lead (any
+    /// more). From a write guarded by a leadership's [`Hold`](crate::recipe::Hold), or a
+    /// leader-only call of an election recipe. Nothing was written. Not retryable.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// let error = Error::NotLeader { node: "/election/_c_1-latch-0000000007".into() };
+    /// assert_eq!(error.to_string(), "not the leader (leadership through /election/_c_1-latch-0000000007); nothing was written");
+    /// ```
+    #[error("not the leader (leadership through {node}); nothing was written")]
+    NotLeader {
+        /// The node the leadership rested on (empty when there was none).
+        node: String,
+    },
 }
 
 impl Error {

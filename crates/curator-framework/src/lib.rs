@@ -12,6 +12,7 @@ pub mod acl;
 pub mod codec;
 pub mod compression;
 pub mod ensemble;
+pub mod guarded;
 pub mod listen;
 pub mod metrics;
 pub mod ops;

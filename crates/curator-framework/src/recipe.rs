@@ -522,6 +522,16 @@ impl Backoff {
     }
 }
 
+/// What a [`Hold`] holds, which names the error of a refused guarded write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HoldKind {
+    /// A lock, a read or write lock, a semaphore lease: [`Error::LockLost`](crate::Error::LockLost).
+    Lock,
+    /// A leadership (latch, selector): [`Error::NotLeader`](crate::Error::NotLeader).
+    Leadership,
+}
+
 /// What a holder holds: its node, a fencing token, and a signal that the hold may be lost. The
 /// one hold of every recipe: a lock's [`LockGuard`], a semaphore's `Lease` and a leader's hold
 /// all give one.
@@ -546,6 +556,9 @@ impl Backoff {
 pub struct Hold {
     node: Arc<str>,
     token: i64,
+    kind: HoldKind,
+    /// The session that made the node, when known: guarded writes go on it or not at all.
+    session: Option<i64>,
     lost: watch::Receiver<bool>,
     /// The client's close, which ends a hold made with [`Hold::new`].
     client_closed: Option<CancellationToken>,
@@ -557,6 +570,8 @@ impl fmt::Debug for Hold {
         f.debug_struct("Hold")
             .field("node", &self.node)
             .field("fencing_token", &self.token)
+            .field("kind", &self.kind)
+            .field("session", &self.session.map(|id| format!("{id:#x}")))
             .field("lost", &self.is_lost())
             .finish()
     }
@@ -565,7 +580,8 @@ impl fmt::Debug for Hold {
 impl Hold {
     /// A hold on `node` with fencing `token`, lost when the client's connection state becomes
     /// an error state under its connection-state error policy (with the standard policy: at
-    /// `Suspended`), or when the client closes.
+    /// `Suspended`), or when the client closes. A lock's hold ([`HoldKind::Lock`]) on the
+    /// client's current session (the one that made `node`).
     pub fn new(client: &CuratorFramework, node: String, token: i64) -> Self {
         let policy = client.connection_state_error_policy();
         let (lost_tx, lost) = watch::channel(false);
@@ -579,6 +595,8 @@ impl Hold {
         Self {
             node: Arc::from(node),
             token,
+            kind: HoldKind::Lock,
+            session: client.session_id(),
             lost,
             client_closed: Some(client.inner.cancel.clone()),
             _listener: Some(Arc::new(listener)),
@@ -586,14 +604,55 @@ impl Hold {
     }
 
     /// A hold whose loss is signalled by `lost` turning `true` (or its sender going away),
-    /// for holds that end by other rules (leadership ends when the leader steps down).
+    /// for holds that end by other rules (leadership ends when the leader steps down). A
+    /// [`HoldKind::Lock`] with no session known; see [`for_leadership`](Self::for_leadership)
+    /// and [`on_session`](Self::on_session).
     pub fn with_signal(node: String, token: i64, lost: watch::Receiver<bool>) -> Self {
         Self {
             node: Arc::from(node),
             token,
+            kind: HoldKind::Lock,
+            session: None,
             lost,
             client_closed: None,
             _listener: None,
+        }
+    }
+
+    /// This hold as a leadership ([`HoldKind::Leadership`]): guarded writes refused because it
+    /// is lost fail with [`Error::NotLeader`](crate::Error::NotLeader).
+    pub fn for_leadership(mut self) -> Self {
+        self.kind = HoldKind::Leadership;
+        self
+    }
+
+    /// The session that made the hold's node (its ephemeral owner): writes guarded by this hold
+    /// are sent on that session only, so a write can never pass the hold's check on a later
+    /// session of the same client.
+    pub fn on_session(mut self, session: i64) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// What is held.
+    pub fn kind(&self) -> HoldKind {
+        self.kind
+    }
+
+    /// The session that made the hold's node, when known.
+    pub fn session_id(&self) -> Option<i64> {
+        self.session
+    }
+
+    /// The error of a write refused because this hold is lost: [`Error::LockLost`] or
+    /// [`Error::NotLeader`](crate::Error::NotLeader), naming the node.
+    ///
+    /// [`Error::LockLost`]: crate::Error::LockLost
+    pub fn lost_error(&self) -> crate::Error {
+        let node = self.node.to_string();
+        match self.kind {
+            HoldKind::Lock => crate::Error::LockLost { node },
+            HoldKind::Leadership => crate::Error::NotLeader { node },
         }
     }
 

@@ -8,6 +8,7 @@ use crate::acl::Acl;
 use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
 use crate::ops::{self, OpFuture};
+use crate::recipe::Hold;
 use crate::types::{CreateMode, Stat, validate_ttl};
 
 /// One step of a transaction.
@@ -312,6 +313,7 @@ pub enum TransactionResult {
 pub struct TransactionBuilder {
     client: CuratorFramework,
     ops: Vec<TransactionOp>,
+    guard: Option<Hold>,
 }
 
 impl TransactionBuilder {
@@ -319,7 +321,30 @@ impl TransactionBuilder {
         Self {
             client,
             ops: Vec::new(),
+            guard: None,
         }
+    }
+
+    /// Guards the transaction with `hold` (a lock guard, semaphore lease or leadership, which
+    /// all dereference to a [`Hold`]): it commits only while the hold's node exists, checked by
+    /// the server in the same transaction, and only on the session that made the node. A hold
+    /// that is lost fails the commit with [`Error::LockLost`] or [`Error::NotLeader`] and
+    /// nothing is written. Step indices in errors and results are the caller's (the check is
+    /// not counted). See [`CuratorFramework::guarded`] for single writes.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework, hold: curator_framework::recipe::Hold) -> curator_framework::Result<()> {
+    /// client.transaction()
+    ///     .guarded_by(&hold)
+    ///     .set_data("/jobs/current", b"batch-42")
+    ///     .create("/jobs/done/batch-41", b"")
+    ///     .commit()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn guarded_by(mut self, hold: &Hold) -> Self {
+        self.guard = Some(hold.clone());
+        self
     }
 
     /// Adds a step.
@@ -362,9 +387,15 @@ impl TransactionBuilder {
             )));
         }
         let client = self.client;
-        let steps = match self
-            .ops
-            .into_iter()
+        let guard = self.guard;
+        if let Some(hold) = guard.as_ref().filter(|hold| hold.is_lost()) {
+            return OpFuture::ready(Err(hold.lost_error()));
+        }
+        let ops = guard
+            .iter()
+            .map(|hold| TransactionOp::check(hold.node_path(), -1))
+            .chain(self.ops);
+        let steps = match ops
             .map(|op| op.into_step(&client))
             .collect::<Result<Vec<_>>>()
         {
@@ -377,14 +408,28 @@ impl TransactionBuilder {
             session_id = ?client.session_id()
         );
         let unfix = client.clone();
+        let pinned = guard.as_ref().and_then(Hold::session_id);
+        let refused = guard.as_ref().map(Hold::lost_error);
         ops::run(
             &client,
             span,
             move |session, _| {
                 let steps = Arc::clone(&steps);
-                async move { session.multi(&steps).await }
+                let wrong_session = pinned
+                    .filter(|&pinned| pinned != session.session_id())
+                    .and(refused.clone());
+                async move {
+                    match wrong_session {
+                        Some(refused) => Err(refused),
+                        None => session.multi(&steps).await,
+                    }
+                }
             },
             move |result| {
+                let result = match guard {
+                    Some(hold) => unguard(&hold, result),
+                    None => result,
+                };
                 Ok(result?
                     .into_iter()
                     .map(|result| match result {
@@ -397,6 +442,29 @@ impl TransactionBuilder {
                     .collect())
             },
         )
+    }
+}
+
+/// The caller's view of a guarded transaction's outcome: the check's failure is the hold's
+/// loss; the check's result and index are removed.
+fn unguard(hold: &Hold, result: Result<Vec<TransactionResult>>) -> Result<Vec<TransactionResult>> {
+    match result {
+        Ok(mut results) => {
+            if !results.is_empty() {
+                results.remove(0);
+            }
+            Ok(results)
+        }
+        Err(Error::Transaction { index: 0, cause })
+            if matches!(*cause, Error::NoNode | Error::BadVersion) =>
+        {
+            Err(hold.lost_error())
+        }
+        Err(Error::Transaction { index, cause }) if index > 0 => Err(Error::Transaction {
+            index: index - 1,
+            cause,
+        }),
+        other => other,
     }
 }
 
