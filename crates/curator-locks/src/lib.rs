@@ -2,6 +2,7 @@
 // Background work goes through the recipe runtime (clippy.toml says why).
 #![warn(clippy::disallowed_methods)]
 
+mod fencing_gate;
 mod holding;
 mod multi_lock;
 mod mutex;
@@ -9,6 +10,7 @@ mod revoker;
 mod rwlock;
 mod semaphore;
 
+pub use fencing_gate::{Admission, FencingGate};
 pub use multi_lock::{InterProcessMultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexBuilder, LockGuard};
 pub use revoker::Revoker;
