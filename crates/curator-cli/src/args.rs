@@ -17,11 +17,14 @@ Exit codes:
   2    bad arguments
   3    no connection to ZooKeeper (within --connection-timeout), or it failed
   4    --timeout passed before the lock, barrier or leadership was had
-  5    the lock was lost while CMD ran (CMD was stopped)
+  5    the lock was lost while CMD ran (CMD was stopped); lease: the lease ended while CMD ran
+       (CMD was stopped)
+  6    fence: the token was refused (the gate admitted a newer one; it is printed)
+  7    lease: the lease is held by someone else (CMD was not run)
   126  CMD could not be executed; 127 CMD was not found
   128+N  interrupted by signal N before CMD ran (130 SIGINT, 143 SIGTERM)
   141  stdout or stderr closed by its reader (CMD, if any, was stopped)
-  lock, leader and barrier otherwise exit with CMD's own code (128+N when CMD died of signal N).
+  lock, leader, lease and barrier otherwise exit with CMD's own code (128+N when CMD died of signal N).
 
 Durations: 500ms, 10s, 2m, 1h. --connect defaults to $ZK_CONNECT, then 127.0.0.1:2181.";
 
@@ -642,6 +645,11 @@ pub(crate) enum Command {
         output: Output,
     },
     /// Run CMD while holding the distributed lock at PATH (Curator's InterProcessMutex)
+    ///
+    /// CMD gets the lock's fencing token in $CURATOR_FENCING_TOKEN (and the lock node in
+    /// $CURATOR_LOCK_NODE). It can hand the token to what it changes, or pass a fencing gate
+    /// first: `curator fence /gates/db "$CURATOR_FENCING_TOKEN" && write-to-db` refuses a holder
+    /// whose lock was lost and taken by someone newer.
     Lock {
         /// The lock's path
         path: String,
@@ -665,6 +673,42 @@ pub(crate) enum Command {
         timeout: Option<Duration>,
         #[command(flatten)]
         run: RunArgs,
+        #[command(flatten)]
+        session: Session,
+    },
+    /// Run CMD only if the time-boxed lease at PATH is won: at most one run per interval,
+    /// cluster-wide (exit code 7, CMD not run, when someone else holds it)
+    ///
+    /// The lease is timed by ZooKeeper's clock and is not bound to this session. CMD gets
+    /// $CURATOR_LEASE_TOKEN (a fencing token, see `curator fence`) and $CURATOR_LEASE_UNTIL (the
+    /// interval's end, milliseconds since the Unix epoch on the server's clock). CMD is stopped
+    /// (SIGTERM, then SIGKILL after --grace) so that it is gone by the end of the interval
+    /// (exit code 5 then).
+    Lease {
+        /// The lease's path
+        path: String,
+        /// How long the lease is held (its interval), e.g. 70m
+        #[arg(long = "for", value_parser = parse_duration, value_name = "D")]
+        duration: Duration,
+        /// This holder's id; the same id renews its own lease (default: host name and process id)
+        #[arg(long)]
+        id: Option<String>,
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        session: Session,
+    },
+    /// Admit TOKEN through the fencing gate at PATH: exit 0 when it is not older than any token
+    /// admitted before (it is stored), exit code 6 when a newer one was (printed)
+    ///
+    /// The gate's node holds the highest admitted token as decimal text. Tokens are
+    /// $CURATOR_FENCING_TOKEN of `curator lock`, or $CURATOR_LEASE_TOKEN of `curator lease`.
+    Fence {
+        /// The gate's node (created on first use)
+        path: String,
+        /// The fencing token to admit
+        #[arg(allow_negative_numbers = true)]
+        token: i64,
         #[command(flatten)]
         session: Session,
     },
@@ -814,6 +858,8 @@ impl Command {
             | Command::Whoami { .. }
             | Command::Ensemble { .. } => None,
             Command::Lock { path, .. }
+            | Command::Lease { path, .. }
+            | Command::Fence { path, .. }
             | Command::Leader { path, .. }
             | Command::Barrier { path, .. }
             | Command::Counter { path, .. }
@@ -839,6 +885,8 @@ impl Command {
                 sessions
             }
             Command::Lock { session, .. }
+            | Command::Lease { session, .. }
+            | Command::Fence { session, .. }
             | Command::Leader { session, .. }
             | Command::Barrier { session, .. }
             | Command::Ls { session, .. }
@@ -1037,6 +1085,36 @@ mod tests {
         assert_eq!(timeout, Some(Duration::from_secs(2)));
         assert_eq!(run.command, ["echo", "-n", "hi"]);
         assert!(Cli::try_parse_from(["curator", "lock", "/l"]).is_err());
+    }
+
+    #[test]
+    fn lease_and_fence_parse() {
+        let cli = Cli::try_parse_from([
+            "curator", "lease", "/l", "--for", "70m", "--id", "job", "--", "true",
+        ])
+        .unwrap();
+        let Command::Lease {
+            path,
+            duration,
+            id,
+            run,
+            ..
+        } = cli.command
+        else {
+            panic!("not a lease command");
+        };
+        assert_eq!(path, "/l");
+        assert_eq!(duration, Duration::from_secs(70 * 60));
+        assert_eq!(id.as_deref(), Some("job"));
+        assert_eq!(run.command, ["true"]);
+        assert!(Cli::try_parse_from(["curator", "lease", "/l", "--", "true"]).is_err());
+
+        let cli = Cli::try_parse_from(["curator", "fence", "/g", "12884901890"]).unwrap();
+        let Command::Fence { path, token, .. } = cli.command else {
+            panic!("not a fence command");
+        };
+        assert_eq!((path.as_str(), token), ("/g", 12_884_901_890));
+        assert!(Cli::try_parse_from(["curator", "fence", "/g", "x"]).is_err());
     }
 
     fn settings(args: &[&str]) -> CliResult<Settings> {

@@ -3,7 +3,9 @@
 mod barrier;
 mod counter;
 mod ensemble;
+mod fence;
 mod leader;
+mod lease;
 mod lock;
 mod nodes;
 mod server;
@@ -37,6 +39,16 @@ pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
                 Command::Lock {
                     path, timeout, run, ..
                 } => lock::run(&client, report, &path, timeout, &run, check).await,
+                Command::Lease {
+                    path,
+                    duration,
+                    id,
+                    run,
+                    ..
+                } => lease::run(&client, report, &path, duration, id, &run).await,
+                Command::Fence { path, token, .. } => {
+                    fence::run(&client, report, &path, token).await
+                }
                 Command::Leader {
                     path,
                     id,

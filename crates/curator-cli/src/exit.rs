@@ -22,8 +22,13 @@ pub mod codes {
     pub const CONNECTION: u8 = 3;
     /// `--timeout` passed before the lock, barrier or leadership was had.
     pub const TIMEOUT: u8 = 4;
-    /// The lock was lost while CMD ran (`curator lock`); CMD was stopped.
+    /// The lock was lost while CMD ran (`curator lock`), or the lease's interval ended while
+    /// CMD ran (`curator lease`); CMD was stopped.
     pub const LOST: u8 = 5;
+    /// `curator fence`: the gate refused the token (it admitted a newer one, which is printed).
+    pub const REFUSED: u8 = 6;
+    /// `curator lease`: someone else holds the lease; CMD was not run.
+    pub const NOT_WON: u8 = 7;
     /// CMD could not be run (not executable).
     pub const CANNOT_EXECUTE: u8 = 126;
     /// CMD was not found.

@@ -2,15 +2,19 @@
 // Background work goes through the recipe runtime (clippy.toml says why).
 #![warn(clippy::disallowed_methods)]
 
+mod fencing_gate;
 mod holding;
 mod multi_lock;
 mod mutex;
+mod non_blocking_lease;
 mod revoker;
 mod rwlock;
 mod semaphore;
 
+pub use fencing_gate::{Admission, FencingGate};
 pub use multi_lock::{InterProcessMultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexBuilder, LockGuard};
+pub use non_blocking_lease::{LeaseGrant, NonBlockingLease};
 pub use revoker::Revoker;
 pub use rwlock::InterProcessReadWriteLock;
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases};

@@ -198,6 +198,15 @@ impl Drop for NodeCleanup<'_> {
     }
 }
 
+/// How long an attempt waits for the nodes ahead of its own.
+#[derive(Clone, Copy)]
+enum Wait {
+    Forever,
+    Until(Instant),
+    /// Not at all: `try_acquire`.
+    No,
+}
+
 enum Attempt {
     Acquired {
         node: String,
@@ -301,6 +310,47 @@ impl InterProcessMutex {
         self.acquire_until(Some(Instant::now() + timeout)).await
     }
 
+    /// Takes the lock only if that needs no waiting: `None` at once when another handle (or
+    /// process) holds it, or is ahead in line. A handle that holds the lock already takes it
+    /// again (reentrant), as [`acquire`](Self::acquire) does.
+    ///
+    /// Unlike `acquire_timeout(Duration::ZERO)` it never watches the node ahead, and the lock
+    /// node it made is deleted before it returns `None` (a failed delete goes on in the
+    /// background), so a contender that gives up leaves nothing behind.
+    ///
+    /// ```no_run
+    /// # async fn demo(mutex: curator_locks::InterProcessMutex) -> curator_framework::Result<()> {
+    /// match mutex.try_acquire().await? {
+    ///     Some(guard) => guard.release().await?,
+    ///     None => println!("busy: someone else holds {}", mutex.path()),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancellation safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        // Another acquisition of this handle is waiting in line: the lock is not ours to take.
+        let Ok(_one_at_a_time) = self.shared.acquiring.try_lock() else {
+            return Ok(None);
+        };
+        if let Some(guard) = self.reenter() {
+            return Ok(Some(guard));
+        }
+        loop {
+            match self.attempt(Wait::No).await? {
+                Attempt::Acquired { node, token } => return Ok(Some(self.hold(node, token))),
+                Attempt::TimedOut => return Ok(None),
+                Attempt::NodeLost => {
+                    tracing::debug!(path = %self.shared.path, "lock node lost while trying; trying again")
+                }
+            }
+        }
+    }
+
     /// Whether this handle holds the lock now.
     pub fn is_acquired_in_this_process(&self) -> bool {
         self.shared.held.lock().is_some()
@@ -349,7 +399,8 @@ impl InterProcessMutex {
             return Ok(Some(guard));
         }
         loop {
-            match self.attempt(deadline).await? {
+            let wait = deadline.map_or(Wait::Forever, Wait::Until);
+            match self.attempt(wait).await? {
                 Attempt::Acquired { node, token } => return Ok(Some(self.hold(node, token))),
                 Attempt::TimedOut => return Ok(None),
                 Attempt::NodeLost => {
@@ -394,7 +445,7 @@ impl InterProcessMutex {
     }
 
     /// One try: make a node, then wait until it is the lowest.
-    async fn attempt(&self, deadline: Option<Instant>) -> Result<Attempt> {
+    async fn attempt(&self, wait: Wait) -> Result<Attempt> {
         let client = &self.shared.client;
         let path = &self.shared.path;
         // A reader whose handle holds the write side takes the read lock at the writer's place in
@@ -448,6 +499,13 @@ impl InterProcessMutex {
                     token: stat.czxid,
                 });
             };
+            if let Wait::No = wait {
+                // Gone before this returns (a failure here leaves it to the background).
+                if let Some(node) = cleanup.node.take() {
+                    let _ = delete_node(client, &node).await;
+                }
+                return Ok(Attempt::TimedOut);
+            }
             // Watch only the node that blocks ours: its deletion wakes this waiter alone.
             let previous = paths::join(path, &blocker);
             let watcher: Watcher = match client.get_data().watched().for_path(&previous).await {
@@ -455,8 +513,8 @@ impl InterProcessMutex {
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error),
             };
-            match deadline {
-                Some(deadline) => {
+            match wait {
+                Wait::Until(deadline) => {
                     if tokio::time::timeout_at(deadline, watcher.changed())
                         .await
                         .is_err()
@@ -468,7 +526,7 @@ impl InterProcessMutex {
                         return Ok(Attempt::TimedOut);
                     }
                 }
-                None => {
+                Wait::Forever | Wait::No => {
                     watcher.changed().await;
                 }
             }

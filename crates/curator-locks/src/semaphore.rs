@@ -186,6 +186,29 @@ impl InterProcessSemaphoreV2 {
             .and_then(|mut l| l.pop()))
     }
 
+    /// Takes one lease only if that needs no waiting: `None` at once when all leases are taken,
+    /// or when another contender is taking one at this moment (it holds the semaphore's guard
+    /// lock; Curator's `acquire(0, ms)` behaves alike). A lease node made for nothing is deleted
+    /// before this returns.
+    ///
+    /// ```no_run
+    /// # async fn demo(semaphore: curator_locks::InterProcessSemaphoreV2) -> curator_framework::Result<()> {
+    /// match semaphore.try_acquire().await? {
+    ///     Some(lease) => lease.release().await?,
+    ///     None => println!("no lease free right now"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancellation safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        self.acquire_one(Wait::No).await
+    }
+
     /// Like [`acquire_many`](Self::acquire_many), giving up after `timeout`.
     ///
     /// # Errors
@@ -233,7 +256,8 @@ impl InterProcessSemaphoreV2 {
     async fn acquire_until(&self, n: u32, deadline: Option<Instant>) -> Result<Option<Vec<Lease>>> {
         let mut leases = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            match self.acquire_one(deadline).await? {
+            let wait = deadline.map_or(Wait::Forever, Wait::Until);
+            match self.acquire_one(wait).await? {
                 Some(lease) => leases.push(lease),
                 // Dropping the leases already taken returns them.
                 None => return Ok(None),
@@ -242,21 +266,25 @@ impl InterProcessSemaphoreV2 {
         Ok(Some(leases))
     }
 
-    async fn acquire_one(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
+    async fn acquire_one(&self, wait: Wait) -> Result<Option<Lease>> {
         let inner = &self.inner;
         // The guard mutex lets one contender at a time add its lease and wait for room, whichever
         // handle or task it comes from.
         let guard_mutex =
             InterProcessMutex::builder(inner.client.clone(), &inner.guard_path).build()?;
-        let guard = match deadline {
-            Some(deadline) => match guard_mutex
+        let guard = match wait {
+            Wait::No => match guard_mutex.try_acquire().await? {
+                Some(guard) => guard,
+                None => return Ok(None),
+            },
+            Wait::Until(deadline) => match guard_mutex
                 .acquire_timeout(deadline.saturating_duration_since(Instant::now()))
                 .await?
             {
                 Some(guard) => guard,
                 None => return Ok(None),
             },
-            None => guard_mutex.acquire().await?,
+            Wait::Forever => guard_mutex.acquire().await?,
         };
         let (node, stat) = inner
             .client
@@ -303,15 +331,21 @@ impl InterProcessSemaphoreV2 {
                     }
                 }
             };
-            match deadline {
-                Some(deadline) => {
+            match wait {
+                Wait::No => {
+                    // Full: gone before this returns (a failure here leaves it to the
+                    // background).
+                    let _ = lease.release().await;
+                    return Ok(None);
+                }
+                Wait::Until(deadline) => {
                     if tokio::time::timeout_at(deadline, changed).await.is_err() {
                         // Gone before this returns (a failure here leaves it to the background).
                         let _ = lease.release().await;
                         return Ok(None);
                     }
                 }
-                None => changed.await,
+                Wait::Forever => changed.await,
             }
         }
         guard.release().await?;
@@ -349,6 +383,15 @@ impl InterProcessSemaphoreV2 {
             }
         }
     }
+}
+
+/// How long an acquisition waits for room.
+#[derive(Clone, Copy)]
+enum Wait {
+    Forever,
+    Until(Instant),
+    /// Not at all: `try_acquire`.
+    No,
 }
 
 /// A non-reentrant mutex across processes: a semaphore with one lease (Curator's
@@ -398,5 +441,25 @@ impl InterProcessSemaphoreMutex {
     /// As [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>> {
         self.semaphore.acquire_timeout(timeout).await
+    }
+
+    /// Takes the mutex only if that needs no waiting (see
+    /// [`InterProcessSemaphoreV2::try_acquire`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(mutex: curator_locks::InterProcessSemaphoreMutex) -> curator_framework::Result<()> {
+    /// if let Some(lease) = mutex.try_acquire().await? {
+    ///     lease.release().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancellation safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        self.semaphore.try_acquire().await
     }
 }

@@ -378,3 +378,50 @@ async fn participant_nodes_are_full_paths_in_order_like_the_mutex() {
         [guard.node_path()]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_acquire_takes_a_free_lease_and_leaves_nothing_when_full() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("semaphore-try");
+    let holder_client = testkit::client(&server.connect_string()).await;
+    let other_client = testkit::client(&server.connect_string()).await;
+    let holder =
+        InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(2)).unwrap();
+    let other =
+        InterProcessSemaphoreV2::new(other_client.clone(), &path, MaxLeases::Fixed(2)).unwrap();
+    let first = holder
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("two leases free");
+    let second = holder.acquire().await.unwrap();
+    let before = other.participant_nodes().await.unwrap();
+    assert_eq!(before.len(), 2);
+    for _ in 0..3 {
+        let attempt = tokio::time::timeout(Timing::new().wait(), other.try_acquire())
+            .await
+            .expect("try_acquire does not wait for room")
+            .unwrap();
+        assert!(attempt.is_none());
+        assert_eq!(other.participant_nodes().await.unwrap(), before);
+    }
+    first.release().await.unwrap();
+    let taken = other
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("a lease is free again");
+    taken.release().await.unwrap();
+    second.release().await.unwrap();
+
+    let mutex =
+        InterProcessSemaphoreMutex::new(holder_client.clone(), &unique_root("sm-try")).unwrap();
+    let lease = mutex.try_acquire().await.unwrap().expect("free");
+    assert!(
+        mutex.try_acquire().await.unwrap().is_none(),
+        "not reentrant"
+    );
+    lease.release().await.unwrap();
+    holder_client.close().await;
+    other_client.close().await;
+}

@@ -172,6 +172,8 @@ pub(crate) async fn run(
         Command::Demo { .. }
         | Command::Server { .. }
         | Command::Lock { .. }
+        | Command::Lease { .. }
+        | Command::Fence { .. }
         | Command::Leader { .. }
         | Command::Barrier { .. }
         | Command::Counter { .. }
