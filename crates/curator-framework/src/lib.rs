@@ -16,6 +16,7 @@ pub mod guarded;
 pub mod listen;
 pub mod metrics;
 pub mod ops;
+pub mod optimistic;
 pub mod paths;
 pub mod recipe;
 pub mod retry;
