@@ -48,11 +48,19 @@ pub(crate) struct Outcomes {
     dir: String,
     /// What this handle writes into its take markers.
     token: String,
+    /// How the queue node is made again when it is missing (a container for the simple queue,
+    /// persistent for the others, as in Curator).
+    queue_mode: CreateMode,
 }
 
 impl Outcomes {
-    pub(crate) fn new(client: CuratorFramework, queue: &str) -> Result<Self> {
+    pub(crate) fn new(
+        client: CuratorFramework,
+        queue: &str,
+        queue_mode: CreateMode,
+    ) -> Result<Self> {
         Ok(Self {
+            queue_mode,
             dir: outcome_path(queue)?,
             queue: queue.to_owned(),
             client,
@@ -215,14 +223,23 @@ impl Outcomes {
         }
     }
 
-    /// Creates the queue node (`queue`) or the outcome directory, with container parents.
+    /// Creates the queue node (`queue`) or the outcome directory, with container parents. The
+    /// directory is persistent: a container would be removed by the server whenever its last
+    /// marker goes, and every write after that would pay a failed transaction to make it again.
     async fn create_parent(&self, queue: bool) -> Result<()> {
-        let path = if queue { &self.queue } else { &self.dir };
-        let mut create = self.client.create().creating_parent_containers_if_needed();
-        if !queue {
-            create = create.with_mode(CreateMode::Container);
-        }
-        match create.for_path(path, []).await {
+        let (path, mode) = if queue {
+            (&self.queue, self.queue_mode)
+        } else {
+            (&self.dir, CreateMode::Persistent)
+        };
+        match self
+            .client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_mode(mode)
+            .for_path(path, [])
+            .await
+        {
             Ok(_) | Err(Error::NodeExists) => Ok(()),
             Err(error) => Err(error),
         }

@@ -370,7 +370,11 @@ where
     pub fn build(self) -> Result<Queue<K, T, C>> {
         paths::validate(&self.path)?;
         let outcomes = if self.exactly_once {
-            Some(Outcomes::new(self.client.clone(), &self.path)?)
+            Some(Outcomes::new(
+                self.client.clone(),
+                &self.path,
+                CreateMode::Persistent,
+            )?)
         } else {
             None
         };

@@ -88,7 +88,11 @@ impl SimpleDistributedQueueBuilder {
     pub fn build(self) -> Result<SimpleDistributedQueue> {
         paths::validate(&self.path)?;
         let outcomes = if self.exactly_once {
-            Some(Outcomes::new(self.client.clone(), &self.path)?)
+            Some(Outcomes::new(
+                self.client.clone(),
+                &self.path,
+                CreateMode::Container,
+            )?)
         } else {
             None
         };
