@@ -42,7 +42,8 @@ pub enum ErrorMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PutEvent {
-    /// The node created.
+    /// The node created (in exactly-once mode, when the put's reply was lost, only its prefix
+    /// path `<path>/queue-…`: the item was stored once under a name the put did not learn).
     pub node: String,
     /// How many items it holds.
     pub items: usize,
