@@ -448,3 +448,29 @@ async fn distributed_queue_consumers_under_cuts_consume_each_item_exactly_once()
     })
     .await;
 }
+
+#[tokio::test]
+async fn purge_outcomes_deletes_the_markers_of_dead_writers() {
+    let server = TestingServer::start().await.unwrap();
+    let c = client(&server.connect_string()).await;
+    let path = unique_root("eo-purge");
+    let queue = SimpleDistributedQueue::builder(c.clone(), &path)
+        .exactly_once()
+        .build()
+        .unwrap();
+    warm_up(&queue).await;
+    // What a taker that died right after its take applied leaves behind.
+    c.create()
+        .for_path(
+            &format!("{}/qn-0000000042", outcomes(&path)),
+            b"a dead taker",
+        )
+        .await
+        .unwrap();
+    assert_eq!(queue.purge_outcomes(Duration::from_secs(3600)).await, Ok(0));
+    assert_eq!(children(&c, &outcomes(&path)).await.len(), 1, "too young");
+    assert_eq!(queue.purge_outcomes(Duration::ZERO).await, Ok(1));
+    assert_eq!(children(&c, &outcomes(&path)).await, Vec::<String>::new());
+    let plain = SimpleDistributedQueue::new(c.clone(), &path).unwrap();
+    assert_eq!(plain.purge_outcomes(Duration::ZERO).await, Ok(0));
+}
