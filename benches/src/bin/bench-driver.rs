@@ -153,8 +153,9 @@ impl Driver {
             "leader_handover" => self.leader_handover(path, latencies).await?,
             "counter_8way" => self.counter_8way(path, latencies, true).await?,
             "counter_8way_plain" => self.counter_8way(path, latencies, false).await?,
-            "queue_1x1" => self.queue(path, latencies, 1).await?,
-            "queue_4x4" => self.queue(path, latencies, 4).await?,
+            "queue_1x1" => self.queue(path, latencies, 1, false).await?,
+            "queue_4x4" => self.queue(path, latencies, 4, false).await?,
+            "queue_4x4_exactly_once" => self.queue(path, latencies, 4, true).await?,
             "cache_initial_load" => self.cache_initial_load(path, latencies).await?,
             "cache_memory" => self.cache_memory(path, latencies).await?,
             "cache_update_latency" => self.cache_update_latency(path, latencies).await?,
@@ -239,8 +240,15 @@ impl Driver {
 
 impl Driver {
     /// `n` producer sessions offer and `n` consumer sessions take items of one
-    /// `SimpleDistributedQueue`; one op = one item taken, its latency the take's.
-    async fn queue(&self, path: &str, latencies: &mut [u64], n: usize) -> Result<(), String> {
+    /// `SimpleDistributedQueue`; one op = one item taken, its latency the take's. `exactly_once`
+    /// chooses the exactly-once mode (outcome markers) over the default at-least-once one.
+    async fn queue(
+        &self,
+        path: &str,
+        latencies: &mut [u64],
+        n: usize,
+        exactly_once: bool,
+    ) -> Result<(), String> {
         let Driver::Framework(_, connect) = self else {
             return Err("unsupported".into());
         };
@@ -249,8 +257,7 @@ impl Driver {
         let mut producers = Vec::new();
         for p in 0..n {
             let client = connect_framework(connect).await;
-            let queue =
-                SimpleDistributedQueue::new(client.clone(), path).map_err(|e| e.to_string())?;
+            let queue = simple_queue(&client, path, exactly_once)?;
             let count = total / n + usize::from(p < total % n);
             producers.push(tokio::spawn(async move {
                 for _ in 0..count {
@@ -263,8 +270,7 @@ impl Driver {
         let mut consumers = Vec::new();
         for _ in 0..n {
             let client = connect_framework(connect).await;
-            let queue =
-                SimpleDistributedQueue::new(client.clone(), path).map_err(|e| e.to_string())?;
+            let queue = simple_queue(&client, path, exactly_once)?;
             let taken = std::sync::Arc::clone(&taken);
             consumers.push(tokio::spawn(async move {
                 let mut mine = Vec::new();
@@ -594,4 +600,20 @@ async fn main() {
     if let Driver::Framework(client, _) = driver {
         client.close().await;
     }
+}
+
+/// A simple queue at `path`, in exactly-once mode or not.
+fn simple_queue(
+    client: &CuratorFramework,
+    path: &str,
+    exactly_once: bool,
+) -> Result<SimpleDistributedQueue, String> {
+    let builder = SimpleDistributedQueue::builder(client.clone(), path);
+    if exactly_once {
+        builder.exactly_once()
+    } else {
+        builder
+    }
+    .build()
+    .map_err(|e| e.to_string())
 }

@@ -3,6 +3,7 @@
 #![warn(clippy::disallowed_methods)]
 
 mod envelope;
+mod outcome;
 mod queue;
 mod sharder;
 mod simple;
@@ -12,4 +13,4 @@ pub use queue::{
     ErrorMode, PutEvent, QUEUE_PREFIX, Queue, QueueBuilder, kind,
 };
 pub use sharder::{QueueSharder, QueueSharderBuilder};
-pub use simple::{SIMPLE_PREFIX, SimpleDistributedQueue};
+pub use simple::{SIMPLE_PREFIX, SimpleDistributedQueue, SimpleDistributedQueueBuilder};

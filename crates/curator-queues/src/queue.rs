@@ -21,6 +21,7 @@ use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
 use crate::envelope;
+use crate::outcome::Outcomes;
 use consume::ConsumeFn;
 
 /// Item nodes are `<path>/queue-…<sequence>`.
@@ -41,7 +42,8 @@ pub enum ErrorMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PutEvent {
-    /// The node created.
+    /// The node created (in exactly-once mode, when the put's reply was lost, only its prefix
+    /// path `<path>/queue-…`: the item was stored once under a name the put did not learn).
     pub node: String,
     /// How many items it holds.
     pub items: usize,
@@ -197,6 +199,8 @@ struct Core<T, C> {
     max_items: Option<usize>,
     kind: Kind,
     consumer: Option<ConsumeFn<T>>,
+    /// The outcome markers, in exactly-once mode.
+    outcomes: Option<Outcomes>,
     puts: ListenerContainer<PutEvent>,
     lifecycle: Lifecycle,
     tasks: RecipeTasks,
@@ -223,6 +227,7 @@ impl<K, T, C: fmt::Debug> fmt::Debug for Queue<K, T, C> {
             .field("error_mode", &core.error_mode)
             .field("max_items", &core.max_items)
             .field("consumer", &core.consumer.is_some())
+            .field("exactly_once", &core.outcomes.is_some())
             .field("state", &core.lifecycle.state())
             .finish()
     }
@@ -252,6 +257,7 @@ pub struct QueueBuilder<K, T, C = Json> {
     error_mode: ErrorMode,
     max_items: Option<usize>,
     consumer: Option<ConsumeFn<T>>,
+    exactly_once: bool,
     kind: PhantomData<K>,
 }
 
@@ -264,6 +270,7 @@ impl<K, T, C: fmt::Debug> fmt::Debug for QueueBuilder<K, T, C> {
             .field("error_mode", &self.error_mode)
             .field("max_items", &self.max_items)
             .field("consumer", &self.consumer.is_some())
+            .field("exactly_once", &self.exactly_once)
             .finish()
     }
 }
@@ -280,6 +287,7 @@ impl<K: QueueKind, T: Send + 'static> Queue<K, T, Json> {
             error_mode: ErrorMode::default(),
             max_items: None,
             consumer: None,
+            exactly_once: false,
             kind: PhantomData,
         }
     }
@@ -301,6 +309,7 @@ where
             error_mode: self.error_mode,
             max_items: self.max_items,
             consumer: self.consumer,
+            exactly_once: self.exactly_once,
             kind: PhantomData,
         }
     }
@@ -317,6 +326,20 @@ where
     /// What lock-safe consumers do when the consumer fails ([`ErrorMode::Requeue`] by default).
     pub fn error_mode(mut self, mode: ErrorMode) -> Self {
         self.error_mode = mode;
+        self
+    }
+
+    /// Exactly-once puts, and exactly-once takes by the consumer without a lock path, across
+    /// lost replies, connection loss and session expiry: each write goes in one transaction with
+    /// a persistent outcome marker in the sibling node `<path>-outcomes`, which tells the writer
+    /// what happened when the reply is lost. Costs one more round trip per put and per take (the
+    /// marker's delete). Item nodes and data stay Curator's, so Java processes share the queue
+    /// (without the guarantee for their own writes). With a [`lock_path`](Self::lock_path) the
+    /// consumer stays lock-safe (at least once: a consumer that dies mid-item has its item
+    /// redone); only its puts and requeues are exactly once. See the crate's README,
+    /// "Exactly-once mode".
+    pub fn exactly_once(mut self) -> Self {
+        self.exactly_once = true;
         self
     }
 
@@ -343,9 +366,19 @@ where
     /// The queue (not started).
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for `max_items(0)`.
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for `max_items(0)`,
+    /// and for exactly-once mode at `/` (the markers' sibling directory would have no place).
     pub fn build(self) -> Result<Queue<K, T, C>> {
         paths::validate(&self.path)?;
+        let outcomes = if self.exactly_once {
+            Some(Outcomes::new(
+                self.client.clone(),
+                &self.path,
+                CreateMode::Persistent,
+            )?)
+        } else {
+            None
+        };
         if let Some(lock_path) = &self.lock_path {
             paths::validate(lock_path)?;
         }
@@ -365,6 +398,7 @@ where
             max_items: self.max_items,
             kind: K::KIND,
             consumer: self.consumer,
+            outcomes,
             puts,
             lifecycle: Lifecycle::new(),
             tasks,
@@ -453,6 +487,22 @@ where
     /// Connection errors.
     pub async fn len(&self) -> Result<usize> {
         Ok(self.core.item_names().await?.0.len())
+    }
+
+    /// Deletes exactly-once outcome markers older than `max_age`: those of puts and takes whose
+    /// process died after the server applied them and before it learned so (a live handle
+    /// deletes its own at once). Pick `max_age` far above any partition a live consumer could
+    /// sit out: a taker that asks after its marker was purged concludes the take did not
+    /// apply, and the item is then lost (never duplicated). Returns how many; `0` outside
+    /// exactly-once mode.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn purge_outcomes(&self, max_age: Duration) -> Result<usize> {
+        match &self.core.outcomes {
+            Some(outcomes) => outcomes.purge(max_age).await,
+            None => Ok(0),
+        }
     }
 
     /// Whether the queue has no item node now.
@@ -619,12 +669,23 @@ where
         if let Some(max) = self.max_items {
             self.wait_for_room(max).await?;
         }
+        let prefix_path = paths::join(&self.path, &prefix);
+        if let Some(outcomes) = &self.outcomes {
+            // After a lost reply the item is stored once but its name is unknown: the event
+            // then names the prefix.
+            let node = outcomes.put(&prefix_path, &data).await?;
+            self.puts.publish(PutEvent {
+                node: node.unwrap_or(prefix_path),
+                items: items.len(),
+            });
+            return Ok(());
+        }
         let node = self
             .client
             .create()
             .creating_parent_containers_if_needed()
             .with_mode(CreateMode::PersistentSequential)
-            .for_path(&paths::join(&self.path, &prefix), &data)
+            .for_path(&prefix_path, &data)
             .await?;
         self.puts.publish(PutEvent {
             node,

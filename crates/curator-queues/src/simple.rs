@@ -8,6 +8,8 @@ use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::outcome::Outcomes;
+
 /// Item nodes are `<path>/qn-<sequence>`.
 pub const SIMPLE_PREFIX: &str = "qn-";
 
@@ -18,10 +20,12 @@ pub const SIMPLE_PREFIX: &str = "qn-";
 /// delete of it succeeds. A consumer keeps the child list it read and works through it before
 /// listing again, so a queue of n items costs n reads and n deletes, not n listings.
 ///
-/// Faults: an `offer` whose reply is lost with the connection is retried and may then store the
-/// item twice, and a take whose delete reply is lost returns the item even though another
-/// consumer might have taken it in between: across connection loss the queue is at least once
-/// (nothing is lost; duplicates are possible), otherwise exactly once.
+/// Faults: by default (as in Curator), an `offer` whose reply is lost with the connection is
+/// retried and may then store the item twice, and a take whose delete reply is lost returns the
+/// item even though another consumer might have taken it in between: across connection loss the
+/// queue is at least once (nothing is lost; duplicates are possible), otherwise exactly once.
+/// [`SimpleDistributedQueueBuilder::exactly_once`] makes offers and takes exactly once across
+/// lost replies too, with outcome markers (see the crate's README, "Exactly-once mode").
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -39,6 +43,66 @@ pub struct SimpleDistributedQueue {
     path: String,
     /// Item names read by the last listing and not yet tried, lowest first.
     known: Mutex<VecDeque<String>>,
+    /// The outcome markers, in exactly-once mode.
+    outcomes: Option<Outcomes>,
+}
+
+/// Settings of a [`SimpleDistributedQueue`]; [`build`](Self::build) makes it.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_queues::SimpleDistributedQueue;
+/// let queue = SimpleDistributedQueue::builder(client, "/queues/payments")
+///     .exactly_once() // markers in /queues/payments-outcomes
+///     .build()?;
+/// queue.offer(b"pay 10").await?;        // stored once, even if the reply is lost
+/// let item = queue.take().await?;       // delivered once, even if the reply is lost
+/// # let _ = item;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until built"]
+pub struct SimpleDistributedQueueBuilder {
+    client: CuratorFramework,
+    path: String,
+    exactly_once: bool,
+}
+
+impl SimpleDistributedQueueBuilder {
+    /// Exactly-once offers and takes across lost replies, connection loss and session expiry:
+    /// each write goes in one transaction with a persistent outcome marker in the sibling node
+    /// `<path>-outcomes`, which tells the writer what happened when the reply is lost. Costs one
+    /// more round trip per offer and per take (the marker's delete). Item nodes and data stay
+    /// Curator's, so Java consumers and producers share the queue (without the guarantee for
+    /// their own writes).
+    pub fn exactly_once(mut self) -> Self {
+        self.exactly_once = true;
+        self
+    }
+
+    /// The queue.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for exactly-once mode
+    /// at `/` (the markers' sibling directory would have no place).
+    pub fn build(self) -> Result<SimpleDistributedQueue> {
+        paths::validate(&self.path)?;
+        let outcomes = if self.exactly_once {
+            Some(Outcomes::new(
+                self.client.clone(),
+                &self.path,
+                CreateMode::Container,
+            )?)
+        } else {
+            None
+        };
+        Ok(SimpleDistributedQueue {
+            client: self.client,
+            path: self.path,
+            known: Mutex::new(VecDeque::new()),
+            outcomes,
+        })
+    }
 }
 
 impl SimpleDistributedQueue {
@@ -47,12 +111,32 @@ impl SimpleDistributedQueue {
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path.
     pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
-        paths::validate(path)?;
-        Ok(Self {
+        Self::builder(client, path).build()
+    }
+
+    /// Settings for a queue at `path` (for [`exactly_once`](SimpleDistributedQueueBuilder::exactly_once)).
+    pub fn builder(client: CuratorFramework, path: &str) -> SimpleDistributedQueueBuilder {
+        SimpleDistributedQueueBuilder {
             client,
             path: path.to_owned(),
-            known: Mutex::new(VecDeque::new()),
-        })
+            exactly_once: false,
+        }
+    }
+
+    /// Deletes exactly-once outcome markers older than `max_age`: those of offers and takes
+    /// whose process died after the server applied them and before it learned so (a live
+    /// handle deletes its own at once). Pick `max_age` far above any partition a live
+    /// consumer could sit out: a taker that asks after its marker was purged concludes the take
+    /// did not apply, and the item is then lost (never duplicated). Returns how many; `0`
+    /// outside exactly-once mode.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn purge_outcomes(&self, max_age: Duration) -> Result<usize> {
+        match &self.outcomes {
+            Some(outcomes) => outcomes.purge(max_age).await,
+            None => Ok(0),
+        }
     }
 
     /// The queue's path.
@@ -64,13 +148,25 @@ impl SimpleDistributedQueue {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an item over ZooKeeper's 1 MiB limit (nothing written);
-    /// connection errors.
+    /// connection errors. In exactly-once mode an error means the item was not stored, except
+    /// [`Error::Closed`] (the client closed while the outcome was unknown).
     pub async fn offer(&self, item: &[u8]) -> Result<()> {
+        let prefix = paths::join(&self.path, SIMPLE_PREFIX);
+        if let Some(outcomes) = &self.outcomes {
+            if item.len() > paths::MAX_DATA_LEN {
+                return Err(Error::InvalidArgument(format!(
+                    "a queue item of {} bytes is over ZooKeeper's limit of {} bytes",
+                    item.len(),
+                    paths::MAX_DATA_LEN
+                )));
+            }
+            return outcomes.put(&prefix, item).await.map(drop);
+        }
         self.client
             .create()
             .creating_parent_containers_if_needed()
             .with_mode(CreateMode::PersistentSequential)
-            .for_path(&paths::join(&self.path, SIMPLE_PREFIX), item)
+            .for_path(&prefix, item)
             .await
             .map(drop)
     }
@@ -137,7 +233,8 @@ impl SimpleDistributedQueue {
     ///
     /// # Cancellation safety
     /// Dropping the future while it waits loses nothing; dropping it after the item's delete
-    /// was sent may lose that item.
+    /// was sent may lose that item (in exactly-once mode its marker then stays, for
+    /// [`purge_outcomes`](Self::purge_outcomes)).
     pub async fn take(&self) -> Result<Vec<u8>> {
         self.take_until(None)
             .await
@@ -240,6 +337,9 @@ impl SimpleDistributedQueue {
             Err(Error::NoNode) => return Ok(None),
             Err(error) => return Err(error),
         };
+        if let Some(outcomes) = &self.outcomes {
+            return Ok(outcomes.take(name, stat.version).await?.then_some(data));
+        }
         // The item is ours when our versioned delete applies. `idempotent`: a retry after a
         // lost reply that finds the item gone counts as ours, delivering rather than losing it
         // (at least once across faults: another consumer may have taken it meanwhile).

@@ -25,6 +25,23 @@ async fn queues_follow_the_recipe_contract() {
     let simple = SimpleDistributedQueue::new(c.clone(), &format!("{root}/simple")).unwrap();
     simple.offer(b"x").await.unwrap();
     assert_eq!(simple.take().await.unwrap(), b"x");
+    // The builder (for the exactly-once option) reports bad input from `build()`.
+    let builder = SimpleDistributedQueue::builder(c.clone(), "/").exactly_once();
+    assert!(format!("{builder:?}").contains("exactly_once: true"));
+    assert!(matches!(builder.build(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        SimpleDistributedQueue::builder(c.clone(), "no-slash").build(),
+        Err(Error::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        DistributedQueue::<String>::builder(c.clone(), "/")
+            .exactly_once()
+            .build(),
+        Err(Error::InvalidArgument(_))
+    ));
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<curator_queues::SimpleDistributedQueueBuilder>();
+    send_sync::<SimpleDistributedQueue>();
 
     let consumed = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&consumed);

@@ -1,5 +1,6 @@
 //! Rust queues and Apache Curator's (Java, Debian's 5.4 jars) on the same nodes: each consumes
-//! what the other produced, for the simple queue and for `DistributedQueue`'s item envelope.
+//! what the other produced, for the simple queue (also in exactly-once mode) and for
+//! `DistributedQueue`'s item envelope.
 
 use std::path::Path;
 
@@ -53,6 +54,31 @@ async fn rust_and_java_share_queues_both_ways() {
     }
     assert_eq!(simple.take().await.unwrap(), b"j1");
     assert_eq!(simple.take().await.unwrap(), b"j2");
+
+    // The exactly-once mode keeps Curator's items: Java takes what it offered, in order, and it
+    // takes what Java offered. Its markers live beside the queue, never among the items.
+    let exactly_once = SimpleDistributedQueue::builder(c.clone(), &simple_path)
+        .exactly_once()
+        .build()
+        .unwrap();
+    for item in ["e1", "e2"] {
+        exactly_once.offer(item.as_bytes()).await.unwrap();
+    }
+    for item in ["e1", "e2"] {
+        assert_eq!(ask(&mut java, "poll 5000").await, format!("item {item}"));
+    }
+    assert_eq!(ask(&mut java, "offer j3").await, "ok");
+    assert_eq!(exactly_once.take().await.unwrap(), b"j3");
+    assert!(
+        curator_testkit::children(&c, &simple_path)
+            .await
+            .iter()
+            .all(|name| name.starts_with("qn-"))
+    );
+    assert_eq!(
+        curator_testkit::children(&c, &format!("{simple_path}-outcomes")).await,
+        Vec::<String>::new()
+    );
 
     // DistributedQueue: Java puts, a Rust lock-safe consumer gets them in order...
     for item in ["j1", "j2", "j3"] {

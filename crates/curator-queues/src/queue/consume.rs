@@ -145,42 +145,64 @@ where
                     Err(Error::NoNode) => return Ok(Processed::Done),
                     Err(error) => return Err(error),
                 };
-                // The item is ours when our versioned delete applies. `idempotent`: a retry
-                // after a lost reply that finds the item gone counts as ours (at least once
-                // across connection loss: another consumer may have taken it meanwhile).
-                match self
-                    .client
-                    .delete()
-                    .with_version(stat.version)
-                    .idempotent()
-                    .for_path(&item_path)
-                    .await
-                {
-                    Ok(()) => {}
-                    // Another consumer took it (or changed it) first.
-                    Err(Error::NoNode | Error::BadVersion) => return Ok(Processed::Done),
-                    Err(error) => return Err(error),
+                let taken = match &self.outcomes {
+                    Some(outcomes) => outcomes.take(name, stat.version).await?,
+                    None => self.take_plain(&item_path, stat.version).await?,
+                };
+                if !taken {
+                    return Ok(Processed::Done);
                 }
-                let items = envelope::decode(&item_path, &data)?;
-                for bytes in items {
-                    match self.codec.decode(&bytes) {
-                        Ok(item) => {
-                            if let Err(error) = consume(item).await {
-                                tracing::warn!(item = name, %error, "queue consumer failed; the item is gone (not lock-safe)");
-                            }
-                        }
-                        Err(error) => {
-                            tracing::error!(item = name, %error, "undecodable queue item dropped")
-                        }
-                    }
-                }
-                Ok(Processed::Done)
+                self.consume_taken(name, &item_path, &data, consume).await
             }
             Some(lock_path) => {
                 self.process_locked(name, &item_path, lock_path, consume, token)
                     .await
             }
         }
+    }
+
+    /// Deletes the item at `version`; `Ok(false)` when another consumer took it first.
+    async fn take_plain(&self, item_path: &str, version: i32) -> Result<bool> {
+        // The item is ours when our versioned delete applies. `idempotent`: a retry after a
+        // lost reply that finds the item gone counts as ours (at least once across connection
+        // loss: another consumer may have taken it meanwhile).
+        match self
+            .client
+            .delete()
+            .with_version(version)
+            .idempotent()
+            .for_path(item_path)
+            .await
+        {
+            Ok(()) => Ok(true),
+            // Another consumer took it (or changed it) first.
+            Err(Error::NoNode | Error::BadVersion) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Runs the consumer on the items of a node this consumer took (deleted).
+    async fn consume_taken(
+        &self,
+        name: &str,
+        item_path: &str,
+        data: &[u8],
+        consume: &ConsumeFn<T>,
+    ) -> Result<Processed> {
+        let items = envelope::decode(item_path, data)?;
+        for bytes in items {
+            match self.codec.decode(&bytes) {
+                Ok(item) => {
+                    if let Err(error) = consume(item).await {
+                        tracing::warn!(item = name, %error, "queue consumer failed; the item is gone (not lock-safe)");
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(item = name, %error, "undecodable queue item dropped")
+                }
+            }
+        }
+        Ok(Processed::Done)
     }
 
     async fn process_locked(
