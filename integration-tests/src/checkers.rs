@@ -188,6 +188,10 @@ pub enum Delivery {
     ExactlyOnce,
     /// Each item delivered at least once; duplicates are reported, not violations.
     AtLeastOnce,
+    /// Each item delivered exactly once, across faults too (the queues' exactly-once mode): any
+    /// duplicate is a violation, and so is a failed put whose item was delivered (an error
+    /// means not applied).
+    Strict,
 }
 
 /// A queue check's findings besides violations.
@@ -246,8 +250,9 @@ pub fn check_queue(
         if deliveries.len() < 2 {
             continue;
         }
-        let documented = put_of.get(item).is_some_and(|p| p.across_fault)
-            || deliveries.iter().any(|t| t.across_fault);
+        let documented = delivery != Delivery::Strict
+            && (put_of.get(item).is_some_and(|p| p.across_fault)
+                || deliveries.iter().any(|t| t.across_fault));
         if delivery == Delivery::AtLeastOnce || documented {
             findings.allowed_duplicates += deliveries.len() - 1;
         } else {
@@ -258,6 +263,14 @@ pub fn check_queue(
         }
     }
     details("taken more than once", twice);
+    if delivery == Delivery::Strict {
+        let applied_anyway: Vec<String> = puts
+            .iter()
+            .filter(|p| !p.ok && taken.contains_key(p.item.as_str()))
+            .map(|p| p.item.clone())
+            .collect();
+        details("delivered although their put failed", applied_anyway);
+    }
     (violations, findings)
 }
 
@@ -556,6 +569,21 @@ mod tests {
         let (violations, findings) = check_queue("queue", &puts, &takes, Delivery::ExactlyOnce);
         assert_eq!(violations, []);
         assert_eq!(findings.allowed_duplicates, 1);
+        // Strict (the exactly-once mode): no excuse.
+        let (violations, _) = check_queue("queue", &puts, &takes, Delivery::Strict);
+        assert_eq!(violations.len(), 1);
+        assert!(violations[0].detail.contains("more than once"));
+    }
+
+    #[test]
+    fn strict_queues_catch_a_failed_put_delivered() {
+        let puts = [put("a", false, true)];
+        let takes = [take("a", "x", false)];
+        let (violations, _) = check_queue("queue", &puts, &takes, Delivery::ExactlyOnce);
+        assert_eq!(violations, []);
+        let (violations, _) = check_queue("queue", &puts, &takes, Delivery::Strict);
+        assert_eq!(violations.len(), 1);
+        assert!(violations[0].detail.contains("put failed"));
     }
 
     #[test]

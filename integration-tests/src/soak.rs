@@ -678,7 +678,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
             "simple queue",
             &record.simple_puts,
             &record.simple_takes,
-            Delivery::ExactlyOnce,
+            Delivery::Strict,
         );
         violations.extend(simple);
         let (safe, safe_findings) = checkers::check_queue(

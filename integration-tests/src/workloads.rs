@@ -381,10 +381,13 @@ async fn backlog_room(ctx: &Ctx, safe: bool) {
     }
 }
 
-/// Offers unique items to the simple queue until the producers stop.
+/// Offers unique items to the simple queue (exactly once) until the producers stop.
 pub async fn simple_producer(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let Ok(queue) = SimpleDistributedQueue::new(client.clone(), &ctx.paths.simple_queue) else {
+    let Ok(queue) = SimpleDistributedQueue::builder(client.clone(), &ctx.paths.simple_queue)
+        .exactly_once()
+        .build()
+    else {
         return;
     };
     let mut n = 0u64;
@@ -404,9 +407,12 @@ pub async fn simple_producer(ctx: Ctx, client: CuratorFramework, index: usize, s
     }
 }
 
-/// Takes from the simple queue until told to stop.
+/// Takes from the simple queue (exactly once) until told to stop.
 pub async fn simple_consumer(ctx: Ctx, client: CuratorFramework, index: usize) {
-    let Ok(queue) = SimpleDistributedQueue::new(client.clone(), &ctx.paths.simple_queue) else {
+    let Ok(queue) = SimpleDistributedQueue::builder(client.clone(), &ctx.paths.simple_queue)
+        .exactly_once()
+        .build()
+    else {
         return;
     };
     while !ctx.stop.is_cancelled() {
