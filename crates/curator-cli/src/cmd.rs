@@ -75,3 +75,14 @@ pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
         }
     }
 }
+
+/// This process's default participant id: `<host>-<pid>` (`localhost` when the host name is
+/// unknown), for `leader` and `lease`.
+fn default_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("{host}-{}", std::process::id())
+}

@@ -30,7 +30,7 @@ pub(crate) async fn run(
 ) -> CliResult {
     let mut signals = Signals::install()?;
     child::handle_terminal_stops()?;
-    let id = id.unwrap_or_else(default_id);
+    let id = id.unwrap_or_else(super::default_id);
     let latch = LeaderLatch::builder(client.clone(), path, id.clone())
         .close_mode(CloseMode::Silent)
         .build()
@@ -331,14 +331,4 @@ async fn still_leading(election: &Election<'_>) -> Result<(), String> {
         Some(_) if !latch.has_leadership() => Err("leadership was lost".to_owned()),
         Some(_) => Ok(()),
     }
-}
-
-/// `host-pid`, the default participant id.
-fn default_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned());
-    format!("{host}-{}", std::process::id())
 }

@@ -33,7 +33,7 @@ pub(crate) async fn run(
 ) -> CliResult {
     let mut signals = Signals::install()?;
     child::handle_terminal_stops()?;
-    let id = id.unwrap_or_else(default_id);
+    let id = id.unwrap_or_else(super::default_id);
     let lease = NonBlockingLease::new(client.clone(), path, &id)
         .map_err(|error| CliError::zk(&format!("lease {path}"), error))?;
     let grant = tokio::select! {
@@ -172,14 +172,4 @@ enum Next {
     Ending,
     Signal(Signal),
     OutputGone(Stream),
-}
-
-/// `host-pid`: every run its own holder, so a run never renews another run's lease.
-fn default_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned());
-    format!("{host}-{}", std::process::id())
 }
