@@ -12,7 +12,7 @@ use curator_framework::{CuratorFramework, Error};
 use curator_locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases,
 };
-use curator_test::{Expiry, FaultProxy, TestingServer, Timing, expire_session, unique_root};
+use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
 use tokio::sync::{mpsc, watch};
 
 async fn data(client: &CuratorFramework, path: &str) -> Vec<u8> {
@@ -167,17 +167,7 @@ async fn a_paused_holder_cannot_write_after_the_next_holder() {
     let believed = Hold::with_signal(guard.node_path().to_owned(), guard.fencing_token(), unaware)
         .on_session(guard.session_id().unwrap());
 
-    let session = a.session_id().unwrap();
-    let credentials = proxy
-        .sessions()
-        .into_iter()
-        .find(|s| s.id == session)
-        .unwrap();
-    proxy.pause();
-    let expiry = expire_session(&server.connect_string(), &credentials, Timing::new().wait())
-        .await
-        .unwrap();
-    assert_eq!(expiry, Expiry::Expired);
+    curator_testkit::expire_behind(&a, &proxy, &server.connect_string()).await;
     let next = InterProcessMutex::builder(b.clone(), &lock)
         .build()
         .unwrap()

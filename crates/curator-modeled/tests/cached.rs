@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use curator_framework::listen::ListenerStream;
 use curator_framework::{CuratorFramework, Error};
 use curator_modeled::{CachedModeled, ModelSpec, Modeled, ModeledEvent, Parents, ZNode, ZPath};
-use curator_test::{Expiry, FaultProxy, TestingServer, Timing, expire_session, unique_root};
+use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
 use futures::StreamExt;
 use futures::future::try_join_all;
 
@@ -241,16 +241,7 @@ async fn the_cache_equals_the_server_after_a_restart_and_an_expiry() {
 
     // Unseen changes while the cache's session expires at the server.
     let old = client.session_id().unwrap();
-    let credentials = proxy
-        .sessions()
-        .into_iter()
-        .find(|session| session.id == old)
-        .unwrap();
-    proxy.pause();
-    let expiry = expire_session(&server.connect_string(), &credentials, Timing::new().wait())
-        .await
-        .unwrap();
-    assert_eq!(expiry, Expiry::Expired);
+    curator_testkit::expire_behind(&client, &proxy, &server.connect_string()).await;
     for id in 10..20 {
         written.resolve(("a", id)).unwrap().delete().await.unwrap();
         let user = written.resolve(("b", id)).unwrap();

@@ -106,3 +106,42 @@ pub async fn children(client: &CuratorFramework, path: &str) -> Vec<String> {
         Err(error) => panic!("listing {path}: {error}"),
     }
 }
+
+/// Expires `client`'s session at the server while the client is cut off: pauses `proxy` (the
+/// client's only way to the server), then closes the session through `connect_string` (the
+/// server, directly). The proxy stays paused, so the test can change things the client must
+/// not see; `proxy.resume()` lets the client learn of the expiry.
+///
+/// ```no_run
+/// # async fn demo(server: curator_test::TestingServer) {
+/// let proxy = curator_test::FaultProxy::start(&server.connect_string()).await.unwrap();
+/// let client = curator_testkit::client(&proxy.connect_string()).await;
+/// curator_testkit::expire_behind(&client, &proxy, &server.connect_string()).await;
+/// // ... writes the client cannot see ...
+/// proxy.resume();
+/// # }
+/// ```
+///
+/// # Panics
+/// When the client has no session, the proxy never saw it, or the server did not expire it.
+pub async fn expire_behind(
+    client: &CuratorFramework,
+    proxy: &curator_test::FaultProxy,
+    connect_string: &str,
+) {
+    let session = client.session_id().expect("the client has a session");
+    let credentials = proxy
+        .sessions()
+        .into_iter()
+        .find(|seen| seen.id == session)
+        .expect("the proxy saw the client's session");
+    proxy.pause();
+    let expiry = curator_test::expire_session(connect_string, &credentials, Timing::new().wait())
+        .await
+        .expect("the session can be expired");
+    assert_eq!(
+        expiry,
+        curator_test::Expiry::Expired,
+        "the session was alive"
+    );
+}
