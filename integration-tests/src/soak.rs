@@ -371,6 +371,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     let clients_n = config.clients.max(2);
     let mut cluster = TestingCluster::builder(3)
         .dynamic_reconfig()
+        .partitionable()
         .start()
         .await?;
     // Which cluster index each member slot (as the links number them) is now.

@@ -512,6 +512,19 @@ impl TestingCluster {
         Ok(())
     }
 
+    /// Waits (up to the long deadline of [`Timing`]) until running member `index` serves as
+    /// leader, follower or observer, and returns its mode: after [`heal`](Self::heal), the
+    /// moment an isolated member has rejoined.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an index outside the ensemble or a member that does not
+    /// run; [`Error::Exited`] when it exits; [`Error::StartTimeout`] when it does not serve in
+    /// time.
+    pub async fn await_serving(&mut self, index: usize) -> Result<ServerMode> {
+        let deadline = self.timing.forever();
+        self.member(index)?.await_serving(deadline).await
+    }
+
     /// The super user of an ensemble started with
     /// [`dynamic_reconfig`](TestingClusterBuilder::dynamic_reconfig): a client that
     /// authenticates as it (scheme `digest`) may reconfigure the ensemble. `None` for an
