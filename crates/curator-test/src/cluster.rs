@@ -17,6 +17,8 @@ use crate::tls::ServerTls;
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 const START_ATTEMPTS: usize = 3;
+/// `FastLeaderElection`'s cap on the interval between a looking member's notification rounds.
+const MAX_NOTIFICATION_INTERVAL: &str = "zookeeper.fastleader.maxNotificationInterval";
 
 /// An ensemble of `n` real ZooKeeper servers (`QuorumPeerMain`) on loopback ports, each with its
 /// own data directory. Members are numbered from 0 here (their ZooKeeper `myid` is index + 1).
@@ -124,6 +126,10 @@ impl TestingClusterBuilder {
     /// member's election proxy also rewrites the election address ZooKeeper sends in the first
     /// message of an election connection, because the receiver may close that connection and
     /// connect back to the address in it, bypassing the proxies.
+    ///
+    /// A looking member retries its peers at least every 2 s (ZooKeeper's
+    /// `zookeeper.fastleader.maxNotificationInterval`, 60 s by default), so an isolated member
+    /// rejoins within seconds of [`heal`](TestingCluster::heal) however long it was cut off.
     ///
     /// Member ids go up to 250 (one octet of the proxy addresses); the host names make this
     /// option unsuitable for Kerberos between members (they do not authenticate each other
@@ -986,6 +992,12 @@ fn write_files(
     let mut files = config::write_config(dir, ports.client_ports(), settings, peers)?;
     if settings.partitionable {
         files.jvm_args.push(write_hosts_file(dir, id)?);
+        // A member cut off from the others retries them with a back-off that doubles up to
+        // 60 s by default, so one isolated for a minute could take another minute to notice
+        // that the partition healed. Capped at 2 s, it rejoins within seconds of `heal`.
+        files
+            .jvm_args
+            .push(format!("-D{MAX_NOTIFICATION_INTERVAL}=2000"));
     }
     Ok(files)
 }
