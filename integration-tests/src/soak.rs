@@ -510,6 +510,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
                     () = ctx.stop.cancelled() => return,
                     state = states.next() => state,
                 };
+                tracing::info!(?state, session = ?tracked.session_id(), "tracked client");
                 match state {
                     Some(ConnectionState::Reconnected) if tracked.session_id() == first => {
                         ctx.count("tracked client: reconnects in its first session");
