@@ -27,17 +27,21 @@ pub enum FaultKind {
     /// reconfiguration, and the member is stopped. The clients' proxies for it lead to the new
     /// server from then on (the same address, a new server behind it).
     ReplaceMember,
+    /// A member is cut off from the other members (its quorum and election links, both ways)
+    /// for a while, then the partition heals; its clients stay attached to it, and it rejoins.
+    IsolateMember,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::ExpireSession,
         FaultKind::Partition,
         FaultKind::DropConnections,
         FaultKind::RestartMember,
         FaultKind::KillLeader,
         FaultKind::ReplaceMember,
+        FaultKind::IsolateMember,
     ];
 }
 
@@ -50,6 +54,7 @@ impl fmt::Display for FaultKind {
             FaultKind::RestartMember => "member restart",
             FaultKind::KillLeader => "leader kill",
             FaultKind::ReplaceMember => "member replaced",
+            FaultKind::IsolateMember => "member partition",
         })
     }
 }
@@ -84,6 +89,14 @@ pub enum Fault {
         /// The member (0-based, of the current members).
         member: usize,
     },
+    /// Cut member `member` (the leader for `None`) off from the other members for `duration`.
+    IsolateMember {
+        /// The member (0-based, of the current members), or `None` for whichever leads when
+        /// the fault is injected.
+        member: Option<usize>,
+        /// How long.
+        duration: Duration,
+    },
     /// Kill the leader and start it again after `down`.
     KillLeader {
         /// How long it stays down.
@@ -101,6 +114,7 @@ impl Fault {
             Fault::RestartMember { .. } => FaultKind::RestartMember,
             Fault::KillLeader { .. } => FaultKind::KillLeader,
             Fault::ReplaceMember { .. } => FaultKind::ReplaceMember,
+            Fault::IsolateMember { .. } => FaultKind::IsolateMember,
         }
     }
 }
@@ -133,22 +147,36 @@ impl FaultPlan {
         let gap = Duration::from_millis(self.rng.random_range(200..2_000));
         let client = self.rng.random_range(0..self.clients);
         let fault = match self.rng.random_range(0..100) {
-            0..=24 => Fault::ExpireSession { client },
-            25..=47 => Fault::Partition {
+            0..=21 => Fault::ExpireSession { client },
+            22..=41 => Fault::Partition {
                 client,
                 duration: self
                     .session_timeout
                     .mul_f64(self.rng.random_range(0.2..1.6)),
             },
-            48..=64 => Fault::DropConnections { client },
-            65..=79 => Fault::RestartMember {
+            42..=55 => Fault::DropConnections { client },
+            56..=68 => Fault::RestartMember {
                 member: self.rng.random_range(0..self.members),
             },
-            80..=91 => Fault::KillLeader {
+            69..=79 => Fault::KillLeader {
                 down: Duration::from_millis(self.rng.random_range(300..3_000)),
             },
-            _ => Fault::ReplaceMember {
+            80..=87 => Fault::ReplaceMember {
                 member: self.rng.random_range(0..self.members),
+            },
+            _ => Fault::IsolateMember {
+                // A third of them the leader; the others any member (the leader again, a
+                // third of the time, with three members).
+                member: if self.rng.random_bool(1.0 / 3.0) {
+                    None
+                } else {
+                    Some(self.rng.random_range(0..self.members))
+                },
+                // From well under a session timeout to over it: the isolated member's clients
+                // move to the majority in their sessions, or lose them.
+                duration: self
+                    .session_timeout
+                    .mul_f64(self.rng.random_range(0.2..1.6)),
             },
         };
         (gap, fault)
@@ -232,7 +260,7 @@ impl FaultCounts {
 /// What the injector works on.
 #[derive(Debug)]
 pub struct Target<'a> {
-    /// The ensemble (started with dynamic reconfiguration).
+    /// The ensemble (started with dynamic reconfiguration, partitionable).
     pub cluster: &'a mut TestingCluster,
     /// The current members: for each member the faults and the links number (0-based, as
     /// the links were started), its index in `cluster`. A replacement changes it.
@@ -294,6 +322,19 @@ pub async fn inject(fault: Fault, target: &mut Target<'_>) -> curator_test::Resu
         }
         Fault::ReplaceMember { member } => {
             replace_member(member, target).await?;
+            Ok(true)
+        }
+        Fault::IsolateMember { member, duration } => {
+            let index = match member {
+                Some(member) => target.members[member],
+                None => target.cluster.await_leader().await?,
+            };
+            target.cluster.isolate(index)?;
+            tokio::time::sleep(duration).await;
+            target.cluster.heal()?;
+            // Healed means back: the member serves again, and the ensemble has a leader.
+            target.cluster.await_serving(index).await?;
+            target.cluster.await_leader().await?;
             Ok(true)
         }
     }

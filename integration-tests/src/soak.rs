@@ -371,6 +371,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     let clients_n = config.clients.max(2);
     let mut cluster = TestingCluster::builder(3)
         .dynamic_reconfig()
+        .partitionable()
         .start()
         .await?;
     // Which cluster index each member slot (as the links number them) is now.
@@ -509,6 +510,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
                     () = ctx.stop.cancelled() => return,
                     state = states.next() => state,
                 };
+                tracing::info!(?state, session = ?tracked.session_id(), "tracked client");
                 match state {
                     Some(ConnectionState::Reconnected) if tracked.session_id() == first => {
                         ctx.count("tracked client: reconnects in its first session");

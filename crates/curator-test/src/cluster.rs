@@ -9,6 +9,7 @@ use crate::config::{self, PeerPorts, Peers, ServerFiles, ServerSettings};
 use crate::error::{Error, Result};
 use crate::four_letter::{ServerMode, four_letter_word, server_mode};
 use crate::java::{JavaProcess, server_jvm_args, spawn_java};
+use crate::partition::{LinkedMember, PeerLinks, peer_host, write_hosts_file};
 use crate::reconfig::{DynamicConfig, SuperCredentials, server_value};
 use crate::sasl::ServerSasl;
 use crate::timing::Timing;
@@ -16,6 +17,8 @@ use crate::tls::ServerTls;
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 const START_ATTEMPTS: usize = 3;
+/// `FastLeaderElection`'s cap on the interval between a looking member's notification rounds.
+const MAX_NOTIFICATION_INTERVAL: &str = "zookeeper.fastleader.maxNotificationInterval";
 
 /// An ensemble of `n` real ZooKeeper servers (`QuorumPeerMain`) on loopback ports, each with its
 /// own data directory. Members are numbered from 0 here (their ZooKeeper `myid` is index + 1).
@@ -35,6 +38,9 @@ pub struct TestingCluster {
     members: Vec<Member>,
     settings: ServerSettings,
     timing: Timing,
+    /// The proxies between members, for an ensemble built
+    /// [`partitionable`](TestingClusterBuilder::partitionable).
+    links: Option<PeerLinks>,
     dir: TempDir,
 }
 
@@ -101,6 +107,47 @@ impl TestingClusterBuilder {
         self
     }
 
+    /// Members can be partitioned from each other while clients stay attached to them:
+    /// [`TestingCluster::isolate`], [`TestingCluster::partition`], [`TestingCluster::heal`].
+    ///
+    /// Every member reaches every other member's quorum and election ports through fault
+    /// proxies of its own, one pair of proxies per ordered pair of members, so a partition cuts
+    /// exactly the links between groups; clients still connect to the members' own client ports
+    /// (or through their own [`FaultProxy`](crate::FaultProxy)s).
+    ///
+    /// How: the members' configuration names them by host name (`server.<id>=zk-<id>:...`),
+    /// the same text on every member, and each member's JVM resolves those names with a hosts
+    /// file of its own (`-Djdk.net.hosts.file`): its own name to `127.0.0.1`, where it binds
+    /// its real ports, and member *b*'s name, for member *a*, to `127.1.a.b`, where a proxy at
+    /// *b*'s port numbers forwards to *b*. Because the configuration text is shared, this
+    /// combines with [`dynamic_reconfig`](Self::dynamic_reconfig) (ZooKeeper rewrites and
+    /// shares that configuration; the per-member view lives in name resolution, which it does
+    /// not touch), and [`TestingCluster::member_spec`] names the member `zk-<id>` too. A
+    /// member's election proxy also rewrites the election address ZooKeeper sends in the first
+    /// message of an election connection, because the receiver may close that connection and
+    /// connect back to the address in it, bypassing the proxies.
+    ///
+    /// A looking member retries its peers at least every 2 s (ZooKeeper's
+    /// `zookeeper.fastleader.maxNotificationInterval`, 60 s by default), so an isolated member
+    /// rejoins within seconds of [`heal`](TestingCluster::heal) however long it was cut off.
+    ///
+    /// Member ids go up to 250 (one octet of the proxy addresses); the host names make this
+    /// option unsuitable for Kerberos between members (they do not authenticate each other
+    /// here anyway).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// let cluster = curator_test::TestingCluster::builder(3).partitionable().start().await?;
+    /// let leader = cluster.await_leader().await?;
+    /// cluster.isolate(leader)?;     // the other two elect a new leader
+    /// cluster.heal()?;              // the old leader rejoins as a follower
+    /// # Ok(()) }
+    /// ```
+    pub fn partitionable(mut self) -> Self {
+        self.settings.partitionable = true;
+        self
+    }
+
     /// Members keep serving reads after losing their quorum (see
     /// [`TestingCluster::start_read_only_capable`]).
     pub fn read_only_capable(mut self) -> Self {
@@ -138,6 +185,8 @@ struct Member {
     id: u64,
     /// `member-<id>`: `zoo.cfg`, the dynamic configuration files, `data/`, the log.
     dir: PathBuf,
+    /// The host its peers know it by: `127.0.0.1`, or `zk-<id>` in a partitionable ensemble.
+    host: String,
     process: Option<JavaProcess>,
     ports: PeerPorts,
     files: ServerFiles,
@@ -164,13 +213,14 @@ impl Member {
         settings: &ServerSettings,
         peers: Peers<'_>,
     ) -> Result<Self> {
-        let files = config::write_config(&dir, ports.client_ports(), settings, peers)?;
+        let files = write_files(&dir, id, ports, settings, peers)?;
         let myid = dir.join("data/myid");
         std::fs::write(&myid, format!("{id}\n"))
             .map_err(Error::io(format!("writing {}", myid.display())))?;
         Ok(Member {
             id,
             log: dir.join("zookeeper.log"),
+            host: member_host(settings, id),
             dir,
             process: None,
             ports,
@@ -184,7 +234,19 @@ impl Member {
     }
 
     fn spec(&self) -> String {
-        format!("server.{}={}", self.id, server_value(&self.ports))
+        format!(
+            "server.{}={}",
+            self.id,
+            member_value(&self.host, &self.ports)
+        )
+    }
+
+    fn linked(&self, index: usize) -> LinkedMember {
+        LinkedMember {
+            index,
+            id: self.id,
+            ports: self.ports,
+        }
     }
 
     fn kill(&mut self) {
@@ -295,7 +357,7 @@ impl TestingCluster {
             version: 0,
             servers: (1..)
                 .zip(&peers)
-                .map(|(id, ports)| (id, server_value(ports)))
+                .map(|(id, ports)| (id, member_value(&member_host(&settings, id), ports)))
                 .collect(),
         };
         let mut members = Vec::with_capacity(n);
@@ -313,15 +375,26 @@ impl TestingCluster {
                 lines,
             )?);
         }
+        let links = settings.partitionable.then(PeerLinks::default);
         Ok(Self {
             members,
             settings,
             timing,
+            links,
             dir,
         })
     }
 
     async fn launch_all(&mut self) -> Result<()> {
+        if let Some(links) = &mut self.links {
+            let linked: Vec<LinkedMember> = (0..)
+                .zip(&self.members)
+                .map(|(index, member)| member.linked(index))
+                .collect();
+            for (index, member) in linked.iter().enumerate() {
+                links.connect(*member, &linked[..index]).await?;
+            }
+        }
         for member in &mut self.members {
             member.spawn(&self.settings)?;
         }
@@ -445,6 +518,19 @@ impl TestingCluster {
         Ok(())
     }
 
+    /// Waits (up to the long deadline of [`Timing`]) until running member `index` serves as
+    /// leader, follower or observer, and returns its mode: after [`heal`](Self::heal), the
+    /// moment an isolated member has rejoined.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an index outside the ensemble or a member that does not
+    /// run; [`Error::Exited`] when it exits; [`Error::StartTimeout`] when it does not serve in
+    /// time.
+    pub async fn await_serving(&mut self, index: usize) -> Result<ServerMode> {
+        let deadline = self.timing.forever();
+        self.member(index)?.await_serving(deadline).await
+    }
+
     /// The super user of an ensemble started with
     /// [`dynamic_reconfig`](TestingClusterBuilder::dynamic_reconfig): a client that
     /// authenticates as it (scheme `digest`) may reconfigure the ensemble. `None` for an
@@ -563,7 +649,9 @@ impl TestingCluster {
         let mut last_error = None;
         for _ in 0..START_ATTEMPTS {
             let ports = peer_ports(1, &self.settings)?[0];
-            config.servers.insert(id, server_value(&ports));
+            config
+                .servers
+                .insert(id, member_value(&member_host(&self.settings, id), &ports));
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)
                     .map_err(Error::io(format!("removing {}", dir.display())))?;
@@ -575,6 +663,14 @@ impl TestingCluster {
                 &self.settings,
                 Peers::Dynamic(&config),
             )?;
+            if let Some(links) = &mut self.links {
+                links.disconnect(index);
+                let others: Vec<LinkedMember> = (0..)
+                    .zip(&self.members)
+                    .map(|(index, member)| member.linked(index))
+                    .collect();
+                links.connect(member.linked(index), &others).await?;
+            }
             member.spawn(&self.settings)?;
             match member.await_serving(deadline).await {
                 Ok(_) => {
@@ -711,13 +807,10 @@ impl TestingCluster {
                 }
             };
             let ports = PeerPorts { client, ..old };
-            config.servers.insert(id, server_value(&ports));
-            member.files = config::write_config(
-                &member.dir,
-                ports.client_ports(),
-                &settings,
-                Peers::Dynamic(&config),
-            )?;
+            config
+                .servers
+                .insert(id, member_value(&member.host, &ports));
+            member.files = write_files(&member.dir, id, ports, &settings, Peers::Dynamic(&config))?;
             member.ports = ports;
             member.stopped = false;
             member.spawn(&settings)?;
@@ -767,6 +860,88 @@ impl TestingCluster {
         }))
     }
 
+    /// Whether the ensemble was built [`partitionable`](TestingClusterBuilder::partitionable).
+    pub fn is_partitionable(&self) -> bool {
+        self.links.is_some()
+    }
+
+    /// Cuts member `index` off from every other member, both ways: their current quorum and
+    /// election connections are closed and new ones are closed as soon as they are accepted,
+    /// until [`heal`](Self::heal) or another [`partition`](Self::partition). Clients attached
+    /// to the member stay attached: a follower that loses its leader, or a leader that loses
+    /// its quorum, stops serving them (ZooKeeper closes their connections while it looks for
+    /// a leader), and the others elect a leader among themselves if they are a majority.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an index outside the ensemble or an ensemble not built
+    /// [`partitionable`](TestingClusterBuilder::partitionable).
+    pub fn isolate(&self, index: usize) -> Result<()> {
+        let rest: Vec<usize> = (0..self.members.len()).filter(|&i| i != index).collect();
+        self.partition(&[&[index], &rest])
+    }
+
+    /// Splits the ensemble into `groups` of member indices: members of different groups cannot
+    /// reach each other (both ways), members of one group can. A member in no group is alone,
+    /// so `partition(&[])` cuts every member off from every other ([`isolate(i)`](Self::isolate) is `partition(&[&[i],
+    /// &[every other index]])`). Replaces the previous partition; members added later with
+    /// [`start_new_member`](Self::start_new_member) reach everyone until the next call.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// let cluster = curator_test::TestingCluster::builder(5).partitionable().start().await?;
+    /// cluster.partition(&[&[0, 1], &[2, 3, 4]])?; // the majority side elects a leader
+    /// cluster.heal()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an index outside the ensemble, a member in two groups, or
+    /// an ensemble not built [`partitionable`](TestingClusterBuilder::partitionable).
+    pub fn partition(&self, groups: &[&[usize]]) -> Result<()> {
+        let links = self.require_links("partition")?;
+        let n = self.members.len();
+        let mut group_of = vec![None; n];
+        for (group, members) in groups.iter().enumerate() {
+            for &index in *members {
+                let slot = group_of.get_mut(index).ok_or_else(|| {
+                    Error::InvalidArgument(format!("member {index} of a {n}-member cluster"))
+                })?;
+                if slot.replace(group).is_some() {
+                    return Err(Error::InvalidArgument(format!(
+                        "member {index} is in two groups of {groups:?}"
+                    )));
+                }
+            }
+        }
+        // A member in no group is alone: a group number no listed member has.
+        links.apply(|index| group_of[index].unwrap_or(groups.len() + index));
+        Ok(())
+    }
+
+    /// Ends every partition: all members reach each other again.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an ensemble not built
+    /// [`partitionable`](TestingClusterBuilder::partitionable).
+    pub fn heal(&self) -> Result<()> {
+        self.require_links("heal")?.apply(|_| 0);
+        Ok(())
+    }
+
+    /// Whether member `from` can reach member `to` now (not cut by a partition); `None` when
+    /// the ensemble is not partitionable or there is no such pair.
+    pub fn can_reach(&self, from: usize, to: usize) -> Option<bool> {
+        self.links.as_ref()?.is_cut(from, to).map(|cut| !cut)
+    }
+
+    fn require_links(&self, operation: &str) -> Result<&PeerLinks> {
+        self.links.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{operation} needs an ensemble started with TestingCluster::builder(n).partitionable()"
+            ))
+        })
+    }
+
     /// The index of the member that reports itself leader now, asked with `srvr`.
     pub async fn leader(&self) -> Option<usize> {
         for (index, member) in self.members.iter().enumerate() {
@@ -803,6 +978,44 @@ impl TestingCluster {
         self.members.get_mut(index).ok_or_else(|| {
             Error::InvalidArgument(format!("member {index} of a {len}-member cluster"))
         })
+    }
+}
+
+/// Writes a member's configuration (and, in a partitionable ensemble, its hosts file).
+fn write_files(
+    dir: &Path,
+    id: u64,
+    ports: PeerPorts,
+    settings: &ServerSettings,
+    peers: Peers<'_>,
+) -> Result<ServerFiles> {
+    let mut files = config::write_config(dir, ports.client_ports(), settings, peers)?;
+    if settings.partitionable {
+        files.jvm_args.push(write_hosts_file(dir, id)?);
+        // A member cut off from the others retries them with a back-off that doubles up to
+        // 60 s by default, so one isolated for a minute could take another minute to notice
+        // that the partition healed. Capped at 2 s, it rejoins within seconds of `heal`.
+        files
+            .jvm_args
+            .push(format!("-D{MAX_NOTIFICATION_INTERVAL}=2000"));
+    }
+    Ok(files)
+}
+
+fn member_host(settings: &ServerSettings, id: u64) -> String {
+    if settings.partitionable {
+        peer_host(id)
+    } else {
+        "127.0.0.1".to_owned()
+    }
+}
+
+/// The value of a member's `server.<id>=` line, at `host`.
+fn member_value(host: &str, ports: &PeerPorts) -> String {
+    let value = server_value(ports);
+    match value.strip_prefix("127.0.0.1:") {
+        Some(rest) => format!("{host}:{rest}"),
+        None => value,
     }
 }
 

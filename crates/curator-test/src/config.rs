@@ -27,6 +27,9 @@ pub(crate) struct ServerSettings {
     pub(crate) sasl: Option<ServerSasl>,
     /// Ensemble members run with dynamic reconfiguration, and this super user may reconfigure.
     pub(crate) super_user: Option<SuperCredentials>,
+    /// Ensemble members name each other `zk-<id>` and reach each other through fault proxies
+    /// (see `crate::partition`).
+    pub(crate) partitionable: bool,
 }
 
 impl ServerSettings {
@@ -49,6 +52,7 @@ impl Default for ServerSettings {
             tls: None,
             sasl: None,
             super_user: None,
+            partitionable: false,
         }
     }
 }
@@ -151,14 +155,16 @@ pub(crate) fn write_config(
     match peers {
         Peers::Standalone => {}
         Peers::Static(peers) => {
-            for (index, peer) in peers.iter().enumerate() {
+            for (id, peer) in (1..).zip(peers) {
+                let host = if settings.partitionable {
+                    crate::partition::peer_host(id)
+                } else {
+                    "127.0.0.1".to_owned()
+                };
                 let _ = writeln!(
                     cfg,
-                    "server.{}=127.0.0.1:{}:{};127.0.0.1:{}",
-                    index + 1,
-                    peer.quorum,
-                    peer.election,
-                    peer.client
+                    "server.{id}={host}:{}:{};127.0.0.1:{}",
+                    peer.quorum, peer.election, peer.client
                 );
             }
         }

@@ -9,6 +9,7 @@ mod four_letter;
 mod guard;
 mod java;
 mod kdc;
+mod partition;
 mod paths;
 mod proxy;
 mod reconfig;

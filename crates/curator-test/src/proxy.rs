@@ -1,6 +1,7 @@
 //! `FaultProxy`: a loopback TCP proxy that can black-hole or cut the links it carries.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -55,6 +56,11 @@ struct Shared {
     replies_paused: watch::Sender<bool>,
     links: Mutex<JoinSet<()>>,
     sessions: Mutex<Vec<SessionCredentials>>,
+    /// New links are closed at once ([`FaultProxy::cut`]).
+    refusing: AtomicBool,
+    /// For a link between ensemble members' election ports: the election address written into
+    /// the connecting member's first message instead of its own (see [`FaultProxy::start_peer`]).
+    advertise: Option<String>,
 }
 
 impl FaultProxy {
@@ -64,15 +70,41 @@ impl FaultProxy {
     /// # Errors
     /// [`Error::Io`] when no port can be bound.
     pub async fn start(upstream: &str) -> Result<Self> {
+        Self::start_on(
+            "127.0.0.1:0".parse().expect("a socket address"),
+            upstream,
+            None,
+        )
+        .await
+    }
+
+    /// A proxy on `bind` (a loopback address and port) in front of an ensemble member's quorum
+    /// or election port, for [`TestingCluster`](crate::TestingCluster)'s member partitions.
+    ///
+    /// With `advertise`, the proxy carries election traffic: the connecting member's first
+    /// message (ZooKeeper's `InitialMessage`: protocol version, server id, its own election
+    /// address) names `advertise` as its election address instead. A member that receives a
+    /// connection from a member with a lower id closes it and connects back to the address in
+    /// that message, which is the connecting member's real port: without the rewrite that
+    /// connection would bypass every proxy.
+    pub(crate) async fn start_peer(
+        bind: SocketAddr,
+        upstream: &str,
+        advertise: Option<String>,
+    ) -> Result<Self> {
+        Self::start_on(bind, upstream, advertise).await
+    }
+
+    async fn start_on(bind: SocketAddr, upstream: &str, advertise: Option<String>) -> Result<Self> {
         let upstream = upstream
             .split(',')
             .next()
             .unwrap_or(upstream)
             .trim()
             .to_owned();
-        let listener = TcpListener::bind("127.0.0.1:0")
+        let listener = TcpListener::bind(bind)
             .await
-            .map_err(Error::io("binding the fault proxy"))?;
+            .map_err(Error::io(format!("binding the fault proxy on {bind}")))?;
         let address = listener
             .local_addr()
             .map_err(Error::io("reading the proxy's address"))?;
@@ -82,6 +114,8 @@ impl FaultProxy {
             replies_paused: watch::Sender::new(false),
             links: Mutex::new(JoinSet::new()),
             sessions: Mutex::new(Vec::new()),
+            refusing: AtomicBool::new(false),
+            advertise,
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Ok(Self {
@@ -119,6 +153,23 @@ impl FaultProxy {
     /// Whether the proxy holds client-to-server bytes.
     pub fn is_paused(&self) -> bool {
         *self.shared.paused.borrow()
+    }
+
+    /// Cuts the proxy off: closes every current link and, until [`mend`](Self::mend), closes
+    /// new ones as soon as they are accepted (as a firewall's reject rule would).
+    pub(crate) fn cut(&self) {
+        self.shared.refusing.store(true, Ordering::SeqCst);
+        self.drop_connections();
+    }
+
+    /// Accepts new links again after [`cut`](Self::cut).
+    pub(crate) fn mend(&self) {
+        self.shared.refusing.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether the proxy is [`cut`](Self::cut).
+    pub(crate) fn is_cut(&self) -> bool {
+        self.shared.refusing.load(Ordering::SeqCst)
     }
 
     /// Closes every current link (new ones are accepted as usual).
@@ -186,6 +237,10 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let Ok((client, _)) = listener.accept().await else {
             continue;
         };
+        if shared.refusing.load(Ordering::SeqCst) {
+            drop(client);
+            continue;
+        }
         let mut links = shared.links.lock().unwrap_or_else(PoisonError::into_inner);
         while links.try_join_next().is_some() {}
         links.spawn(link(client, Arc::clone(&shared)));
@@ -202,12 +257,21 @@ async fn link(client: TcpStream, shared: Arc<Shared>) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    let Ok(server) = TcpStream::connect(&upstream).await else {
+    let Ok(mut server) = TcpStream::connect(&upstream).await else {
         tracing::debug!(%upstream, "fault proxy: upstream refused");
         return;
     };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
+    let mut client = client;
+    if let Some(advertise) = &shared.advertise {
+        if rewrite_initial_message(&mut client, &mut server, advertise)
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     let up = pump(client_read, server_write, shared.paused.subscribe(), None);
@@ -254,6 +318,39 @@ async fn pump(
             return;
         }
     }
+}
+
+/// ZooKeeper's election protocol versions whose first message carries the sender's election
+/// address (`QuorumCnxManager.PROTOCOL_VERSION_V1`, `_V2`).
+const ELECTION_PROTOCOLS: [i64; 2] = [-65_536, -65_535];
+
+/// Copies the first message of an election connection from `from` to `to` with `advertise` as
+/// the sender's election address: `long version, long sid, int length, address bytes`. A first
+/// message of another protocol passes unchanged.
+async fn rewrite_initial_message(
+    from: &mut TcpStream,
+    to: &mut TcpStream,
+    advertise: &str,
+) -> std::io::Result<()> {
+    let version = from.read_i64().await?;
+    to.write_i64(version).await?;
+    if !ELECTION_PROTOCOLS.contains(&version) {
+        return Ok(());
+    }
+    let sid = from.read_i64().await?;
+    let len = from.read_i32().await?;
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|l| *l <= 4096)
+        .ok_or_else(|| std::io::Error::other("an election address length out of range"))?;
+    let mut address = vec![0; len];
+    from.read_exact(&mut address).await?;
+    let advertised = advertise.as_bytes();
+    let mut message = Vec::with_capacity(12 + advertised.len());
+    message.extend_from_slice(&sid.to_be_bytes());
+    message.extend_from_slice(&(advertised.len() as i32).to_be_bytes());
+    message.extend_from_slice(advertised);
+    to.write_all(&message).await
 }
 
 /// Reads the server's connect response from the start of a link. `None` while incomplete;
