@@ -1,5 +1,5 @@
 //! Leader epochs, `LeaderObserver` and `LeaderLatch::proclaim` against a real server, with a
-//! server restart and a session expiry.
+//! server restart, a session expiry and a member partition.
 
 use std::sync::Arc;
 
@@ -260,5 +260,77 @@ async fn selector_epochs_grow_and_match_the_observer() {
     for selector in &selectors {
         selector.close().await.unwrap();
     }
+    observer.close().await.unwrap();
+}
+
+/// A leader whose member is cut off from the rest of the ensemble (its client knows only that
+/// member) loses the quorum, then its session; the observer, on the majority, sees the next
+/// leader with a greater epoch, and after the heal the first participant, back in a new
+/// session, leads again with a greater one still.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_follows_leaders_through_a_member_partition() {
+    let cluster = curator_test::TestingCluster::builder(3)
+        .partitionable()
+        .start()
+        .await
+        .unwrap();
+    let path = unique_root("epochs-partition");
+    let lonely = (cluster.await_leader().await.unwrap() + 1) % 3;
+    let majority: Vec<String> = (0..3)
+        .filter(|&member| member != lonely)
+        .map(|member| cluster.member_connect_string(member))
+        .collect();
+    let majority = majority.join(",");
+    let p0_client = testkit::started(
+        testkit::builder(
+            &cluster.member_connect_string(lonely),
+            std::time::Duration::from_secs(4),
+        )
+        .ensemble_tracking(false),
+    )
+    .await;
+    let p0 = LeaderLatch::builder(p0_client, &path, "p0")
+        .build()
+        .unwrap();
+    p0.start().await.unwrap();
+    let e0 = leads(&p0).await;
+    let (p1, _) = latch(&majority, &path, "p1").await;
+    let observer = LeaderObserver::new(testkit::client(&majority).await, &path).unwrap();
+    let mut changes = observer.stream();
+    observer.start().await.unwrap();
+    let mut delivered = Vec::new();
+    let seen = next_change(&mut changes, "the first leader").await;
+    assert_eq!(
+        seen.as_ref().map(|p| (p.id.as_str(), p.epoch)),
+        Some(("p0", e0))
+    );
+    delivered.push(seen);
+
+    cluster.isolate(lonely).unwrap();
+    let e1 = leads(&p1).await;
+    let seen = next_change(&mut changes, "the leader after the partition").await;
+    assert_eq!(
+        seen.as_ref().map(|p| (p.id.as_str(), p.epoch)),
+        Some(("p1", e1))
+    );
+    delivered.push(seen);
+
+    cluster.heal().unwrap();
+    testkit::eventually("p0 stands again, behind p1", || async {
+        p1.participant_nodes()
+            .await
+            .is_ok_and(|nodes| nodes.len() == 2)
+    })
+    .await;
+    p1.close().await.unwrap();
+    let e2 = leads(&p0).await;
+    let seen = next_change(&mut changes, "p0 again").await;
+    assert_eq!(
+        seen.as_ref().map(|p| (p.id.as_str(), p.epoch)),
+        Some(("p0", e2))
+    );
+    delivered.push(seen);
+    assert_epochs_increase(&delivered);
+    p0.close().await.unwrap();
     observer.close().await.unwrap();
 }
