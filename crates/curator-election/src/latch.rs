@@ -188,7 +188,7 @@ struct Leadership {
     /// The data version of the leader's node, as last read or written by this participant.
     version: i32,
     /// When it began (its tenure is recorded when it ends).
-    since: std::time::Instant,
+    since: tokio::time::Instant,
 }
 
 impl fmt::Debug for LeaderLatch {
@@ -546,7 +546,7 @@ impl Inner {
                 hold,
                 end,
                 version,
-                since: std::time::Instant::now(),
+                since: tokio::time::Instant::now(),
             }
         });
         // Versions only grow: a read older than our own last proclaim must not undo it.

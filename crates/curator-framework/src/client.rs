@@ -615,7 +615,7 @@ impl CuratorFramework {
     {
         let inner = &self.inner;
         Counters::bump(&inner.counters.operations);
-        let start = std::time::Instant::now();
+        let start = tokio::time::Instant::now();
         let result = crate::retry::run(
             &inner.settings.retry_policy,
             |n| {
