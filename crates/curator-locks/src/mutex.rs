@@ -159,18 +159,15 @@ impl InterProcessMutexBuilder {
     /// # Errors
     /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
     pub fn build(self) -> Result<InterProcessMutex> {
-        let mutex = InterProcessMutex::from_parts(
+        InterProcessMutex::from_parts(
             self.client,
             &self.path,
             LOCK_NAME,
             Kind::Exclusive,
             self.data,
             self.revocable,
-        )?;
-        Ok(match self.metrics_name {
-            Some(name) => mutex.with_metrics_name(&name),
-            None => mutex,
-        })
+            self.metrics_name.as_deref(),
+        )
     }
 }
 
@@ -258,16 +255,6 @@ impl InterProcessMutex {
         }
     }
 
-    /// The same lock state under another metrics name (only before first use: the handle is
-    /// fresh from `from_parts`).
-    fn with_metrics_name(self, name: &str) -> Self {
-        let mut shared = Arc::into_inner(self.shared).expect("a fresh handle");
-        shared.metrics = RecipeName::new(Some(name), &shared.path);
-        Self {
-            shared: Arc::new(shared),
-        }
-    }
-
     fn from_parts(
         client: CuratorFramework,
         path: &str,
@@ -275,6 +262,7 @@ impl InterProcessMutex {
         kind: Kind,
         data: Vec<u8>,
         revocable: Option<RevocationListener>,
+        metrics_name: Option<&str>,
     ) -> Result<Self> {
         paths::validate(path)?;
         Ok(Self {
@@ -288,7 +276,7 @@ impl InterProcessMutex {
                 acquiring: tokio::sync::Mutex::new(()),
                 revocable,
                 held: Mutex::new(None),
-                metrics: RecipeName::new(None, path),
+                metrics: RecipeName::new(metrics_name, path),
             }),
         })
     }
@@ -301,6 +289,7 @@ impl InterProcessMutex {
             WRITE_LOCK_NAME,
             Kind::Exclusive,
             Vec::new(),
+            None,
             None,
         )
     }
@@ -317,6 +306,7 @@ impl InterProcessMutex {
             READ_LOCK_NAME,
             kind,
             Vec::new(),
+            None,
             None,
         )
     }
