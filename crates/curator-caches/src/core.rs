@@ -32,7 +32,14 @@ impl Core {
         let events = client.listener_container::<CacheEvent>(config.name);
         Ok(Arc::new(Self {
             root: Arc::clone(&config.root),
-            shared: Shared::new(events, Arc::clone(&config.root)),
+            shared: Shared::new(
+                events,
+                Arc::clone(&config.root),
+                curator_framework::metrics::RecipeName::new(
+                    config.metrics_name.as_deref(),
+                    &config.root,
+                ),
+            ),
             tasks: client.recipe_tasks(config.name),
             client,
             lifecycle: Lifecycle::new(),

@@ -162,6 +162,21 @@ pub struct CuratorCacheBuilder {
 }
 
 impl CuratorCacheBuilder {
+    /// The `name` label of this cache's `curator_cache_event_lag_seconds`; default: the
+    /// cache's path. Caches sharing a name share their series.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let cache = curator_caches::CuratorCache::builder(client, "/tenants/17/config")
+    ///     .metrics_name("tenant-config")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.config.metrics_name = Some(name.into());
+        self
+    }
+
     /// How to watch: [`WatchMode::Auto`] (the default) uses a persistent recursive watch and
     /// falls back to one-shot watches on servers without them.
     pub fn with_mode(mut self, mode: WatchMode) -> Self {

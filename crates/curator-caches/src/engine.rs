@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::{ListenerContainer, ListenerStream};
+use curator_framework::metrics::{RecipeName, names};
 use curator_framework::ops::multi_read::ReadResult;
 use curator_framework::recipe::{Backoff, RecipeTasks, TaskHandle};
 use curator_framework::types::{EventType, KeeperState, WatchedEvent};
@@ -70,6 +71,8 @@ pub(crate) struct Config {
     pub(crate) cache_data: bool,
     pub(crate) max_children: usize,
     pub(crate) max_in_flight: usize,
+    /// The `name` label of the cache's metrics (`None`: the root).
+    pub(crate) metrics_name: Option<String>,
 }
 
 impl Config {
@@ -85,6 +88,7 @@ impl Config {
             cache_data: true,
             max_children: DEFAULT_MAX_CHILDREN,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            metrics_name: None,
         }
     }
 }
@@ -114,11 +118,18 @@ pub(crate) struct Shared {
     pub(crate) phase: watch::Sender<Phase>,
     /// The watch mode in use (`None` until the first walk chose one).
     pub(crate) active: Mutex<Option<WatchMode>>,
+    /// The `name` label of the event lag.
+    metrics: RecipeName,
 }
 
 impl Shared {
-    pub(crate) fn new(events: ListenerContainer<CacheEvent>, root: Arc<str>) -> Arc<Self> {
+    pub(crate) fn new(
+        events: ListenerContainer<CacheEvent>,
+        root: Arc<str>,
+        metrics: RecipeName,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            metrics,
             nodes: RwLock::new(Store::new(root)),
             events,
             phase: watch::channel(Phase::Loading).0,
@@ -155,9 +166,28 @@ impl Shared {
     }
 
     fn publish_all(&self, events: Vec<CacheEvent>) {
+        // Only after the initial load: a node found by it may have changed long ago.
+        let live = self.is_initialized();
         for event in events {
+            if live {
+                self.record_lag(&event);
+            }
             self.events.publish(event);
         }
+    }
+
+    /// Records the time from the change of a created or changed node (its `mtime`, server
+    /// clock) to its event's publication (local clock); clock skew between the server and this
+    /// process shifts it, and negative readings count as 0. A deletion carries no time of its
+    /// own, so it records nothing.
+    fn record_lag(&self, event: &CacheEvent) {
+        let node = match event {
+            CacheEvent::Created { node } | CacheEvent::Changed { node, .. } => node,
+            _ => return,
+        };
+        let lag = curator_framework::metrics::seconds_since_epoch_millis(node.stat().mtime);
+        self.metrics
+            .record_seconds(names::CACHE_EVENT_LAG_SECONDS, lag);
     }
 
     /// Records that the cache stopped (unless its initial load was done).

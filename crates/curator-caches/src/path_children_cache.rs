@@ -216,6 +216,21 @@ pub struct PathChildrenCacheBuilder {
 }
 
 impl PathChildrenCacheBuilder {
+    /// The `name` label of this cache's `curator_cache_event_lag_seconds`; default: the
+    /// cache's path. Caches sharing a name share their series.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let cache = curator_caches::PathChildrenCache::builder(client, "/tenants/17/config")
+    ///     .metrics_name("tenant-config")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.config.metrics_name = Some(name.into());
+        self
+    }
+
     /// How [`start`](PathChildrenCache::start) treats the initial load (default
     /// [`StartMode::Normal`]); Curator passes it to `start`.
     pub fn with_start_mode(mut self, mode: StartMode) -> Self {

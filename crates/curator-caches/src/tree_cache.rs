@@ -147,6 +147,21 @@ pub struct TreeCacheBuilder {
 }
 
 impl TreeCacheBuilder {
+    /// The `name` label of this cache's `curator_cache_event_lag_seconds`; default: the
+    /// cache's path. Caches sharing a name share their series.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let cache = curator_caches::TreeCache::builder(client, "/tenants/17/config")
+    ///     .metrics_name("tenant-config")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.config.metrics_name = Some(name.into());
+        self
+    }
+
     /// Caches nodes at most `depth` levels below the root (0: the root only). Unlimited by
     /// default.
     pub fn max_depth(mut self, depth: usize) -> Self {

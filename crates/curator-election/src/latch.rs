@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
+use curator_framework::metrics::{RecipeName, names};
 use curator_framework::ops::delete::Delete;
 use curator_framework::recipe::{Backoff, HandleGuard, Hold, Lifecycle, RecipeState, RecipeTasks};
 use curator_framework::types::EventType;
@@ -103,9 +104,27 @@ pub struct LeaderLatchBuilder {
     path: String,
     id: String,
     close_mode: CloseMode,
+    metrics_name: Option<String>,
 }
 
 impl LeaderLatchBuilder {
+    /// The `name` label of this latch's metrics (`curator_leader_tenure_seconds`,
+    /// `curator_leader_is_leader`); default: the latch's path. Latches sharing a name share
+    /// their series (and the gauge shows the last change of any of them), so give each
+    /// election of a bounded set its own name.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let latch = curator_election::LeaderLatch::builder(client, "/election/shard-7", "node-1")
+    ///     .metrics_name("shards")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.metrics_name = Some(name.into());
+        self
+    }
+
     /// Whether [`LeaderLatch::close`] tells a leader's listeners (default: [`CloseMode::Silent`],
     /// as Curator).
     pub fn close_mode(mut self, mode: CloseMode) -> Self {
@@ -121,6 +140,7 @@ impl LeaderLatchBuilder {
         paths::validate(&self.path)?;
         let client = self.client;
         let inner = Arc::new(Inner {
+            metrics: RecipeName::new(self.metrics_name.as_deref(), &self.path),
             events: client.listener_container("leader latch"),
             tasks: client.recipe_tasks("LeaderLatch"),
             client,
@@ -157,6 +177,8 @@ struct Inner {
     events: ListenerContainer<LatchEvent>,
     /// One `proclaim` at a time, so each writes on the version the last one left.
     proclaiming: tokio::sync::Mutex<()>,
+    /// The `name` label of the latch's metrics.
+    metrics: RecipeName,
 }
 
 /// One leadership of the latch.
@@ -165,6 +187,8 @@ struct Leadership {
     end: watch::Sender<bool>,
     /// The data version of the leader's node, as last read or written by this participant.
     version: i32,
+    /// When it began (its tenure is recorded when it ends).
+    since: tokio::time::Instant,
 }
 
 impl fmt::Debug for LeaderLatch {
@@ -205,6 +229,7 @@ impl LeaderLatch {
             path: path.to_owned(),
             id: id.into(),
             close_mode: CloseMode::default(),
+            metrics_name: None,
         }
     }
 
@@ -516,7 +541,13 @@ impl Inner {
                 Some(session) => hold.on_session(session),
                 None => hold,
             };
-            Leadership { hold, end, version }
+            self.metrics.set(names::LEADER_IS_LEADER, 1.0);
+            Leadership {
+                hold,
+                end,
+                version,
+                since: tokio::time::Instant::now(),
+            }
         });
         // Versions only grow: a read older than our own last proclaim must not undo it.
         leadership.version = leadership.version.max(version);
@@ -528,6 +559,9 @@ impl Inner {
     fn step_down(&self, notify: bool) {
         if let Some(leadership) = self.leadership.lock().take() {
             leadership.end.send_replace(true);
+            self.metrics
+                .record(names::LEADER_TENURE_SECONDS, leadership.since.elapsed());
+            self.metrics.set(names::LEADER_IS_LEADER, 0.0);
         }
         if notify {
             self.set_leader(false);

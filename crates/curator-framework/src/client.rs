@@ -113,6 +113,7 @@ impl Inner {
     pub(crate) fn publish_state(&self, state: ConnectionState) {
         self.slot.set_state(state);
         Counters::bump(&self.counters.state_transitions);
+        crate::metrics::state_published(state);
         tracing::info!(%state, "connection state");
         self.state_listeners.publish(StateEvent::State(state));
     }
@@ -614,6 +615,7 @@ impl CuratorFramework {
     {
         let inner = &self.inner;
         Counters::bump(&inner.counters.operations);
+        let start = tokio::time::Instant::now();
         let result = crate::retry::run(
             &inner.settings.retry_policy,
             |n| {
@@ -623,12 +625,20 @@ impl CuratorFramework {
                     attempt(n).await
                 }
             },
-            |_, _| Counters::bump(&inner.counters.retries),
+            |_, _| {
+                Counters::bump(&inner.counters.retries);
+                crate::metrics::operation_retried(crate::metrics::CALL_WITH_RETRY);
+            },
         )
         .await;
         if result.is_err() {
             Counters::bump(&inner.counters.failed_operations);
         }
+        crate::metrics::operation_finished(
+            crate::metrics::CALL_WITH_RETRY,
+            start.elapsed(),
+            result.as_ref().err(),
+        );
         result
     }
 
@@ -679,7 +689,10 @@ impl CuratorFramework {
     /// # Cancellation safety
     /// Safe (a read).
     pub async fn who_am_i(&self) -> Result<Vec<crate::security::AuthIdentity>> {
-        let span = tracing::debug_span!("zk.who_am_i", session_id = ?self.session_id());
+        let span = crate::ops::OpSpan {
+            op: "zk.who_am_i",
+            span: tracing::debug_span!("zk.who_am_i", session_id = ?self.session_id()),
+        };
         crate::ops::run(
             self,
             span,

@@ -12,7 +12,9 @@
 //!   connection, operation timeouts, session moves and session expiry under the client's retry
 //!   policy;
 //! - runs in a `zk.<op>` tracing span with the path and the session id, and an `attempt` span per
-//!   attempt.
+//!   attempt;
+//! - records its latency, its retries and its failure under the label `op="zk.<op>"` (see
+//!   [`metrics::names`](crate::metrics::names)).
 //!
 //! Each operation has one builder type owning a cheap client handle; `.watched()` changes its
 //! type parameter from [`Unwatched`] to [`Watched`], and with it the output.
@@ -71,12 +73,21 @@ where
     type Future = Fut;
 }
 
+/// An operation's `zk.<op>` tracing span and its name, which labels its metrics (the span
+/// alone cannot say: a disabled span has no name).
+#[derive(Debug)]
+pub(crate) struct OpSpan {
+    pub(crate) op: &'static str,
+    pub(crate) span: tracing::Span,
+}
+
 /// Runs an operation: submits attempt 0 now (see the module docs), then, inside `span`, awaits
 /// it and retries under the client's policy; `finish` turns the result into the operation's
 /// output. `finish` is dropped unused if the future is, so a guard it owns sees the abandonment.
+/// Records the operation's metrics under `span.op` when it ends (not when abandoned).
 pub(crate) fn run<T, U, A, F>(
     client: &CuratorFramework,
-    span: tracing::Span,
+    span: OpSpan,
     attempt: A,
     finish: F,
 ) -> OpFuture<U>
@@ -91,13 +102,15 @@ where
     let attempt = Arc::new(attempt);
     let namespace = client.namespace.clone();
     let start = tokio::time::Instant::now();
+    let OpSpan { op, span } = span;
     let first = span.in_scope(|| submit(&inner, namespace.as_ref(), &attempt, 0));
     OpFuture::new(
         async move {
-            let result = attempts(&inner, namespace, attempt, first, start).await;
+            let result = attempts(&inner, op, namespace, attempt, first, start).await;
             if result.is_err() {
                 Counters::bump(&inner.counters.failed_operations);
             }
+            crate::metrics::operation_finished(op, start.elapsed(), result.as_ref().err());
             finish(result)
         }
         .instrument(span),
@@ -107,6 +120,7 @@ where
 /// Awaits `first`, then resubmits under the retry policy until it gives up.
 async fn attempts<T, A>(
     inner: &Arc<Inner>,
+    op: &'static str,
     namespace: Option<Arc<str>>,
     attempt: Arc<A>,
     first: Submitted<T>,
@@ -132,6 +146,7 @@ where
             return Err(error);
         };
         Counters::bump(&inner.counters.retries);
+        crate::metrics::operation_retried(op);
         retry_count = retry_count.saturating_add(1);
         if !sleep.is_zero() {
             tokio::time::sleep(sleep).await;
@@ -148,7 +163,7 @@ pub(crate) type PathOp<Fut> = fn(Arc<WireSession>, Arc<str>, Option<Arc<str>>) -
 pub(crate) fn on_path<T, Fut>(
     client: &CuratorFramework,
     path: Result<Arc<str>>,
-    span: impl FnOnce(&str) -> tracing::Span,
+    span: impl FnOnce(&str) -> OpSpan,
     op: PathOp<Fut>,
 ) -> OpFuture<T>
 where
@@ -162,7 +177,7 @@ where
 pub(crate) fn on_path_then<T, U, Fut, F>(
     client: &CuratorFramework,
     path: Result<Arc<str>>,
-    span: impl FnOnce(&str) -> tracing::Span,
+    span: impl FnOnce(&str) -> OpSpan,
     op: PathOp<Fut>,
     finish: F,
 ) -> OpFuture<U>
@@ -274,10 +289,13 @@ pub(crate) fn check_data(data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// A `zk.<op>` span with the operation's path and the client's session id.
+/// A `zk.<op>` span with the operation's path and the client's session id (an [`OpSpan`]).
 macro_rules! op_span {
     ($name:literal, $client:expr, $path:expr) => {
-        tracing::debug_span!($name, path = %$path, session_id = ?$client.session_id())
+        $crate::ops::OpSpan {
+            op: $name,
+            span: tracing::debug_span!($name, path = %$path, session_id = ?$client.session_id()),
+        }
     };
 }
 pub(crate) use op_span;

@@ -29,6 +29,7 @@ enum Ended {
 /// Runs until the client closes. At most one session exists at a time: a session is dropped
 /// (and so closed, or abandoned to expire) before the next one is made.
 pub(crate) async fn run(inner: Arc<Inner>) {
+    crate::metrics::describe();
     let cancel = inner.cancel.clone();
     let mut ever_connected = false;
     let mut failures = 0u32;
@@ -62,6 +63,8 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         };
         failures = 0;
         crate::metrics::Counters::bump(&inner.counters.sessions);
+        crate::metrics::session_established();
+        let established = Instant::now();
         let mut watcher = session.state_watcher();
         let read_only = watcher.state() == WireState::ConnectedReadOnly;
         tracing::info!(
@@ -103,6 +106,8 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             }
         };
         inner.remove_session();
+        // A move kept the session (same id), so its lifetime runs on through it.
+        crate::metrics::session_ended(established.elapsed());
         match ended {
             Ended::Closing => {
                 close_session(session, watcher, inner.settings.max_close_wait).await;

@@ -5,6 +5,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
+use curator_framework::metrics::{RecipeName, names};
 use curator_framework::recipe::{Hold, RecipeTasks, TaskHandle};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
@@ -69,12 +70,16 @@ pub(crate) struct Shared {
     /// [`InterProcessMutexBuilder::make_revocable`]).
     revocable: Option<RevocationListener>,
     held: Mutex<Option<Held>>,
+    /// The `name` label of this mutex's wait and hold times.
+    metrics: RecipeName,
 }
 
 /// What a handle holds: one node, held `count` times.
 struct Held {
     hold: Hold,
     count: u32,
+    /// When the node came to hold the lock (its hold time ends with its last release).
+    since: Instant,
     revoke: watch::Receiver<bool>,
     /// Stops the revocation watch when the hold ends.
     _revocation: Option<TaskHandle>,
@@ -99,6 +104,7 @@ pub struct InterProcessMutexBuilder {
     path: String,
     data: Vec<u8>,
     revocable: Option<RevocationListener>,
+    metrics_name: Option<String>,
 }
 
 impl fmt::Debug for InterProcessMutexBuilder {
@@ -107,6 +113,7 @@ impl fmt::Debug for InterProcessMutexBuilder {
             .field("path", &self.path)
             .field("node_data_len", &self.data.len())
             .field("revocable", &self.revocable.is_some())
+            .field("metrics_name", &self.metrics_name)
             .finish()
     }
 }
@@ -129,6 +136,24 @@ impl InterProcessMutexBuilder {
         self
     }
 
+    /// The `name` label of this mutex's metrics (`curator_lock_wait_seconds`,
+    /// `curator_lock_hold_seconds`); default: the lock's path. Set it when paths are made per
+    /// job or per tenant, so the metrics keep a bounded number of series: mutexes sharing a
+    /// name share their series.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let job = 42;
+    /// let mutex = curator_locks::InterProcessMutex::builder(client, &format!("/locks/jobs/{job}"))
+    ///     .metrics_name("jobs")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.metrics_name = Some(name.into());
+        self
+    }
+
     /// The mutex.
     ///
     /// # Errors
@@ -141,6 +166,7 @@ impl InterProcessMutexBuilder {
             Kind::Exclusive,
             self.data,
             self.revocable,
+            self.metrics_name.as_deref(),
         )
     }
 }
@@ -225,6 +251,7 @@ impl InterProcessMutex {
             path: path.to_owned(),
             data: Vec::new(),
             revocable: None,
+            metrics_name: None,
         }
     }
 
@@ -235,6 +262,7 @@ impl InterProcessMutex {
         kind: Kind,
         data: Vec<u8>,
         revocable: Option<RevocationListener>,
+        metrics_name: Option<&str>,
     ) -> Result<Self> {
         paths::validate(path)?;
         Ok(Self {
@@ -248,6 +276,7 @@ impl InterProcessMutex {
                 acquiring: tokio::sync::Mutex::new(()),
                 revocable,
                 held: Mutex::new(None),
+                metrics: RecipeName::new(metrics_name, path),
             }),
         })
     }
@@ -260,6 +289,7 @@ impl InterProcessMutex {
             WRITE_LOCK_NAME,
             Kind::Exclusive,
             Vec::new(),
+            None,
             None,
         )
     }
@@ -276,6 +306,7 @@ impl InterProcessMutex {
             READ_LOCK_NAME,
             kind,
             Vec::new(),
+            None,
             None,
         )
     }
@@ -340,15 +371,21 @@ impl InterProcessMutex {
         if let Some(guard) = self.reenter() {
             return Ok(Some(guard));
         }
-        loop {
-            match self.attempt(Wait::No).await? {
-                Attempt::Acquired { node, token } => return Ok(Some(self.hold(node, token))),
-                Attempt::TimedOut => return Ok(None),
-                Attempt::NodeLost => {
-                    tracing::debug!(path = %self.shared.path, "lock node lost while trying; trying again")
+        let started = Instant::now();
+        let outcome = async {
+            loop {
+                match self.attempt(Wait::No).await? {
+                    Attempt::Acquired { node, token } => return Ok(Some(self.hold(node, token))),
+                    Attempt::TimedOut => return Ok(None),
+                    Attempt::NodeLost => {
+                        tracing::debug!(path = %self.shared.path, "lock node lost while trying; trying again")
+                    }
                 }
             }
         }
+        .await;
+        self.waited(started);
+        outcome
     }
 
     /// Whether this handle holds the lock now.
@@ -398,16 +435,30 @@ impl InterProcessMutex {
         if let Some(guard) = self.reenter() {
             return Ok(Some(guard));
         }
-        loop {
-            let wait = deadline.map_or(Wait::Forever, Wait::Until);
-            match self.attempt(wait).await? {
-                Attempt::Acquired { node, token } => return Ok(Some(self.hold(node, token))),
-                Attempt::TimedOut => return Ok(None),
-                Attempt::NodeLost => {
-                    tracing::debug!(path = %self.shared.path, "lock node lost while waiting; trying again")
+        let started = Instant::now();
+        let outcome = async {
+            loop {
+                let wait = deadline.map_or(Wait::Forever, Wait::Until);
+                match self.attempt(wait).await? {
+                    Attempt::Acquired { node, token } => return Ok(Some(self.hold(node, token))),
+                    Attempt::TimedOut => return Ok(None),
+                    Attempt::NodeLost => {
+                        tracing::debug!(path = %self.shared.path, "lock node lost while waiting; trying again")
+                    }
                 }
             }
         }
+        .await;
+        self.waited(started);
+        outcome
+    }
+
+    /// Records the wait of an acquisition that needed a node (whatever its outcome; a reentrant
+    /// one waits for nothing and records nothing).
+    fn waited(&self, started: Instant) {
+        self.shared
+            .metrics
+            .record(names::LOCK_WAIT_SECONDS, started.elapsed());
     }
 
     fn reenter(&self) -> Option<LockGuard> {
@@ -435,6 +486,7 @@ impl InterProcessMutex {
         *shared.held.lock() = Some(Held {
             hold: hold.clone(),
             count: 1,
+            since: Instant::now(),
             revoke: revoke.clone(),
             _revocation: revocation,
         });
@@ -572,7 +624,10 @@ impl Shared {
             return false;
         }
         // Dropping the hold stops its revocation watch.
-        held.take();
+        if let Some(ended) = held.take() {
+            self.metrics
+                .record(names::LOCK_HOLD_SECONDS, ended.since.elapsed());
+        }
         true
     }
 }

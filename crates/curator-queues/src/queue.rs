@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
+use curator_framework::metrics::RecipeName;
 use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
@@ -204,6 +205,8 @@ struct Core<T, C> {
     puts: ListenerContainer<PutEvent>,
     lifecycle: Lifecycle,
     tasks: RecipeTasks,
+    /// The `name` label of the consumer's metrics.
+    metrics: RecipeName,
 }
 
 impl<K, T, C> Clone for Queue<K, T, C> {
@@ -258,6 +261,7 @@ pub struct QueueBuilder<K, T, C = Json> {
     max_items: Option<usize>,
     consumer: Option<ConsumeFn<T>>,
     exactly_once: bool,
+    metrics_name: Option<String>,
     kind: PhantomData<K>,
 }
 
@@ -271,6 +275,7 @@ impl<K, T, C: fmt::Debug> fmt::Debug for QueueBuilder<K, T, C> {
             .field("max_items", &self.max_items)
             .field("consumer", &self.consumer.is_some())
             .field("exactly_once", &self.exactly_once)
+            .field("metrics_name", &self.metrics_name)
             .finish()
     }
 }
@@ -288,6 +293,7 @@ impl<K: QueueKind, T: Send + 'static> Queue<K, T, Json> {
             max_items: None,
             consumer: None,
             exactly_once: false,
+            metrics_name: None,
             kind: PhantomData,
         }
     }
@@ -310,8 +316,25 @@ where
             max_items: self.max_items,
             consumer: self.consumer,
             exactly_once: self.exactly_once,
+            metrics_name: self.metrics_name,
             kind: PhantomData,
         }
+    }
+
+    /// The `name` label of this queue's consumer metrics (`curator_queue_depth`,
+    /// `curator_queue_consumer_lag_seconds`); default: the queue's path. Queues sharing a name
+    /// share their series.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let queue = curator_queues::DistributedQueue::<String>::builder(client, "/queues/tenant-9")
+    ///     .metrics_name("tenant-queues")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.metrics_name = Some(name.into());
+        self
     }
 
     /// Lock-safe consumption: a consumer holds an ephemeral lock node `<lock_path>/<item>`
@@ -390,6 +413,7 @@ where
         let puts = self.client.listener_container("queue puts");
         let tasks = self.client.recipe_tasks("queue");
         let core = Arc::new(Core {
+            metrics: RecipeName::new(self.metrics_name.as_deref(), &self.path),
             client: self.client,
             path: self.path,
             codec: self.codec,

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use curator_framework::metrics::{RecipeName, names};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -45,6 +46,8 @@ pub struct SimpleDistributedQueue {
     known: Mutex<VecDeque<String>>,
     /// The outcome markers, in exactly-once mode.
     outcomes: Option<Outcomes>,
+    /// The `name` label of the consumer's metrics.
+    metrics: RecipeName,
 }
 
 /// Settings of a [`SimpleDistributedQueue`]; [`build`](Self::build) makes it.
@@ -66,9 +69,26 @@ pub struct SimpleDistributedQueueBuilder {
     client: CuratorFramework,
     path: String,
     exactly_once: bool,
+    metrics_name: Option<String>,
 }
 
 impl SimpleDistributedQueueBuilder {
+    /// The `name` label of this queue's consumer metrics (`curator_queue_depth`,
+    /// `curator_queue_consumer_lag_seconds`); default: the queue's path. Queues sharing a name
+    /// share their series.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let queue = curator_queues::SimpleDistributedQueue::builder(client, "/queues/user-17")
+    ///     .metrics_name("user-queues")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.metrics_name = Some(name.into());
+        self
+    }
+
     /// Exactly-once offers and takes across lost replies, connection loss and session expiry:
     /// each write goes in one transaction with a persistent outcome marker in the sibling node
     /// `<path>-outcomes`, which tells the writer what happened when the reply is lost. Costs one
@@ -97,6 +117,7 @@ impl SimpleDistributedQueueBuilder {
             None
         };
         Ok(SimpleDistributedQueue {
+            metrics: RecipeName::new(self.metrics_name.as_deref(), &self.path),
             client: self.client,
             path: self.path,
             known: Mutex::new(VecDeque::new()),
@@ -120,6 +141,7 @@ impl SimpleDistributedQueue {
             client,
             path: path.to_owned(),
             exactly_once: false,
+            metrics_name: None,
         }
     }
 
@@ -319,6 +341,8 @@ impl SimpleDistributedQueue {
             .filter(|name| name.starts_with(SIMPLE_PREFIX))
             .collect();
         items.sort_unstable();
+        #[allow(clippy::cast_precision_loss)] // a count of children
+        self.metrics.set(names::QUEUE_DEPTH, items.len() as f64);
         let mut known = self.known.lock();
         *known = items.into();
         !known.is_empty()
@@ -326,6 +350,15 @@ impl SimpleDistributedQueue {
 
     fn forget(&self, name: &str) {
         self.known.lock().retain(|n| n != name);
+    }
+
+    /// Records the consumer lag of an item taken now whose node was created at `ctime` (server
+    /// clock, ms since the epoch; the item's data carries no put time): clock skew between the
+    /// server and this process shifts it, and negative readings count as 0.
+    fn taken(&self, ctime: i64) {
+        let lag = curator_framework::metrics::seconds_since_epoch_millis(ctime);
+        self.metrics
+            .record_seconds(names::QUEUE_CONSUMER_LAG_SECONDS, lag);
     }
 
     /// Reads and deletes `name`; `None` when another consumer got it first.
@@ -338,7 +371,11 @@ impl SimpleDistributedQueue {
             Err(error) => return Err(error),
         };
         if let Some(outcomes) = &self.outcomes {
-            return Ok(outcomes.take(name, stat.version).await?.then_some(data));
+            let taken = outcomes.take(name, stat.version).await?;
+            if taken {
+                self.taken(stat.ctime);
+            }
+            return Ok(taken.then_some(data));
         }
         // The item is ours when our versioned delete applies. `idempotent`: a retry after a
         // lost reply that finds the item gone counts as ours, delivering rather than losing it
@@ -351,7 +388,10 @@ impl SimpleDistributedQueue {
             .for_path(&path)
             .await
         {
-            Ok(()) => Ok(Some(data)),
+            Ok(()) => {
+                self.taken(stat.ctime);
+                Ok(Some(data))
+            }
             // Another consumer took it (or changed it) first.
             Err(Error::NoNode | Error::BadVersion) => Ok(None),
             Err(error) => Err(error),

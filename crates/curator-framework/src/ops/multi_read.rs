@@ -124,11 +124,14 @@ impl MultiReadBuilder {
         }
         let reads = Arc::new(self.reads);
         let client = self.client;
-        let span = tracing::debug_span!(
-            "zk.multi_read",
-            reads = reads.len(),
-            session_id = ?client.session_id()
-        );
+        let span = crate::ops::OpSpan {
+            op: "zk.multi_read",
+            span: tracing::debug_span!(
+                "zk.multi_read",
+                reads = reads.len(),
+                session_id = ?client.session_id()
+            ),
+        };
         ops::run(
             &client,
             span,

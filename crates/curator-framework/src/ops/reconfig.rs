@@ -143,14 +143,17 @@ impl ReconfigBuilder {
             return OpFuture::new(async move { Err(error) });
         }
         let client = self.client.without_namespace();
-        let span = tracing::debug_span!(
-            "zk.reconfig",
-            session_id = ?client.session_id(),
-            joining = self.joining.len(),
-            leaving = self.leaving.len(),
-            members = self.members.as_ref().map(Vec::len),
-            from = self.from,
-        );
+        let span = crate::ops::OpSpan {
+            op: "zk.reconfig",
+            span: tracing::debug_span!(
+                "zk.reconfig",
+                session_id = ?client.session_id(),
+                joining = self.joining.len(),
+                leaving = self.leaving.len(),
+                members = self.members.as_ref().map(Vec::len),
+                from = self.from,
+            ),
+        };
         let change = Arc::new(Change {
             joining: self.joining,
             leaving: self.leaving,

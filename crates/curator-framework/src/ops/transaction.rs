@@ -402,11 +402,14 @@ impl TransactionBuilder {
             Ok(steps) => Arc::new(steps),
             Err(error) => return OpFuture::ready(Err(error)),
         };
-        let span = tracing::debug_span!(
-            "zk.transaction",
-            steps = steps.len(),
-            session_id = ?client.session_id()
-        );
+        let span = crate::ops::OpSpan {
+            op: "zk.transaction",
+            span: tracing::debug_span!(
+                "zk.transaction",
+                steps = steps.len(),
+                session_id = ?client.session_id()
+            ),
+        };
         let unfix = client.clone();
         let pinned = guard.as_ref().and_then(Hold::session_id);
         let refused = guard.as_ref().map(Hold::lost_error);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use curator_framework::codec::{self, Codec};
+use curator_framework::metrics::names as metric;
 use curator_framework::ops::transaction::TransactionOp;
 use curator_framework::recipe::{Backoff, Cancelled};
 use curator_framework::watcher::Watcher;
@@ -64,7 +65,11 @@ pub(super) async fn consume_loop<T, C>(
             listed = core.item_names() => listed,
         };
         let (names, watcher) = match listed {
-            Ok(found) => found,
+            Ok(found) => {
+                #[allow(clippy::cast_precision_loss)] // a count of children
+                core.metrics.set(metric::QUEUE_DEPTH, found.0.len() as f64);
+                found
+            }
             Err(error) => {
                 tracing::warn!(%error, path = %core.path, "queue consumer cannot list; retrying");
                 tokio::select! {
@@ -152,6 +157,7 @@ where
                 if !taken {
                     return Ok(Processed::Done);
                 }
+                self.taken(stat.ctime);
                 self.consume_taken(name, &item_path, &data, consume).await
             }
             Some(lock_path) => {
@@ -159,6 +165,16 @@ where
                     .await
             }
         }
+    }
+
+    /// Records the consumer lag of an item taken now whose node was created at `ctime` (server
+    /// clock, ms since the epoch). Item data carries no put time (Curator's encoding), so the
+    /// node's creation stands for it; clock skew between server and consumer shifts the value
+    /// (negative readings count as 0). For a delay queue it includes the delay asked for.
+    fn taken(&self, ctime: i64) {
+        let lag = curator_framework::metrics::seconds_since_epoch_millis(ctime);
+        self.metrics
+            .record_seconds(metric::QUEUE_CONSUMER_LAG_SECONDS, lag);
     }
 
     /// Deletes the item at `version`; `Ok(false)` when another consumer took it first.
@@ -263,7 +279,10 @@ where
         consume: &ConsumeFn<T>,
     ) -> Result<()> {
         let data = match self.client.get_data().for_path(item_path).await {
-            Ok((data, _)) => data,
+            Ok((data, stat)) => {
+                self.taken(stat.ctime);
+                data
+            }
             Err(Error::NoNode) => return Ok(()),
             Err(error) => return Err(error),
         };
