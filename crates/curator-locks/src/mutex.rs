@@ -97,7 +97,7 @@ type RevocationListener = Arc<dyn Fn() + Send + Sync>;
 pub struct InterProcessMutexBuilder {
     client: CuratorFramework,
     path: String,
-    data: Vec<u8>,
+    data: Option<Vec<u8>>,
     revocable: Option<RevocationListener>,
 }
 
@@ -105,18 +105,21 @@ impl fmt::Debug for InterProcessMutexBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InterProcessMutexBuilder")
             .field("path", &self.path)
-            .field("node_data_len", &self.data.len())
+            .field("node_data_len", &self.data.as_ref().map(Vec::len))
             .field("revocable", &self.revocable.is_some())
             .finish()
     }
 }
 
 impl InterProcessMutexBuilder {
-    /// The data of this mutex's lock nodes (default: empty). Curator's leader selection stores
-    /// the participant id there; other participants read it back. Data over ZooKeeper's limit
-    /// makes every acquisition fail with [`Error::InvalidArgument`].
+    /// The data of this mutex's lock nodes (default: the client's
+    /// [`identity`](curator_framework::CuratorFramework::identity), `host=…;pid=…;name=…`, which
+    /// `curator inspect` shows; Java Curator writes its local IP address and never reads it).
+    /// Curator's leader selection stores the participant id there; other participants read it
+    /// back. Data over ZooKeeper's limit makes every acquisition fail with
+    /// [`Error::InvalidArgument`].
     pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
+        self.data = Some(data.into());
         self
     }
 
@@ -134,12 +137,15 @@ impl InterProcessMutexBuilder {
     /// # Errors
     /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
     pub fn build(self) -> Result<InterProcessMutex> {
+        let data = self
+            .data
+            .unwrap_or_else(|| self.client.identity().to_bytes());
         InterProcessMutex::from_parts(
             self.client,
             &self.path,
             LOCK_NAME,
             Kind::Exclusive,
-            self.data,
+            data,
             self.revocable,
         )
     }
@@ -223,7 +229,7 @@ impl InterProcessMutex {
         InterProcessMutexBuilder {
             client,
             path: path.to_owned(),
-            data: Vec::new(),
+            data: None,
             revocable: None,
         }
     }
@@ -254,14 +260,8 @@ impl InterProcessMutex {
 
     /// The write side of a read/write lock on `path`.
     pub(crate) fn write_side(client: CuratorFramework, path: &str) -> Result<Self> {
-        Self::from_parts(
-            client,
-            path,
-            WRITE_LOCK_NAME,
-            Kind::Exclusive,
-            Vec::new(),
-            None,
-        )
+        let data = client.identity().to_bytes();
+        Self::from_parts(client, path, WRITE_LOCK_NAME, Kind::Exclusive, data, None)
     }
 
     /// The read side of a read/write lock whose write side is `write`.
@@ -270,14 +270,8 @@ impl InterProcessMutex {
         let kind = Kind::Read {
             write: Arc::clone(&write.shared),
         };
-        Self::from_parts(
-            client,
-            &write.shared.path,
-            READ_LOCK_NAME,
-            kind,
-            Vec::new(),
-            None,
-        )
+        let data = client.identity().to_bytes();
+        Self::from_parts(client, &write.shared.path, READ_LOCK_NAME, kind, data, None)
     }
 
     /// The lock's path.
