@@ -178,14 +178,14 @@ impl fmt::Display for Who {
 /// One node of a recipe: a holder, a waiter, a leader, a member, a lease.
 ///
 /// ```
-/// let p = curator_inspect::Participant {
-///     node: "lock-0000000001".into(),
-///     who: curator_inspect::Who::from_data(b"host=h;pid=1;name=n"),
-///     session_id: 0x1234,
-///     since_ms: 0,
-///     role: None,
-/// };
-/// assert!(p.to_string().contains("n on h (pid 1)"));
+/// let p: curator_inspect::Participant = serde_json::from_value(serde_json::json!({
+///     "node": "lock-0000000001",
+///     "who": { "host": "h", "pid": 1, "name": "n", "text": null },
+///     "session_id": 0x1234,
+///     "since_ms": 0,
+///     "role": null,
+/// })).unwrap();
+/// assert!(p.to_string().starts_with("n on h (pid 1) session 0x1234 since"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -218,8 +218,10 @@ impl fmt::Display for Participant {
 /// A queue's depth and oldest item.
 ///
 /// ```
-/// let q = curator_inspect::QueueStats { depth: 2, oldest_since_ms: Some(0), oldest: Some("qn-0000000000".into()) };
-/// assert!(q.to_string().starts_with("2 items"));
+/// let q: curator_inspect::QueueStats = serde_json::from_value(serde_json::json!({
+///     "depth": 2, "oldest_since_ms": 0, "oldest": "qn-0000000000",
+/// })).unwrap();
+/// assert!(q.to_string().starts_with("2 items, oldest put"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
