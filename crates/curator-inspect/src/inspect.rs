@@ -11,6 +11,11 @@ use crate::report::{Layout, Participant, QueueStats, Report, Who};
 /// At most this many children are inspected as sections (several locks, services).
 const MAX_SECTIONS: usize = 64;
 
+/// Children of an unrecognized node are read (to tell a group or a service) only up to this
+/// many; past it the report stays generic (counts from the node's stat and
+/// `getAllChildrenNumber`).
+const MAX_GUESS_READS: usize = 10_000;
+
 /// The revocation marker Curator writes into a lock node: not a participant id.
 const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
@@ -259,7 +264,8 @@ async fn recognize(
             return Ok(());
         }
     }
-    if names.is_empty() {
+    // Nothing to recognize, or too many children to read one by one for a guess.
+    if names.is_empty() || names.len() > MAX_GUESS_READS {
         return Ok(());
     }
     let nodes = read_nodes(client, path, "", names).await?;
