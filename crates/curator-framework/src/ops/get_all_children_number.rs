@@ -33,6 +33,12 @@ impl GetAllChildrenNumberBuilder {
     }
 
     /// Counts the descendants of `path`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let n = client.get_all_children_number().for_path("/queues/jobs").await?;
+    /// # Ok(()) }
+    /// ```
     pub fn for_path(self, path: &str) -> GetAllChildrenNumber {
         GetAllChildrenNumber {
             path: self.client.target(path),
@@ -42,6 +48,13 @@ impl GetAllChildrenNumberBuilder {
 }
 
 /// An awaitable `get_all_children_number()`: the number of descendants.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let op = client.get_all_children_number().for_path("/"); // nothing sent yet
+/// let nodes_in_the_tree: usize = op.await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
 pub struct GetAllChildrenNumber {

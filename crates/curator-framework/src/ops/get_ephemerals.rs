@@ -35,6 +35,12 @@ impl GetEphemeralsBuilder {
     }
 
     /// Lists this session's ephemeral nodes whose paths start with `prefix` (`/` for all).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let held = client.get_ephemerals().for_path("/locks/orders").await?;
+    /// # Ok(()) }
+    /// ```
     pub fn for_path(self, prefix: &str) -> GetEphemerals {
         GetEphemerals {
             path: self.client.target(prefix),
@@ -44,6 +50,13 @@ impl GetEphemeralsBuilder {
 }
 
 /// An awaitable `get_ephemerals()`: the paths (sorted), in the caller's namespace.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let op = client.get_ephemerals().for_path("/"); // nothing sent yet
+/// let all_mine: Vec<String> = op.await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 #[must_use = "operations do nothing until awaited"]
 pub struct GetEphemerals {
