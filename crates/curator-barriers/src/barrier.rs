@@ -51,7 +51,8 @@ impl DistributedBarrier {
             .create()
             .creating_parent_containers_if_needed()
             .with_mode(CreateMode::Persistent)
-            .for_path_with_default_data(&self.path)
+            // Who raised it (the client's identity), for operators; Java never reads it.
+            .for_path(&self.path, self.client.identity().to_bytes())
             .await;
         match created {
             Ok(_) | Err(Error::NodeExists) => Ok(()),

@@ -160,7 +160,8 @@ impl DistributedDoubleBarrier {
             // A retry that meets the node its first attempt made is not "entered already".
             .idempotent()
             .with_mode(CreateMode::Ephemeral)
-            .for_path_with_default_data(&self.our_node)
+            // Who this member is (the client's identity), for operators; Java never reads it.
+            .for_path(&self.our_node, self.client.identity().to_bytes())
             .await;
         if let Err(error) = created {
             // This member is in already: its node is not ours to delete.

@@ -808,6 +808,18 @@ pub(crate) enum Command {
         #[command(flatten)]
         session: Session,
     },
+    /// Show who holds what at PATH: the recipe recognized there (lock, semaphore, latch,
+    /// barrier, queue, counter, group, ...), its holders, waiters in order, leader, queue depth
+    /// and members, each with its identity, session and creation time
+    Inspect {
+        /// The recipe's path
+        path: String,
+        /// Print the report again after every change under PATH, until interrupted
+        #[arg(long)]
+        watch: bool,
+        #[command(flatten)]
+        session: Session,
+    },
     /// Print the identities the server gives this client's session (ZooKeeper's whoAmI)
     Whoami {
         #[command(flatten)]
@@ -869,6 +881,7 @@ impl Command {
             | Command::Create { path, .. }
             | Command::Rm { path, .. }
             | Command::Tree { path, .. }
+            | Command::Inspect { path, .. }
             | Command::Watch { path, .. } => Some(path),
         }
     }
@@ -895,6 +908,7 @@ impl Command {
             | Command::Create { session, .. }
             | Command::Rm { session, .. }
             | Command::Tree { session, .. }
+            | Command::Inspect { session, .. }
             | Command::Whoami { session }
             | Command::Watch { session, .. } => vec![session],
         }

@@ -4,6 +4,7 @@ mod barrier;
 mod counter;
 mod ensemble;
 mod fence;
+mod inspect;
 mod leader;
 mod lease;
 mod lock;
@@ -65,6 +66,9 @@ pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
                     ..
                 } => barrier::run(&client, report, &path, members, timeout, grace, &command).await,
                 Command::Counter { path, op, .. } => counter::run(&client, report, &path, op).await,
+                Command::Inspect { path, watch, .. } => {
+                    inspect::run(&client, report, &path, watch).await
+                }
                 Command::Ensemble {
                     op, probe_timeout, ..
                 } => ensemble::run(&client, report, op, probe_timeout, &settings).await,

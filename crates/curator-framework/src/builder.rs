@@ -46,6 +46,7 @@ pub(crate) struct Settings {
     pub(crate) compression_enabled: bool,
     /// Checked by operations before they are sent.
     pub(crate) schema_set: Option<Arc<crate::schema::SchemaSet>>,
+    pub(crate) identity: Arc<crate::identity::Identity>,
 }
 
 impl fmt::Debug for Settings {
@@ -130,6 +131,7 @@ pub struct CuratorFrameworkBuilder {
     compression_provider: Arc<dyn CompressionProvider>,
     compression_enabled: bool,
     schema_set: Option<Arc<crate::schema::SchemaSet>>,
+    identity: Option<String>,
     error: Option<Error>,
 }
 
@@ -176,6 +178,7 @@ impl Default for CuratorFrameworkBuilder {
             compression_provider: Arc::new(GzipCompressionProvider::new()),
             compression_enabled: false,
             schema_set: None,
+            identity: None,
             error: None,
         }
     }
@@ -399,6 +402,25 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// The application-chosen name in this client's [`Identity`](crate::identity::Identity)
+    /// (default: the executable's file name), which recipes write into the nodes they make
+    /// (lock nodes, semaphore leases, barrier and double-barrier member nodes) beside the host
+    /// name and process id, so `curator inspect` can tell who holds what.
+    ///
+    /// ```no_run
+    /// # fn demo() -> curator_framework::Result<()> {
+    /// let client = curator_framework::CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .identity("report-writer")
+    ///     .build()?;
+    /// assert_eq!(client.identity().name(), "report-writer");
+    /// # Ok(()) }
+    /// ```
+    pub fn identity(mut self, name: impl Into<String>) -> Self {
+        self.identity = Some(name.into());
+        self
+    }
+
     /// Data written by creates that give none (default: empty; Java Curator writes the local IP
     /// address).
     pub fn default_data(mut self, data: impl Into<Vec<u8>>) -> Self {
@@ -533,6 +555,10 @@ impl CuratorFrameworkBuilder {
             compression_provider: self.compression_provider,
             compression_enabled: self.compression_enabled,
             schema_set: self.schema_set,
+            identity: Arc::new(match self.identity {
+                Some(name) => crate::identity::Identity::this_process(name),
+                None => crate::identity::Identity::default_for_process(),
+            }),
         };
         Ok(CuratorFramework::from_settings(settings))
     }

@@ -563,6 +563,19 @@ impl CuratorFramework {
         self.inner.settings.compression_enabled
     }
 
+    /// Who this client is, as recipes write it into the nodes they make (see
+    /// [`identity`](crate::identity) and the builder's
+    /// [`identity`](crate::CuratorFrameworkBuilder::identity)).
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) {
+    /// println!("{}", client.identity()); // host=…;pid=…;name=…
+    /// # }
+    /// ```
+    pub fn identity(&self) -> &crate::identity::Identity {
+        &self.inner.settings.identity
+    }
+
     /// This handle's namespace.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
@@ -748,6 +761,20 @@ impl CuratorFramework {
     /// Reads a node's ACL: `client.get_acl().for_path(path).await`.
     pub fn get_acl(&self) -> crate::ops::get_acl::GetAclBuilder {
         crate::ops::get_acl::GetAclBuilder::new(self.clone())
+    }
+
+    /// Lists this session's ephemeral nodes under a path prefix (ZooKeeper 3.6+
+    /// `getEphemerals`): `client.get_ephemerals().for_path(prefix).await`.
+    pub fn get_ephemerals(&self) -> crate::ops::get_ephemerals::GetEphemeralsBuilder {
+        crate::ops::get_ephemerals::GetEphemeralsBuilder::new(self.clone())
+    }
+
+    /// Counts a node's descendants (ZooKeeper 3.6+ `getAllChildrenNumber`):
+    /// `client.get_all_children_number().for_path(path).await`.
+    pub fn get_all_children_number(
+        &self,
+    ) -> crate::ops::get_all_children_number::GetAllChildrenNumberBuilder {
+        crate::ops::get_all_children_number::GetAllChildrenNumberBuilder::new(self.clone())
     }
 
     /// Replaces a node's ACL: `client.set_acl().with_acl(acl).for_path(path).await`.

@@ -13,6 +13,7 @@ pub mod codec;
 pub mod compression;
 pub mod ensemble;
 pub mod guarded;
+pub mod identity;
 pub mod listen;
 pub mod metrics;
 pub mod ops;

@@ -413,6 +413,23 @@ impl WireSession {
         ))
     }
 
+    /// The ephemeral nodes of this session whose paths start with `prefix` (a string prefix,
+    /// as ZooKeeper matches it).
+    pub(crate) async fn get_ephemerals(&self, prefix: &str) -> Result<Vec<String>> {
+        self.client
+            .list_ephemerals(prefix)
+            .await
+            .map_err(convert_error)
+    }
+
+    /// The number of descendants of `path` (children, grandchildren, ...; not the node itself).
+    pub(crate) async fn get_all_children_number(&self, path: &str) -> Result<usize> {
+        self.client
+            .count_descendants_number(path)
+            .await
+            .map_err(convert_error)
+    }
+
     pub(crate) async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
         let (acl, stat) = self.client.get_acl(path).await.map_err(convert_error)?;
         Ok((acl.iter().map(from_zk_acl).collect(), convert_stat(&stat)))

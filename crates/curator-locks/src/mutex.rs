@@ -102,7 +102,7 @@ type RevocationListener = Arc<dyn Fn() + Send + Sync>;
 pub struct InterProcessMutexBuilder {
     client: CuratorFramework,
     path: String,
-    data: Vec<u8>,
+    data: Option<Vec<u8>>,
     revocable: Option<RevocationListener>,
     metrics_name: Option<String>,
 }
@@ -111,7 +111,7 @@ impl fmt::Debug for InterProcessMutexBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InterProcessMutexBuilder")
             .field("path", &self.path)
-            .field("node_data_len", &self.data.len())
+            .field("node_data_len", &self.data.as_ref().map(Vec::len))
             .field("revocable", &self.revocable.is_some())
             .field("metrics_name", &self.metrics_name)
             .finish()
@@ -119,11 +119,14 @@ impl fmt::Debug for InterProcessMutexBuilder {
 }
 
 impl InterProcessMutexBuilder {
-    /// The data of this mutex's lock nodes (default: empty). Curator's leader selection stores
-    /// the participant id there; other participants read it back. Data over ZooKeeper's limit
-    /// makes every acquisition fail with [`Error::InvalidArgument`].
+    /// The data of this mutex's lock nodes (default: the client's
+    /// [`identity`](curator_framework::CuratorFramework::identity), `host=…;pid=…;name=…`, which
+    /// `curator inspect` shows; Java Curator writes its local IP address and never reads it).
+    /// Curator's leader selection stores the participant id there; other participants read it
+    /// back. Data over ZooKeeper's limit makes every acquisition fail with
+    /// [`Error::InvalidArgument`].
     pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
+        self.data = Some(data.into());
         self
     }
 
@@ -159,12 +162,15 @@ impl InterProcessMutexBuilder {
     /// # Errors
     /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
     pub fn build(self) -> Result<InterProcessMutex> {
+        let data = self
+            .data
+            .unwrap_or_else(|| self.client.identity().to_bytes());
         InterProcessMutex::from_parts(
             self.client,
             &self.path,
             LOCK_NAME,
             Kind::Exclusive,
-            self.data,
+            data,
             self.revocable,
             self.metrics_name.as_deref(),
         )
@@ -249,7 +255,7 @@ impl InterProcessMutex {
         InterProcessMutexBuilder {
             client,
             path: path.to_owned(),
-            data: Vec::new(),
+            data: None,
             revocable: None,
             metrics_name: None,
         }
@@ -283,12 +289,13 @@ impl InterProcessMutex {
 
     /// The write side of a read/write lock on `path`.
     pub(crate) fn write_side(client: CuratorFramework, path: &str) -> Result<Self> {
+        let data = client.identity().to_bytes();
         Self::from_parts(
             client,
             path,
             WRITE_LOCK_NAME,
             Kind::Exclusive,
-            Vec::new(),
+            data,
             None,
             None,
         )
@@ -300,12 +307,13 @@ impl InterProcessMutex {
         let kind = Kind::Read {
             write: Arc::clone(&write.shared),
         };
+        let data = client.identity().to_bytes();
         Self::from_parts(
             client,
             &write.shared.path,
             READ_LOCK_NAME,
             kind,
-            Vec::new(),
+            data,
             None,
             None,
         )

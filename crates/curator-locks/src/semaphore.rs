@@ -292,7 +292,11 @@ impl InterProcessSemaphoreV2 {
             .creating_parent_containers_if_needed()
             .with_protection()
             .with_mode(CreateMode::EphemeralSequential)
-            .for_path(&paths::join(&inner.leases_path, LEASE_NAME), b"")
+            // Who holds the lease, for operators (`curator inspect`); Java never reads it.
+            .for_path(
+                &paths::join(&inner.leases_path, LEASE_NAME),
+                inner.client.identity().to_bytes(),
+            )
             .with_stat()
             .await?;
         let lease = Lease {

@@ -177,6 +177,7 @@ pub(crate) async fn run(
         | Command::Leader { .. }
         | Command::Barrier { .. }
         | Command::Counter { .. }
+        | Command::Inspect { .. }
         | Command::Ensemble { .. }
         | Command::Sentinel { .. } => unreachable!("not a node command"),
     }

@@ -1,0 +1,8 @@
+#![doc = include_str!("../README.md")]
+
+mod inspect;
+mod names;
+mod report;
+
+pub use inspect::{Watch, inspect, watch};
+pub use report::{Layout, Participant, QueueStats, Report, Who};
