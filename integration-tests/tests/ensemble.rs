@@ -399,11 +399,12 @@ async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_wi
         .await
         .unwrap();
 
-    // Given member 0 only, with a chroot and a namespace.
+    // Given member 0 only, with a chroot and a namespace. Its session must outlast member 0's
+    // restart on a new port (a JVM start, slow on a loaded machine) and the reconfiguration.
     let client = curator_testkit::started(
         curator_testkit::builder(
             &format!("{}{root}", cluster.member_connect_string(0)),
-            Duration::from_secs(4),
+            Duration::from_secs(15),
         )
         .namespace("app"),
     )
