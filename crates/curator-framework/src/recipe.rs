@@ -526,9 +526,9 @@ impl Backoff {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum HoldKind {
-    /// A lock, a read or write lock, a semaphore lease: [`Error::LockLost`](crate::Error::LockLost).
+    /// A lock, a read or write lock, a semaphore lease: [`Error::LockLost`].
     Lock,
-    /// A leadership (latch, selector): [`Error::NotLeader`](crate::Error::NotLeader).
+    /// A leadership (latch, selector): [`Error::NotLeader`].
     Leadership,
 }
 
@@ -620,7 +620,7 @@ impl Hold {
     }
 
     /// This hold as a leadership ([`HoldKind::Leadership`]): guarded writes refused because it
-    /// is lost fail with [`Error::NotLeader`](crate::Error::NotLeader).
+    /// is lost fail with [`Error::NotLeader`].
     pub fn for_leadership(mut self) -> Self {
         self.kind = HoldKind::Leadership;
         self
@@ -645,9 +645,7 @@ impl Hold {
     }
 
     /// The error of a write refused because this hold is lost: [`Error::LockLost`] or
-    /// [`Error::NotLeader`](crate::Error::NotLeader), naming the node.
-    ///
-    /// [`Error::LockLost`]: crate::Error::LockLost
+    /// [`Error::NotLeader`], naming the node.
     pub fn lost_error(&self) -> crate::Error {
         let node = self.node.to_string();
         match self.kind {
