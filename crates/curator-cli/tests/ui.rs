@@ -439,12 +439,10 @@ async fn the_page_in_chromium_follows_a_lock_a_leader_and_a_queue() {
         l.len() == 1 && l[0].starts_with("reporter-2")
     })
     .await;
-    assert!(
-        two.has_leadership() || {
-            wait("two leads", || async { two.has_leadership() }).await;
-            true
-        }
-    );
+    wait("the second participant leads", || async {
+        two.has_leadership()
+    })
+    .await;
 
     // A queue fills.
     let jobs = format!("{root}/jobs");
@@ -456,7 +454,7 @@ async fn the_page_in_chromium_follows_a_lock_a_leader_and_a_queue() {
     // A plain node appears beside them.
     a.create()
         .with_mode(CreateMode::Ephemeral)
-        .for_path(&format!("{root}/config/owner"), b"worker-a")
+        .for_path(&format!("{root}/config/owner"), b"worker-a on host-1")
         .await
         .unwrap();
     browser
@@ -468,12 +466,32 @@ async fn the_page_in_chromium_follows_a_lock_a_leader_and_a_queue() {
         .await
         .expect("a new znode on the page");
 
+    // For the screenshot: a lock held, with a waiter.
+    let guard = InterProcessMutex::builder(a.clone(), &lock)
+        .build()
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let waiting = InterProcessMutex::builder(b.clone(), &lock)
+        .build()
+        .unwrap();
+    let b_task = tokio::spawn(async move {
+        let guard = waiting.acquire().await.unwrap();
+        std::future::pending::<()>().await;
+        drop(guard);
+    });
+    until(&browser, "a waiter", &lock, "waiter", |w| w.len() == 1).await;
+    until(&browser, "a holder", &lock, "holder", |h| h.len() == 1).await;
+
     let shot = browser.screenshot().await.unwrap();
     let path = screenshot_path();
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, shot).unwrap();
     eprintln!("screenshot: {}", path.display());
 
+    b_task.abort();
+    guard.release().await.unwrap();
     browser.close().await.unwrap();
     two.close().await.unwrap();
     ui.signal(Signal::SIGINT);
