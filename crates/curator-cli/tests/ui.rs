@@ -73,7 +73,7 @@ fn find<'a>(node: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ui_serves_the_tree_with_a_mutex_holder_and_prometheus_metrics() {
+async fn ui_serves_the_tree_events_and_metrics_read_only_and_stops_on_a_signal() {
     let server = TestingServer::start().await.unwrap();
     let connect = server.connect_string();
     let root = unique_root("cli-ui");
@@ -190,8 +190,42 @@ async fn ui_serves_the_tree_with_a_mutex_holder_and_prometheus_metrics() {
     stream.read_to_string(&mut response).await.unwrap();
     assert!(response.starts_with("HTTP/1.1 421"), "{response}");
 
+    // The event stream: the snapshot at once, as a `tree` event.
+    let mut events = TcpStream::connect(address).await.unwrap();
+    // HTTP/1.0: the body comes as it is, not in chunks.
+    let request = format!("GET /events HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    events.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    let first = tokio::time::timeout(Timing::new().wait(), async {
+        loop {
+            let n = events.read(&mut buffer).await.unwrap();
+            assert!(n > 0, "the event stream ended early");
+            seen.extend_from_slice(&buffer[..n]);
+            let text = String::from_utf8_lossy(&seen).into_owned();
+            if let Some(start) = text.find("event: tree\ndata: ") {
+                let rest = &text[start + "event: tree\ndata: ".len()..];
+                if let Some((data, _)) = rest.split_once('\n') {
+                    return data.to_owned();
+                }
+            }
+        }
+    })
+    .await
+    .expect("a tree event");
+    let head = String::from_utf8_lossy(&seen).to_lowercase();
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let event: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(event["root"], root.as_str());
+
+    // A signal ends the server, the open event stream included.
     ui.signal(Signal::SIGTERM);
     assert_eq!(ui.wait_exit().code(), Some(0));
+    let mut rest = Vec::new();
+    tokio::time::timeout(Timing::new().wait(), events.read_to_end(&mut rest))
+        .await
+        .expect("the event stream ends with the server")
+        .unwrap();
 }
 
 #[test]
