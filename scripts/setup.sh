@@ -5,9 +5,11 @@ set -euo pipefail
 
 # ZooKeeper, Curator and Kazoo for the tests, interop and benchmarks; a Kerberos KDC and its
 # tools for the secured-server tests; the headers the framework's `kerberos` feature builds
-# against (MIT krb5's GSSAPI through libgssapi, whose bindings bindgen makes with libclang).
+# against (MIT krb5's GSSAPI through libgssapi, whose bindings bindgen makes with libclang);
+# headless Chromium and its WebDriver for the test of `curator ui`'s page in a real browser.
 packages=(zookeeper libcurator-recipes-java libcurator-test-java libcurator-discovery-java python3-kazoo
-    krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config)
+    krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config
+    chromium chromium-driver)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
@@ -35,5 +37,6 @@ echo "setup: java        ${java_version}"
 echo "setup: zookeeper   $(version zookeeper) (/usr/share/java/zookeeper.jar)"
 echo "setup: curator     $(version libcurator-recipes-java) (/usr/share/java/curator-*.jar)"
 echo "setup: kazoo       ${kazoo} (/usr/bin/python3)"
+echo "setup: chromium    $(version chromium) ($(command -v chromedriver || echo 'no chromedriver'))"
 [[ -f /usr/share/java/zookeeper.jar ]] || { echo "setup: ZooKeeper's jar is still missing" >&2; exit 1; }
 command -v java >/dev/null || { echo "setup: java is still missing" >&2; exit 1; }

@@ -621,6 +621,13 @@ pub(crate) fn parse_connect(input: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+const UI_HELP: &str = "\
+Endpoints (GET only):
+  /            the dashboard: one self-contained page (no script or style from elsewhere)
+  /events      the annotated tree as server-sent events (`tree`), again after each change
+  /api/tree    the annotated tree now, as JSON
+  /metrics     this process's metrics, Prometheus text format 0.0.4";
+
 /// What to do.
 #[derive(Debug, Subcommand)]
 #[allow(
@@ -820,6 +827,26 @@ pub(crate) enum Command {
         #[command(flatten)]
         session: Session,
     },
+    /// Serve a live dashboard of the tree under PATH (recipes recognized: holders, waiters,
+    /// leaders, queue depths) and this process's metrics, until interrupted
+    ///
+    /// Prints the page's URL as the first line of stdout. Read-only: the server has no endpoint
+    /// that writes to ZooKeeper. It still shows who holds what (host names, process ids, session
+    /// ids, paths): it listens on a loopback address only, unless --allow-remote.
+    #[command(after_help = UI_HELP)]
+    Ui {
+        /// The root of the tree to show
+        path: String,
+        /// The address to serve on (port 0: any free port)
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Allow a --listen address other than loopback (anyone who reaches it sees the tree;
+        /// there is no login)
+        #[arg(long)]
+        allow_remote: bool,
+        #[command(flatten)]
+        session: Session,
+    },
     /// Print the identities the server gives this client's session (ZooKeeper's whoAmI)
     Whoami {
         #[command(flatten)]
@@ -882,6 +909,7 @@ impl Command {
             | Command::Rm { path, .. }
             | Command::Tree { path, .. }
             | Command::Inspect { path, .. }
+            | Command::Ui { path, .. }
             | Command::Watch { path, .. } => Some(path),
         }
     }
@@ -909,6 +937,7 @@ impl Command {
             | Command::Rm { session, .. }
             | Command::Tree { session, .. }
             | Command::Inspect { session, .. }
+            | Command::Ui { session, .. }
             | Command::Whoami { session }
             | Command::Watch { session, .. } => vec![session],
         }

@@ -10,6 +10,7 @@ mod lease;
 mod lock;
 mod nodes;
 mod server;
+mod ui;
 
 use crate::args::{Command, Settings};
 use crate::connect::connect;
@@ -24,6 +25,13 @@ pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
     match command {
         Command::Demo { .. } => crate::demo::run(&settings).await,
         Command::Server { cluster, port, .. } => server::run(report, cluster, port).await,
+        // Binds and installs its metrics recorder before it connects.
+        Command::Ui {
+            path,
+            listen,
+            allow_remote,
+            ..
+        } => ui::run(report, &settings, &path, listen, allow_remote).await,
         // Run by `main` before the runtime starts.
         Command::Sentinel { .. } => Err(CliError::usage("__sentinel is internal")),
         command => {

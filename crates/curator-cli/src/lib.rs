@@ -14,6 +14,7 @@ mod sentinel;
 mod signals;
 mod spinner;
 mod srvr;
+mod ui;
 
 pub use duration::parse_duration;
 pub use exit::codes;

@@ -178,6 +178,7 @@ pub(crate) async fn run(
         | Command::Barrier { .. }
         | Command::Counter { .. }
         | Command::Inspect { .. }
+        | Command::Ui { .. }
         | Command::Ensemble { .. }
         | Command::Sentinel { .. } => unreachable!("not a node command"),
     }
