@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use curator_test::{Error, TestingCluster, Timing, eventually, four_letter_word, unique_root};
+use curator_test::{Error, TestingCluster, Timing, four_letter_word, unique_root};
 use zookeeper_client as zk;
 
 async fn mode(cluster: &TestingCluster, index: usize) -> Option<String> {
@@ -22,20 +22,22 @@ async fn mode(cluster: &TestingCluster, index: usize) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Waits until a member other than `old` leads, and returns it.
+/// Waits until a member other than `old` leads, and returns it: an election, which may take
+/// long on a loaded machine (the deadline is `Timing::forever`, as for JVM starts).
 async fn await_new_leader(cluster: &TestingCluster, old: usize) -> usize {
-    let new = std::sync::Mutex::new(None);
-    eventually("a new leader on the majority side", || async {
+    let end = tokio::time::Instant::now() + Timing::new().forever();
+    loop {
         for index in (0..cluster.len()).filter(|&i| i != old && cluster.is_running(i)) {
             if mode(cluster, index).await.as_deref() == Some("leader") {
-                *new.lock().unwrap() = Some(index);
-                return true;
+                return index;
             }
         }
-        false
-    })
-    .await;
-    new.into_inner().unwrap().unwrap()
+        assert!(
+            tokio::time::Instant::now() < end,
+            "a new leader on the majority side did not happen in time"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn persistent() -> zk::CreateOptions<'static> {
@@ -108,10 +110,14 @@ async fn isolate_the_leader_then_heal(cluster: &TestingCluster) {
     // a read after `sync` sees the majority's write.
     cluster.heal().unwrap();
     assert_eq!(cluster.can_reach(old, majority[0]), Some(true));
-    eventually("the isolated member following again", || async {
-        mode(cluster, old).await.as_deref() == Some("follower")
-    })
-    .await;
+    let end = tokio::time::Instant::now() + Timing::new().forever();
+    while mode(cluster, old).await.as_deref() != Some("follower") {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "the isolated member following again did not happen in time"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     common::await_state(&isolated, zk::SessionState::SyncConnected).await;
     common::retry(|| isolated.sync(&during)).await;
     let (data, _) = common::retry(|| isolated.get_data(&during)).await;
