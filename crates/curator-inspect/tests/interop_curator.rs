@@ -1,15 +1,16 @@
 //! Trees written by Apache Curator (Java, Debian's 5.4 jars) are recognized: a mutex held by
 //! Java with Rust and Java waiters, a Java leader latch and selector, and queues filled by Java.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use curator_election::LeaderLatch;
-use curator_framework::CuratorFramework;
-use curator_inspect::{Layout, Report, Who, inspect};
+use curator_inspect::{Layout, Who, inspect};
 use curator_locks::InterProcessMutex;
-use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, eventually, unique_root};
-use curator_testkit as testkit;
+use curator_test::{CuratorProgram, JavaPeer, TestingServer, Timing, unique_root};
+
+use common::{client, report_when};
 
 fn java_source(crate_name: &str, file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,30 +35,10 @@ async fn ask(peer: &mut JavaPeer, line: &str) -> String {
     tokio::task::block_in_place(|| peer.ask(line)).unwrap()
 }
 
-async fn client(server: &TestingServer, name: &str) -> CuratorFramework {
-    testkit::started(
-        testkit::builder(&server.connect_string(), Duration::from_secs(10)).identity(name),
-    )
-    .await
-}
-
 fn is_ip(who: &Who) -> bool {
     who.text
         .as_deref()
         .is_some_and(|t| t.parse::<std::net::IpAddr>().is_ok())
-}
-
-async fn report_when(
-    client: &CuratorFramework,
-    path: &str,
-    what: &str,
-    done: impl Fn(&Report) -> bool,
-) -> Report {
-    eventually(what, || async {
-        done(&inspect(client, path).await.unwrap())
-    })
-    .await;
-    inspect(client, path).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! Reports on scenarios built by the Rust recipes equal the known scenario: holders, waiters in
 //! order, identities and session ids.
 
-use std::time::Duration;
+mod common;
 
 use curator_barriers::{DistributedBarrier, DistributedDoubleBarrier};
 use curator_counters::SharedCount;
@@ -13,15 +13,9 @@ use curator_locks::{
 };
 use curator_nodes::GroupMember;
 use curator_queues::{DistributedPriorityQueue, SimpleDistributedQueue};
-use curator_test::{TestingServer, Timing, eventually, unique_root};
-use curator_testkit as testkit;
+use curator_test::{TestingServer, Timing, unique_root};
 
-async fn client(server: &TestingServer, name: &str) -> CuratorFramework {
-    testkit::started(
-        testkit::builder(&server.connect_string(), Duration::from_secs(10)).identity(name),
-    )
-    .await
-}
+use common::{client, report_when};
 
 /// (who, session) of each participant.
 fn who(list: &[Participant]) -> Vec<(Who, i64)> {
@@ -30,19 +24,6 @@ fn who(list: &[Participant]) -> Vec<(Who, i64)> {
 
 fn me(client: &CuratorFramework) -> (Who, i64) {
     (Who::from(client.identity()), client.session_id().unwrap())
-}
-
-async fn report_when(
-    client: &CuratorFramework,
-    path: &str,
-    what: &str,
-    done: impl Fn(&Report) -> bool,
-) -> Report {
-    eventually(what, || async {
-        done(&inspect(client, path).await.unwrap())
-    })
-    .await;
-    inspect(client, path).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

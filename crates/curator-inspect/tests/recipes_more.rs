@@ -1,39 +1,21 @@
 //! More recipe kinds built by the Rust recipes: leader selector, multi-lock, atomic long, set
 //! partitioner, service discovery, and delay and id queues.
 
+mod common;
+
 use std::time::{Duration, SystemTime};
 
 use curator_counters::DistributedAtomicLong;
 use curator_discovery::{ServiceDiscovery, ServiceInstance};
 use curator_election::LeaderSelector;
-use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
-use curator_inspect::{Layout, Report, Who, inspect};
+use curator_inspect::{Layout, Who, inspect};
 use curator_locks::{InterProcessMultiLock, InterProcessMutex};
 use curator_nodes::SetPartitioner;
 use curator_queues::{DistributedDelayQueue, DistributedIdQueue, DistributedQueue};
-use curator_test::{TestingServer, eventually, unique_root};
-use curator_testkit as testkit;
+use curator_test::{TestingServer, unique_root};
 
-async fn client(server: &TestingServer, name: &str) -> CuratorFramework {
-    testkit::started(
-        testkit::builder(&server.connect_string(), Duration::from_secs(10)).identity(name),
-    )
-    .await
-}
-
-async fn report_when(
-    client: &CuratorFramework,
-    path: &str,
-    what: &str,
-    done: impl Fn(&Report) -> bool,
-) -> Report {
-    eventually(what, || async {
-        done(&inspect(client, path).await.unwrap())
-    })
-    .await;
-    inspect(client, path).await.unwrap()
-}
+use common::{client, report_when};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_selector_leader_and_a_waiting_participant_by_id() {
