@@ -139,13 +139,20 @@ impl LeaderLatchBuilder {
     pub fn build(self) -> Result<LeaderLatch> {
         paths::validate(&self.path)?;
         let client = self.client;
+        // Curator's default id is empty; an empty id here is the client's identity instead, so
+        // the node says who made it (Java reads it as the participant's id).
+        let id = if self.id.is_empty() {
+            client.identity().to_string()
+        } else {
+            self.id
+        };
         let inner = Arc::new(Inner {
             metrics: RecipeName::new(self.metrics_name.as_deref(), &self.path),
             events: client.listener_container("leader latch"),
             tasks: client.recipe_tasks("LeaderLatch"),
             client,
             path: self.path,
-            id: Mutex::new(self.id),
+            id: Mutex::new(id),
             close_mode: self.close_mode,
             lifecycle: Lifecycle::new(),
             leader: watch::Sender::new(false),
@@ -219,6 +226,9 @@ enum Position {
 
 impl LeaderLatch {
     /// Options of a latch on `path` for the participant `id` (stored as its node's data, UTF-8).
+    /// An empty `id` (Curator's default) stands for the client's
+    /// [`identity`](curator_framework::CuratorFramework::identity) (`host=…;pid=…;name=…`), so
+    /// the node says who made it.
     pub fn builder(
         client: CuratorFramework,
         path: &str,

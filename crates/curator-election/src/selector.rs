@@ -134,8 +134,14 @@ impl LeaderSelectorBuilder {
     /// # Errors
     /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path.
     pub fn build(self) -> Result<LeaderSelector> {
+        // An empty id (Curator's default) is the client's identity: the node says who made it.
+        let id = if self.id.is_empty() {
+            self.client.identity().to_string()
+        } else {
+            self.id
+        };
         let mutex = InterProcessMutex::builder(self.client.clone(), &self.path)
-            .node_data(self.id)
+            .node_data(id)
             .build()?;
         let inner = Arc::new(Inner {
             tasks: self.client.recipe_tasks("LeaderSelector"),
@@ -180,7 +186,8 @@ impl fmt::Debug for LeaderSelector {
 
 impl LeaderSelector {
     /// Options of a selector on `path` for participant `id` (stored in its lock node), running
-    /// `task` for each leadership.
+    /// `task` for each leadership. An empty `id` (Curator's default) stands for the client's
+    /// [`identity`](curator_framework::CuratorFramework::identity), so the node says who made it.
     pub fn builder<F, Fut>(
         client: CuratorFramework,
         path: &str,

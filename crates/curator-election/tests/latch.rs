@@ -285,3 +285,53 @@ async fn close_modes() {
         );
     }
 }
+
+/// An empty participant id (Curator's default) is the client's identity, in the latch's node
+/// and in the selector's: the nodes say who made them, and that is the id others read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_id_is_the_clients_identity() {
+    let server = TestingServer::start().await.unwrap();
+    let client = testkit::started(
+        testkit::builder(&server.connect_string(), Duration::from_secs(10)).identity("reporter"),
+    )
+    .await;
+    let identity = client.identity().to_string();
+    let path = unique_root("latch-identity");
+    let latch = LeaderLatch::builder(client.clone(), &path, "")
+        .build()
+        .unwrap();
+    latch.start().await.unwrap();
+    latch.await_leadership().await.unwrap();
+    assert_eq!(latch.id(), identity);
+    let node = latch.node_path().unwrap();
+    let (data, _) = client.get_data().for_path(&node).await.unwrap();
+    let parsed = curator_framework::identity::Identity::parse(&data).unwrap();
+    assert_eq!(parsed.to_string(), identity);
+    assert!(identity.contains("name=reporter"), "{identity}");
+    assert_eq!(latch.leader().await.unwrap().unwrap().id, identity);
+    latch.close().await.unwrap();
+
+    let selector_path = unique_root("selector-identity");
+    let (sender, mut led) = tokio::sync::mpsc::unbounded_channel();
+    let selector = curator_election::LeaderSelector::builder(
+        client.clone(),
+        &selector_path,
+        "",
+        move |_context| {
+            let sender = sender.clone();
+            async move {
+                let _ = sender.send(());
+                std::future::pending::<()>().await;
+            }
+        },
+    )
+    .build()
+    .unwrap();
+    selector.start().await.unwrap();
+    tokio::time::timeout(Timing::new().wait(), led.recv())
+        .await
+        .expect("the selector leads");
+    assert_eq!(selector.leader().await.unwrap().unwrap().id, identity);
+    selector.close().await.unwrap();
+    client.close().await;
+}
