@@ -4,6 +4,7 @@
 //! ```text
 //! cargo build --release -p curator-benches --bins
 //! target/release/side-by-side [--quick] [--rounds N] [--only a,b_tls,..] [--no-tls] [--no-docs]
+//! target/release/side-by-side --redraw-chart target/bench/side-by-side.json OUT.png
 //! ```
 //!
 //! Each driver is a long-lived process speaking a line protocol (see `bench-driver.rs`), so JIT
@@ -412,73 +413,330 @@ fn machine() -> String {
     format!("{cores} cores ({cpu}), {memory}")
 }
 
-fn chart(path: &Path, scenarios: &[Scenario], results: &[Vec<Summary>]) -> Result<(), String> {
+/// One bar group of the chart: a scenario and curator-rs's throughput divided by Curator's and
+/// by Kazoo's (NaN where either side did not run it).
+struct ChartRow {
+    label: String,
+    vs_curator: f64,
+    vs_kazoo: f64,
+}
+
+impl ChartRow {
+    fn new(label: String, summaries: &[Summary]) -> ChartRow {
+        let rate = |name: &str| {
+            summaries
+                .iter()
+                .find(|s| s.driver == name)
+                .map_or(f64::NAN, |s| s.ops_per_sec)
+        };
+        let ours = rate("curator-rs");
+        ChartRow {
+            label,
+            vs_curator: ours / rate("Curator (Java)"),
+            vs_kazoo: ours / rate("Kazoo (Python)"),
+        }
+    }
+}
+
+/// The font of the chart, the first of these the machine has. plotters (`ttf` feature, through
+/// font-kit and fontconfig) rasterizes each glyph on a canvas that starts at the glyph's origin,
+/// so whatever a glyph draws left of it is cut off: "sans-serif" is DejaVu Sans on Debian, whose
+/// 'J' hooks left and came out as a comma ("Curator (,ava)"). Liberation Sans (Debian's
+/// `fonts-liberation`) draws 'J' whole; its 'j' still hooks left, so the chart's own text avoids
+/// a lowercase 'j'. DejaVu Sans (`fonts-dejavu-core`) and "sans-serif" are the fallbacks.
+const CHART_FONTS: &[&str] = &["Liberation Sans", "DejaVu Sans", "sans-serif"];
+
+/// Draws `rows` as a PNG at `path` in the first of [`CHART_FONTS`] the machine has.
+fn chart(path: &Path, subtitle: &str, rows: &[ChartRow]) -> Result<(), String> {
+    let mut error = String::from("no font");
+    for font in CHART_FONTS {
+        match chart_in(path, subtitle, rows, font) {
+            Ok(()) => return Ok(()),
+            Err(e) => error = format!("{font}: {e}"),
+        }
+    }
+    Err(error)
+}
+
+/// The chart: for each scenario, curator-rs's ops/s over Curator's and over Kazoo's, as
+/// horizontal bars growing from parity (1.0) on a log axis, the value at each bar's end.
+///
+/// One chart, not one per family: the ratios run from about 0.3× to about 60× (the cache's
+/// initial load), and on a log axis 0.7× and 27× are equally far from parity as 1/0.7 and 27
+/// are, so both stay legible side by side and the scenarios stay in the table's order. The x
+/// axis is linear in log10(ratio) with ticks drawn by hand at 1-2-5 steps, so the labels read
+/// "0.5×", "1×", "2×" rather than exponents.
+fn chart_in(path: &Path, subtitle: &str, rows: &[ChartRow], font: &str) -> Result<(), String> {
     use plotters::prelude::*;
-    let root = BitMapBackend::new(path, (1400, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let drivers: Vec<&str> = results[0].iter().map(|s| s.driver).collect();
-    let ratio = |scenario: usize, driver: usize| {
-        let curator = results[scenario]
-            .iter()
-            .find(|s| s.driver == "Curator (Java)")
-            .map_or(1.0, |s| s.ops_per_sec);
-        results[scenario][driver].ops_per_sec / curator
-    };
-    let top = (0..scenarios.len())
-        .flat_map(|s| (0..drivers.len()).map(move |d| (s, d)))
-        .map(|(s, d)| ratio(s, d))
-        .filter(|r| r.is_finite())
-        .fold(1.0f64, f64::max)
-        * 1.45;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Throughput relative to Apache Curator (higher is better)",
-            ("sans-serif", 24),
-        )
-        .margin(15)
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let curator_color = RGBColor(0xd6, 0x27, 0x28);
+    let kazoo_color = RGBColor(0x1f, 0x77, 0xb4);
+    let grey = RGBColor(0x70, 0x70, 0x70);
+
+    let row_height = 46u32;
+    let n = rows.len().max(1);
+    let height = 150 + row_height * n as u32 + 60;
+    let width = 1400u32;
+    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+
+    // The x range: every finite ratio and parity, with room for the value printed at the ends.
+    let finite = rows
+        .iter()
+        .flat_map(|r| [r.vs_curator, r.vs_kazoo])
+        .filter(|r| r.is_finite() && *r > 0.0);
+    let (lo, hi) = finite.fold((1.0f64, 1.0f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
+    let (x0, x1) = (lo.log10() - 0.25, hi.log10() + 0.3);
+
+    // Title, subtitle and legend above the plot.
+    let title = TextStyle::from((font, 26).into_font()).color(&BLACK);
+    root.draw_text(
+        "curator-rs throughput ÷ Apache Curator (Java) and ÷ Kazoo (Python):  > 1× means curator-rs is faster",
+        &title,
+        (20, 14),
+    )
+    .map_err(|e| err(&e))?;
+    let small = TextStyle::from((font, 16).into_font()).color(&grey);
+    root.draw_text(subtitle, &small, (20, 50))
+        .map_err(|e| err(&e))?;
+    let legend = TextStyle::from((font, 18).into_font()).color(&BLACK);
+    let mut lx = 20;
+    for (name, color) in [
+        ("curator-rs ÷ Curator (Java)", curator_color),
+        ("curator-rs ÷ Kazoo (Python)", kazoo_color),
+    ] {
+        root.draw(&Rectangle::new([(lx, 84), (lx + 22, 100)], color.filled()))
+            .map_err(|e| err(&e))?;
+        root.draw_text(name, &legend, (lx + 30, 82))
+            .map_err(|e| err(&e))?;
+        let (w, _) = root
+            .estimate_text_size(name, &legend)
+            .map_err(|e| err(&e))?;
+        lx += 30 + w as i32 + 40;
+    }
+
+    // The y labels are the scenario names, drawn by hand so each sits on its bar pair.
+    let label_style = TextStyle::from((font, 17).into_font()).color(&BLACK);
+    let label_width = rows
+        .iter()
+        .map(|r| {
+            root.estimate_text_size(&r.label, &label_style)
+                .map(|(w, _)| w)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err(&e))?
+        .into_iter()
+        .max()
+        .unwrap_or(100);
+    let plot = root.margin(120, 20, 20, 30);
+    let mut chart = ChartBuilder::on(&plot)
         .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..scenarios.len() as f64, 0.0..top)
-        .map_err(|e| e.to_string())?;
+        .y_label_area_size(label_width + 16)
+        .build_cartesian_2d(x0..x1, 0.0..n as f64)
+        .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(scenarios.len() * 2 + 1)
-        .x_label_formatter(&|x| {
-            let i = (*x - 0.5).round();
-            if (x - 0.5 - i).abs() < 0.01 && i >= 0.0 && (i as usize) < scenarios.len() {
-                scenarios[i as usize].label()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("ops/s ÷ Curator ops/s")
+        .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
         .draw()
-        .map_err(|e| e.to_string())?;
-    let width = 0.8 / drivers.len() as f64;
-    for (d, name) in drivers.iter().enumerate() {
-        let color = Palette99::pick(d).to_rgba();
-        chart
-            .draw_series(
-                (0..scenarios.len())
-                    .filter(|s| ratio(*s, d).is_finite())
-                    .map(|s| {
-                        let x0 = s as f64 + 0.1 + d as f64 * width;
-                        Rectangle::new([(x0, 0.0), (x0 + width * 0.9, ratio(s, d))], color.filled())
-                    }),
-            )
-            .map_err(|e| e.to_string())?
-            .label(*name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        .map_err(|e| err(&e))?;
+
+    // Row bands, every other one shaded, and the scenario names.
+    for (i, row) in rows.iter().enumerate() {
+        let top = (n - i) as f64;
+        if i % 2 == 0 {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, top), (x1, top - 1.0)],
+                    RGBColor(0xf2, 0xf2, 0xf2).filled(),
+                )))
+                .map_err(|e| err(&e))?;
+        }
+        let (px, py) = chart.backend_coord(&(x0, top - 0.5));
+        root.draw_text(
+            &row.label,
+            &label_style.pos(Pos::new(HPos::Right, VPos::Center)),
+            (px - 10, py),
+        )
+        .map_err(|e| err(&e))?;
     }
+
+    // Grid lines and tick labels at 1-2-5 steps.
+    let tick_style = TextStyle::from((font, 16).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    let mut ticks = Vec::new();
+    for decade in -3..=4 {
+        for step in [1.0, 2.0, 5.0] {
+            let value = step * 10f64.powi(decade);
+            if (x0..=x1).contains(&value.log10()) {
+                ticks.push(value);
+            }
+        }
+    }
+    for value in &ticks {
+        let x = value.log10();
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                [(x, 0.0), (x, n as f64)],
+                RGBColor(0xc8, 0xc8, 0xc8).stroke_width(1),
+            )))
+            .map_err(|e| err(&e))?;
+        let (px, py) = chart.backend_coord(&(x, 0.0));
+        root.draw_text(&format!("{value}×"), &tick_style, (px, py + 6))
+            .map_err(|e| err(&e))?;
+    }
+    let (_, py) = chart.backend_coord(&(x0, 0.0));
+    let (cx, _) = chart.backend_coord(&((x0 + x1) / 2.0, 0.0));
+    root.draw_text(
+        "curator-rs ops/s ÷ the other client's ops/s (log scale; bars grow from parity)",
+        &small.pos(Pos::new(HPos::Center, VPos::Top)),
+        (cx, py + 30),
+    )
+    .map_err(|e| err(&e))?;
+
+    // The bars, from parity to the ratio, with the value at the end.
+    let value_style = TextStyle::from((font, 15).into_font()).color(&BLACK);
+    for (i, row) in rows.iter().enumerate() {
+        let top = (n - i) as f64;
+        for (k, (ratio, color)) in [(row.vs_curator, curator_color), (row.vs_kazoo, kazoo_color)]
+            .into_iter()
+            .enumerate()
+        {
+            let (y_top, y_bottom) = (
+                top - 0.12 - 0.38 * k as f64,
+                top - 0.12 - 0.38 * (k + 1) as f64 + 0.04,
+            );
+            let y_mid = (y_top + y_bottom) / 2.0;
+            if !(ratio.is_finite() && ratio > 0.0) {
+                let (px, py) = chart.backend_coord(&(0.0, y_mid));
+                root.draw_text(
+                    "n/a (not run)",
+                    &value_style
+                        .color(&grey)
+                        .pos(Pos::new(HPos::Left, VPos::Center)),
+                    (px + 6, py),
+                )
+                .map_err(|e| err(&e))?;
+                continue;
+            }
+            let x = ratio.log10();
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y_top), (x, y_bottom)],
+                    color.filled(),
+                )))
+                .map_err(|e| err(&e))?;
+            let (px, py) = chart.backend_coord(&(x, y_mid));
+            let (text, anchor, dx) = if ratio >= 1.0 {
+                (format!("{ratio:.2}×"), HPos::Left, 5)
+            } else {
+                (format!("{ratio:.2}×"), HPos::Right, -5)
+            };
+            root.draw_text(
+                &text,
+                &value_style.pos(Pos::new(anchor, VPos::Center)),
+                (px + dx, py),
+            )
+            .map_err(|e| err(&e))?;
+        }
+    }
+
+    // Parity.
     chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
+        .draw_series(std::iter::once(PathElement::new(
+            [(0.0, 0.0), (0.0, n as f64)],
+            BLACK.stroke_width(2),
+        )))
+        .map_err(|e| err(&e))?;
+    let (px, py) = chart.backend_coord(&(0.0, n as f64));
+    root.draw_text(
+        "parity",
+        &small
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Bottom)),
+        (px, py - 2),
+    )
+    .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
+/// `--redraw-chart IN.json OUT.png`: the chart again from a run's raw samples, without running
+/// anything.
+fn redraw_chart(json_path: &Path, png: &Path) -> Result<(), String> {
+    let text =
+        std::fs::read_to_string(json_path).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let field = |name: &str| {
+        json.get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let mut groups: Vec<(String, Vec<Summary>)> = Vec::new();
+    let results = json
+        .get("results")
+        .and_then(|r| r.as_array())
+        .ok_or("no \"results\"")?;
+    for entry in results {
+        let scenario = entry["scenario"]
+            .as_str()
+            .ok_or("a result without \"scenario\"")?;
+        let driver = entry["driver"]
+            .as_str()
+            .ok_or("a result without \"driver\"")?;
+        let ops = entry["ops"].as_u64().ok_or("a result without \"ops\"")? as usize;
+        let samples: Vec<Sample> = entry["rounds"]
+            .as_array()
+            .map(|rounds| {
+                rounds
+                    .iter()
+                    .map(|r| Sample {
+                        elapsed_ns: r["elapsed_ns"].as_u64().unwrap_or(0),
+                        latencies_ns: r["latencies_ns"]
+                            .as_array()
+                            .map(|l| l.iter().filter_map(|v| v.as_u64()).collect())
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // `Summary` names drivers by `&'static str`; this process ends right after drawing.
+        let driver: &'static str = Box::leak(driver.to_owned().into_boxed_str());
+        let summary = summarize(driver, ops, &samples);
+        match groups.iter_mut().find(|(s, _)| s == scenario) {
+            Some((_, summaries)) => summaries.push(summary),
+            None => groups.push((scenario.to_owned(), vec![summary])),
+        }
+    }
+    let rounds = results
+        .iter()
+        .filter_map(|e| e["rounds"].as_array().map(Vec::len))
+        .max()
+        .unwrap_or(0);
+    let quick = results
+        .iter()
+        .any(|e| e["scenario"] == "get_data" && e["ops"] == 500);
+    let rows: Vec<ChartRow> = groups
+        .into_iter()
+        .map(|(label, summaries)| ChartRow::new(label, &summaries))
+        .collect();
+    let subtitle = format!(
+        "Run of {}: {}; ZooKeeper {} on loopback; median ops/s of {rounds} measured rounds; {} mode (redrawn from the raw samples)",
+        field("date"),
+        field("machine"),
+        field("zookeeper").split(['-', ',']).next().unwrap_or("?"),
+        // Runs before "mode" was recorded: quick runs do 500 get_data per round, full ones 2,000.
+        json.get("mode")
+            .and_then(|m| m.as_str())
+            .unwrap_or(if quick { "quick" } else { "full" }),
+    );
+    chart(png, &subtitle, &rows)?;
+    println!("chart: {}", png.display());
+    Ok(())
 }
 
 fn main() {
@@ -490,6 +748,12 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--redraw-chart") {
+        return match (args.get(at + 1), args.get(at + 2)) {
+            (Some(json), Some(png)) => redraw_chart(Path::new(json), Path::new(png)),
+            _ => Err("--redraw-chart takes IN.json OUT.png".to_owned()),
+        };
+    }
     let quick = args.iter().any(|a| a == "--quick");
     // `--only a,b` runs just those scenarios.
     let only: Option<Vec<String>> = args
@@ -929,7 +1193,13 @@ fn run() -> Result<(), String> {
 
     let bench_dir = workspace.join("target/bench");
     std::fs::create_dir_all(&bench_dir).map_err(|e| e.to_string())?;
-    let json = serde_json::json!({ "date": date, "machine": machine(), "zookeeper": version, "results": raw });
+    let json = serde_json::json!({
+        "date": date,
+        "machine": machine(),
+        "zookeeper": version,
+        "mode": if quick { "quick" } else { "full" },
+        "results": raw,
+    });
     std::fs::write(bench_dir.join("side-by-side.json"), json.to_string())
         .map_err(|e| e.to_string())?;
     let png = if write_docs {
@@ -937,7 +1207,18 @@ fn run() -> Result<(), String> {
     } else {
         bench_dir.join("side-by-side.png")
     };
-    chart(&png, &scenarios, &results)?;
+    let rows: Vec<ChartRow> = scenarios
+        .iter()
+        .zip(&results)
+        .map(|(scenario, summaries)| ChartRow::new(scenario.label(), summaries))
+        .collect();
+    let subtitle = format!(
+        "Run of {date}: {}; ZooKeeper {} on loopback; median ops/s of {rounds} measured rounds; {} mode",
+        machine(),
+        version.split(['-', ',']).next().unwrap_or("?"),
+        if quick { "quick" } else { "full" }
+    );
+    chart(&png, &subtitle, &rows)?;
     println!(
         "chart: {}\nraw samples: {}",
         png.display(),
