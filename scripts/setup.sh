@@ -9,7 +9,7 @@ set -euo pipefail
 # headless Chromium and its WebDriver for the test of `curator ui`'s page in a real browser.
 packages=(zookeeper libcurator-recipes-java libcurator-test-java libcurator-discovery-java python3-kazoo
     krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config
-    chromium chromium-driver)
+    chromium chromium-driver fonts-liberation)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
