@@ -4,6 +4,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use curator_election::LeaderLatch;
 use curator_inspect::{Layout, Who, inspect};
@@ -129,7 +130,15 @@ async fn java_latch_and_selector_participants_by_id() {
         r.leader.is_some()
     })
     .await;
-    assert_eq!(ask(&mut java_latch, "leading").await, "yes");
+    // Java's latch learns that it leads a moment after its node is there.
+    let deadline = tokio::time::Instant::now() + Timing::new().wait();
+    while ask(&mut java_latch, "leading").await != "yes" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "Java's latch never said it leads"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let latch = LeaderLatch::builder(rust.clone(), &latch_path, "rust-2")
         .build()
         .unwrap();
