@@ -1,8 +1,10 @@
 //! Reading a path and recognizing its layout.
 
+use curator_caches::{PersistentWatcher, PersistentWatcherEvent};
 use curator_framework::identity::Identity;
-use curator_framework::watcher::PersistentWatcher;
+use curator_framework::listen::ListenerStream;
 use curator_framework::{CuratorFramework, Error, Result, Stat, paths};
+use futures::StreamExt;
 use futures::future::{BoxFuture, join_all};
 
 use crate::names::{QueueItem, is_ip_text, is_uuid, sequence_after};
@@ -62,14 +64,27 @@ pub async fn inspect(client: &CuratorFramework, path: &str) -> Result<Report> {
 /// # Ok(()) }
 /// ```
 pub async fn watch(client: &CuratorFramework, path: &str) -> Result<(Report, Watch)> {
-    let watcher = client.add_watch().recursive().for_path(path).await?;
+    // The recipe sets the watch again after every reconnect and on every new session, so the
+    // reports go on through connection losses and session expiries.
+    let watcher = PersistentWatcher::new(client.clone(), path, true)?;
+    let mut events = watcher.stream();
+    watcher.start().await?;
+    // The watch is set before the first read, so no change falls between the two.
+    loop {
+        match events.next().await {
+            Some(PersistentWatcherEvent::Reset) => break,
+            Some(_) => {}
+            None => return Err(Error::Closed),
+        }
+    }
     let report = inspect(client, path).await?;
     Ok((
         report,
         Watch {
             client: client.clone(),
             path: path.to_owned(),
-            watcher,
+            _watcher: watcher,
+            events,
         },
     ))
 }
@@ -85,12 +100,15 @@ pub async fn watch(client: &CuratorFramework, path: &str) -> Result<(Report, Wat
 pub struct Watch {
     client: CuratorFramework,
     path: String,
-    watcher: PersistentWatcher,
+    /// Held for its events: dropping the watch ends the recipe.
+    _watcher: PersistentWatcher,
+    events: ListenerStream<PersistentWatcherEvent>,
 }
 
 impl Watch {
-    /// Waits for the next change under the path and reports again; `None` once the client has
-    /// closed.
+    /// Waits for the next change under the path (or the watch set again after a reconnect or on
+    /// a new session, when changes may have been missed) and reports again; `None` once the
+    /// client has closed.
     ///
     /// # Errors
     /// As [`inspect`].
@@ -107,7 +125,7 @@ impl Watch {
     /// # }
     /// ```
     pub async fn next(&mut self) -> Option<Result<Report>> {
-        self.watcher.next().await?;
+        self.events.next().await?;
         Some(inspect(&self.client, &self.path).await)
     }
 

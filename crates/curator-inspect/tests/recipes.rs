@@ -374,3 +374,40 @@ async fn services_several_locks_and_unknown_layouts() {
     let json = serde_json::to_string(&report).unwrap();
     assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), report);
 }
+
+/// `watch` goes on through a session expiry of the inspecting client: a lock taken after it is
+/// reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_reports_on_through_a_session_expiry() {
+    let server = TestingServer::start().await.unwrap();
+    let (watcher, holder) = (
+        client(&server, "watcher").await,
+        client(&server, "holder").await,
+    );
+    let path = unique_root("inspect-watch-expiry");
+    let (first, mut watch) = curator_inspect::watch(&watcher, &path).await.unwrap();
+    assert!(first.holders.is_empty());
+    watcher.inject_session_expiration().await.unwrap();
+    let guard = InterProcessMutex::builder(holder.clone(), &path)
+        .build()
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let reported = tokio::time::timeout(Timing::new().wait(), async {
+        loop {
+            let report = watch
+                .next()
+                .await
+                .expect("the watch goes on after the expiry")
+                .unwrap();
+            if report.holders.len() == 1 {
+                return report;
+            }
+        }
+    })
+    .await
+    .expect("the holder is reported");
+    assert_eq!(who(&reported.holders), vec![me(&holder)]);
+    guard.release().await.unwrap();
+}
