@@ -545,3 +545,42 @@ async fn texts_of_kind(browser: &Client, path: &str) -> Option<String> {
         .unwrap();
     kind.as_str().map(str::to_owned)
 }
+
+/// The page's tree goes on through a server restart: a node made after it shows up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_follows_the_tree_through_a_server_restart() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let connect = server.connect_string();
+    let root = unique_root("cli-ui-restart");
+    let writer = client(&connect, "writer").await;
+    writer
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&format!("{root}/before"), b"x")
+        .await
+        .unwrap();
+    let (mut ui, url) = start_ui(&connect, &root);
+    let shows = |path: String| {
+        let url = url.clone();
+        async move {
+            let (_, _, body) = get(&url, "/api/tree").await;
+            serde_json::from_str::<Value>(&body)
+                .is_ok_and(|snapshot| find(&snapshot["tree"], &path).is_some())
+        }
+    };
+    eventually("the first node shows", || shows(format!("{root}/before"))).await;
+
+    server.restart().await.unwrap();
+    writer
+        .create()
+        .for_path(&format!("{root}/after"), b"y")
+        .await
+        .unwrap();
+    eventually("a node made after the restart shows", || {
+        shows(format!("{root}/after"))
+    })
+    .await;
+    ui.signal(Signal::SIGTERM);
+    assert_eq!(ui.wait_exit().code(), Some(0));
+    writer.close().await;
+}

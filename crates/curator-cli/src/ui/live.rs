@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use curator_caches::{PersistentWatcher, PersistentWatcherEvent};
-use curator_framework::{ConnectionState, CuratorFramework, Error, Result};
+use curator_framework::watcher::PersistentWatcher;
+use curator_framework::{ConnectionState, CuratorFramework, Result, WatchedEvent};
 use futures::{FutureExt, StreamExt};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -68,18 +68,8 @@ pub(crate) async fn start(
     root: String,
     stop: CancellationToken,
 ) -> Result<(Snapshots, JoinHandle<()>)> {
-    // The recipe sets the watch again after every reconnect and on every new session, with a
-    // `Reset` each time (re-read then). Set before the first read, so no change falls between.
-    let watcher = PersistentWatcher::new(client.clone(), &root, true)?;
-    let mut events = watcher.stream();
-    watcher.start().await?;
-    loop {
-        match events.next().await {
-            Some(PersistentWatcherEvent::Reset) => break,
-            Some(_) => {}
-            None => return Err(Error::Closed),
-        }
-    }
+    // Before the first read, so no change falls between the two.
+    let watcher = client.add_watch().recursive().for_path(&root).await?;
     let tree = tree::read(&client, &root).await?;
     let mut snapshot = Snapshot {
         root: root.clone(),
@@ -93,27 +83,36 @@ pub(crate) async fn start(
     };
     let (publish, snapshots) = watch::channel(json(&snapshot));
     let task = tokio::spawn(async move {
-        let _watcher = watcher;
+        let mut watcher = Some(watcher);
         let mut published = snapshot.clone();
         let mut states = client.connection_state_stream();
         loop {
             let mut reread = false;
             tokio::select! {
                 () = stop.cancelled() => break,
-                event = events.next() => match event {
-                    // A change, or the watch set again (changes may have been missed).
+                event = next_event(&mut watcher) => match event {
                     Some(_) => reread = true,
-                    None => break,
+                    // The watch ended with its session: set again on reconnection.
+                    None => watcher = None,
                 },
                 state = states.next() => {
                     let Some(state) = state else { break };
                     snapshot.connection = state_name(Some(state));
+                    if matches!(state, ConnectionState::Reconnected | ConnectionState::Connected) {
+                        // A new session has none of the old one's watches; a blip keeps it,
+                        // and setting it again is harmless either way.
+                        match client.add_watch().recursive().for_path(&root).await {
+                            Ok(again) => watcher = Some(again),
+                            Err(error) => snapshot.error = Some(error.to_string()),
+                        }
+                        reread = true;
+                    }
                 }
             }
             if reread {
                 // A burst of changes (a lock handed over is a delete and a watch firing): the
                 // events already here are covered by one read.
-                while let Some(Some(_)) = events.next().now_or_never() {}
+                while let Some(Some(_)) = next_event(&mut watcher).now_or_never() {}
                 let read = tokio::select! {
                     () = stop.cancelled() => break,
                     read = tree::read(&client, &root) => read,
@@ -139,6 +138,14 @@ pub(crate) async fn start(
         }
     });
     Ok((snapshots, task))
+}
+
+/// The watcher's next event; never, without a watcher.
+async fn next_event(watcher: &mut Option<PersistentWatcher>) -> Option<WatchedEvent> {
+    match watcher {
+        Some(watcher) => watcher.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 fn json(snapshot: &Snapshot) -> Arc<str> {
