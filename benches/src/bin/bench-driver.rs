@@ -350,9 +350,14 @@ impl Driver {
 
     /// Two participants on separate sessions hand leadership back and forth: each latency runs
     /// from the leader's close to the other's election; the one that left rejoins behind.
+    ///
+    /// The bare client measures the floor of any hand-over: its own session deletes a node it
+    /// watches, and the latency runs until the watch fires (one committed write and its
+    /// notification, which any election needs before the next participant may lead).
     async fn leader_handover(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
-        let Driver::Framework(_, connect) = self else {
-            return Err("unsupported".into());
+        let connect = match self {
+            Driver::Framework(_, connect) => connect,
+            Driver::Bare(c) => return watched_delete_floor(c, path, latencies).await,
         };
         let clients = [
             connect_framework(connect).await,
@@ -492,6 +497,44 @@ async fn loaded_cache(client: &CuratorFramework, path: &str) -> Result<CuratorCa
     cache.start().await.map_err(|e| e.to_string())?;
     cache.initialized().await;
     Ok(cache)
+}
+
+/// The bare floor of a hand-over (see `leader_handover`): delete a watched node, until the
+/// watch fires.
+async fn watched_delete_floor(
+    c: &zk::Client,
+    path: &str,
+    latencies: &mut [u64],
+) -> Result<(), String> {
+    let parent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    match c.create(path, b"", &parent).await {
+        Ok(_) | Err(zk::Error::NodeExists) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let node = format!("{path}/leader");
+    let ephemeral = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+    for slot in latencies.iter_mut() {
+        c.create(&node, b"", &ephemeral)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (_, watcher) = c
+            .check_and_watch_stat(&node)
+            .await
+            .map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        let delete = c.delete(&node, None);
+        let fired = async {
+            let event = watcher.changed().await;
+            (event, elapsed_ns(t))
+        };
+        let ((event, took), deleted) = futures::join!(fired, delete);
+        *slot = took;
+        deleted.map_err(|e| e.to_string())?;
+        if event.event_type != zk::EventType::NodeDeleted {
+            return Err(format!("unexpected event {event:?}"));
+        }
+    }
+    Ok(())
 }
 
 async fn wait_for_participants(latch: &LeaderLatch, n: usize) -> Result<(), String> {

@@ -218,10 +218,23 @@ enum Position {
         token: i64,
         version: i32,
     },
-    /// Behind another participant, watching it.
-    Follower(Watcher),
+    /// Behind another participant, watching it (`previous`). Second in line, it also holds a
+    /// watch on its own node and the node's stat, so it leads the moment the first goes: no
+    /// node can come before it later (sequence numbers only grow), so no listing is needed.
+    Follower {
+        previous: Watcher,
+        succession: Option<Succession>,
+    },
     /// Our node is missing or not ours: make a new one.
     Reset,
+}
+
+/// What a participant second in line needs to lead: a watch on its own node (of the current
+/// session), the node's creation zxid and data version.
+struct Succession {
+    watcher: Watcher,
+    token: i64,
+    version: i32,
 }
 
 impl LeaderLatch {
@@ -293,17 +306,18 @@ impl LeaderLatch {
         if !inner.lifecycle.close() {
             return Ok(());
         }
-        inner.tasks.close().await;
-        inner.step_down(inner.close_mode == CloseMode::NotifyLeader);
+        let notify = inner.close_mode == CloseMode::NotifyLeader;
+        // The task is never polled again once cancelled, so leadership ends here, before the
+        // delete goes out, and the delete need not wait for the task to be gone: the next
+        // participant's hand-over starts one task wake-up sooner.
+        inner.tasks.cancel();
+        inner.step_down(notify);
         let node = inner.node.lock().take();
-        let result = match node {
-            // A closed client closed its session: the node is gone with it.
-            Some((node, _)) => match inner.delete_node(&node).await {
-                Err(Error::Closed) => Ok(()),
-                other => other,
-            },
-            None => Ok(()),
-        };
+        let (_, result) = futures::join!(inner.tasks.close(), inner.delete_own(node));
+        // A look that was under way on another thread may have made an offer meanwhile.
+        let late = inner.node.lock().take();
+        inner.step_down(notify);
+        let result = result.and(inner.delete_own(late).await);
         inner.events.publish(LatchEvent::Stopped);
         result
     }
@@ -585,6 +599,17 @@ impl Inner {
         self.client.delete().guaranteed().quietly().for_path(node)
     }
 
+    /// Deletes our node on close, if there is one; a closed client took it with its session.
+    async fn delete_own(&self, node: Option<(String, i64)>) -> Result<()> {
+        match node {
+            Some((node, _)) => match self.delete_node(&node).await {
+                Err(Error::Closed) => Ok(()),
+                other => other,
+            },
+            None => Ok(()),
+        }
+    }
+
     /// Creates an offer: a new node, with the session it belongs to.
     async fn make_offer(&self) -> Result<(String, i64)> {
         let id = self.id.lock().clone();
@@ -655,9 +680,26 @@ impl Inner {
                     Err(error) => Err(error),
                 };
             }
+            let succession = match own {
+                Ok((_, stat, watcher))
+                    if index == 1 && Some(stat.ephemeral_owner) == self.client.session_id() =>
+                {
+                    Some(Succession {
+                        watcher,
+                        token: stat.czxid,
+                        version: stat.version,
+                    })
+                }
+                _ => None,
+            };
             let previous = paths::join(&self.path, &children[index - 1]);
             match self.client.get_data().watched().for_path(&previous).await {
-                Ok((_, _, watcher)) => return Ok(Position::Follower(watcher)),
+                Ok((_, _, watcher)) => {
+                    return Ok(Position::Follower {
+                        previous: watcher,
+                        succession,
+                    });
+                }
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error),
             }
@@ -686,8 +728,13 @@ async fn run(inner: Arc<Inner>) {
     let mut states = inner.client.connection_state_stream();
     let policy = inner.client.connection_state_error_policy();
     let mut backoff = Backoff::standard();
+    // A position known without a look: the one before us went while we were second in line.
+    let mut succeeded: Option<(String, Position)> = None;
     loop {
         let step = async {
+            if let Some(found) = succeeded.take() {
+                return Ok(found);
+            }
             let node = inner.ensure_node().await?;
             inner.events.publish(LatchEvent::Determining);
             let position = inner.position(&node).await?;
@@ -705,7 +752,7 @@ async fn run(inner: Arc<Inner>) {
                 continue;
             }
         };
-        let watcher = match position {
+        let (watcher, succession) = match position {
             Position::Reset => {
                 inner.step_down(true);
                 let stale = inner.node.lock().take();
@@ -734,12 +781,15 @@ async fn run(inner: Arc<Inner>) {
                 version,
             } => {
                 inner.lead(&node, token, version);
-                watcher
+                (watcher, None)
             }
-            Position::Follower(watcher) => {
+            Position::Follower {
+                previous,
+                succession,
+            } => {
                 inner.step_down(true);
                 inner.events.publish(LatchEvent::Ready);
-                watcher
+                (previous, succession)
             }
         };
         backoff.reset();
@@ -749,8 +799,23 @@ async fn run(inner: Arc<Inner>) {
         loop {
             tokio::select! {
                 event = &mut changed => {
-                    if event.event_type == EventType::NodeDeleted && event.path == node {
-                        inner.node.lock().take();
+                    if event.event_type == EventType::NodeDeleted {
+                        if event.path == node {
+                            inner.node.lock().take();
+                        } else if let Some(next) = succession {
+                            // The first in line went: we are first now, on the session that
+                            // made our node (the leader arm checks the connection).
+                            if inner.client.session_id() == inner.node.lock().as_ref().map(|n| n.1) {
+                                succeeded = Some((
+                                    node,
+                                    Position::Leader {
+                                        watcher: next.watcher,
+                                        token: next.token,
+                                        version: next.version,
+                                    },
+                                ));
+                            }
+                        }
                     }
                     break;
                 }

@@ -335,3 +335,120 @@ async fn an_empty_id_is_the_clients_identity() {
     selector.close().await.unwrap();
     client.close().await;
 }
+
+/// The line moves one place per departure, whatever the cause: a session's expiry (the
+/// participant rejoins at the back), a node deleted by someone else, a close. The second in
+/// line leads the moment the first goes without listing the children again (sequence numbers
+/// only grow, so nothing can come before it); a participant further back that loses the one
+/// it watched looks again first. Each hand-over gives leadership to exactly the next in line.
+#[tokio::test]
+async fn the_line_moves_one_place_per_departure() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("latch-line");
+    let log: Log = Arc::default();
+    let mut latches = Vec::new();
+    let mut clients = Vec::new();
+    for i in 0..4 {
+        let client = testkit::client(&server.connect_string()).await;
+        let latch = LeaderLatch::builder(client.clone(), &path, format!("p{i}"))
+            .close_mode(CloseMode::NotifyLeader)
+            .build()
+            .unwrap();
+        record(&latch, &log);
+        // Started one after the other: their nodes are in this order.
+        latch.start().await.unwrap();
+        latches.push(latch);
+        clients.push(client);
+    }
+    let wait = Timing::new().wait();
+    assert!(latches[0].await_leadership_timeout(wait).await.unwrap());
+    let ready = |id: &'static str| {
+        let log = Arc::clone(&log);
+        move || {
+            let log = Arc::clone(&log);
+            async move {
+                log.lock()
+                    .iter()
+                    .any(|(_, who, e)| who == id && *e == LatchEvent::Ready)
+            }
+        }
+    };
+    for id in ["p1", "p2", "p3"] {
+        curator_test::eventually("every follower in line", ready(id)).await;
+    }
+
+    // The second in line's session ends: it rejoins at the back; the leader stays.
+    clients[1].inject_session_expiration().await.unwrap();
+    curator_test::eventually("p1 rejoined at the back", || async {
+        let nodes = latches[0].participant_nodes().await.unwrap();
+        nodes.len() == 4 && Some(nodes[3].clone()) == latches[1].node_path()
+    })
+    .await;
+    assert_eq!(one_leader(&latches).await, 0);
+
+    // Someone else deletes the leader's node: the new second (p2) leads, p0 rejoins behind.
+    let admin = testkit::client(&server.connect_string()).await;
+    admin
+        .delete()
+        .for_path(&latches[0].node_path().unwrap())
+        .await
+        .unwrap();
+    assert!(latches[2].await_leadership_timeout(wait).await.unwrap());
+    curator_test::eventually("p0 stepped down and rejoined", || async {
+        !latches[0].has_leadership() && latches[0].participants().await.unwrap().len() == 4
+    })
+    .await;
+    assert_eq!(one_leader(&latches).await, 2);
+
+    // Closes: p2 → p3 → p1 → p0, each to the next in line and only to it.
+    for (leaving, next) in [(2, 3), (3, 1), (1, 0)] {
+        latches[leaving].close().await.unwrap();
+        assert!(latches[next].await_leadership_timeout(wait).await.unwrap());
+        let open: Vec<LeaderLatch> = latches
+            .iter()
+            .filter(|l| l.node_path().is_some())
+            .cloned()
+            .collect();
+        assert_eq!(open[one_leader(&open).await].id(), format!("p{next}"));
+    }
+    // p2 was second when p0's node went: it led on the watch alone, with no look between
+    // (no `Determining`); p3 was third when p2 left, so it looked again first.
+    let events = log.lock().clone();
+    let before_leading = |id: &str| {
+        let mine: Vec<LatchEvent> = events
+            .iter()
+            .filter(|(_, who, _)| who == id)
+            .map(|(_, _, e)| e.clone())
+            .collect();
+        let at = mine
+            .iter()
+            .position(|e| *e == LatchEvent::IsLeader)
+            .unwrap();
+        mine[at - 1].clone()
+    };
+    assert_eq!(before_leading("p2"), LatchEvent::Ready);
+    assert_eq!(before_leading("p3"), LatchEvent::Determining);
+    // Closed hand-overs never overlapped: each leader's term ended before the next began.
+    let mut leading: Option<String> = None;
+    let mut p0_terms = 0;
+    for (_, id, event) in events {
+        match event {
+            LatchEvent::IsLeader => {
+                if id == "p0" {
+                    p0_terms += 1;
+                }
+                // p0's first term ended by someone else's delete: p2 may hear first.
+                if let Some(current) = &leading {
+                    assert!(
+                        current == "p0" && id == "p2",
+                        "{id} led while {current} did"
+                    );
+                }
+                leading = Some(id);
+            }
+            LatchEvent::NotLeader if leading.as_deref() == Some(id.as_str()) => leading = None,
+            _ => {}
+        }
+    }
+    assert_eq!(p0_terms, 2);
+}

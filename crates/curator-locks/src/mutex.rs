@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use curator_framework::metrics::{RecipeName, names};
 use curator_framework::recipe::{Hold, RecipeTasks, TaskHandle};
+use curator_framework::types::EventType;
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
@@ -573,22 +574,34 @@ impl InterProcessMutex {
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error),
             };
-            match wait {
+            let event = match wait {
                 Wait::Until(deadline) => {
-                    if tokio::time::timeout_at(deadline, watcher.changed())
-                        .await
-                        .is_err()
-                    {
-                        // Gone before this returns (a failure here leaves it to the background).
-                        if let Some(node) = cleanup.node.take() {
-                            let _ = delete_node(client, &node).await;
+                    match tokio::time::timeout_at(deadline, watcher.changed()).await {
+                        Ok(event) => event,
+                        Err(_) => {
+                            // Gone before this returns (a failure here leaves it to the
+                            // background).
+                            if let Some(node) = cleanup.node.take() {
+                                let _ = delete_node(client, &node).await;
+                            }
+                            return Ok(Attempt::TimedOut);
                         }
-                        return Ok(Attempt::TimedOut);
                     }
                 }
-                Wait::Forever | Wait::No => {
-                    watcher.changed().await;
-                }
+                Wait::Forever | Wait::No => watcher.changed().await,
+            };
+            // The blocker was the only node in our way and it went, on the session that made
+            // ours: nothing can come before our node later (sequence numbers only grow), so the
+            // lock is ours without another listing (one round trip less per hand-over).
+            if event.event_type == EventType::NodeDeleted
+                && self.blockers(&children, index) == 1
+                && client.session_id() == Some(stat.ephemeral_owner)
+            {
+                cleanup.node = None;
+                return Ok(Attempt::Acquired {
+                    node,
+                    token: stat.czxid,
+                });
             }
         }
     }
@@ -601,6 +614,18 @@ impl InterProcessMutex {
         let held = write.held.lock();
         let name = paths::node_name(held.as_ref()?.hold.node_path());
         Some(paths::sort_key(name, WRITE_LOCK_NAME).to_owned())
+    }
+
+    /// How many nodes before ours (at `index` of the sorted `children`) keep it from holding
+    /// the lock.
+    fn blockers(&self, children: &[String], index: usize) -> usize {
+        match &self.shared.kind {
+            Kind::Exclusive => index,
+            Kind::Read { .. } => children[..index]
+                .iter()
+                .filter(|name| name.contains(WRITE_LOCK_NAME))
+                .count(),
+        }
     }
 
     /// The node that keeps ours (at `index` of the sorted `children`) from holding the lock.

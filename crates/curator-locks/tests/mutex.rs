@@ -247,3 +247,51 @@ async fn a_waiter_still_acquires_after_a_server_restart() {
         .unwrap()
         .unwrap();
 }
+
+/// A waiter second in line takes the lock on its blocker's deletion alone (no listing), but
+/// only with a node of its current session: one whose session ended while it waited makes a
+/// new node and waits again, and then holds the lock with that node.
+#[tokio::test]
+async fn a_waiter_whose_session_expires_while_waiting_holds_only_with_a_new_node() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("mutex-waiter-expiry");
+    let admin = testkit::client(&server.connect_string()).await;
+    let holder = InterProcessMutex::builder(admin.clone(), &path)
+        .build()
+        .unwrap();
+    let waiter_client = testkit::client(&server.connect_string()).await;
+    let waiter = InterProcessMutex::builder(waiter_client.clone(), &path)
+        .build()
+        .unwrap();
+    let guard = holder.acquire().await.unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move { waiter.acquire().await }
+    });
+    curator_test::eventually("the waiter is in line", || async {
+        waiter.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    let first_node = waiter.participant_nodes().await.unwrap()[1].clone();
+    waiter_client.inject_session_expiration().await.unwrap();
+    curator_test::eventually("the waiter is back in line on its new session", || async {
+        let nodes = waiter.participant_nodes().await.unwrap();
+        nodes.len() == 2 && nodes[1] != first_node
+    })
+    .await;
+    guard.release().await.unwrap();
+    let held = tokio::time::timeout(Timing::new().wait(), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_ne!(held.node_path(), first_node);
+    let stat = admin
+        .check_exists()
+        .for_path(held.node_path())
+        .await
+        .unwrap()
+        .expect("the holder's node exists");
+    assert_eq!(Some(stat.ephemeral_owner), waiter_client.session_id());
+    held.release().await.unwrap();
+}
