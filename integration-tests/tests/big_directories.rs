@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use curator_caches::{CacheError, PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_election::{LatchEvent, LeaderLatch};
+use curator_election::{LatchEvent, LeaderLatch, LeaderSelector};
 use curator_framework::ops::multi_read::ReadResult;
 use curator_framework::retry::RetryPolicy;
 use curator_framework::{CuratorFramework, Error, JAVA_MAX_BUFFER};
@@ -229,7 +229,7 @@ async fn a_lock_works_past_one_mib_and_fails_acquire_with_the_typed_error_over_a
 }
 
 #[tokio::test]
-async fn a_latch_leads_past_one_mib_and_reports_the_typed_error_over_a_limit() {
+async fn a_latch_leads_past_one_mib_and_an_election_over_a_limit_gives_up_with_the_typed_error() {
     let server = TestingServer::start().await.unwrap();
     let client = curator_testkit::client(&server.connect_string()).await;
     let path = unique_root("big-latch");
@@ -249,7 +249,7 @@ async fn a_latch_leads_past_one_mib_and_reports_the_typed_error_over_a_limit() {
     latch.close().await.unwrap();
 
     // Over a limit: `start()` makes the offer; the background task reports the typed error
-    // through the listener (with the standard backoff between looks), and never leads.
+    // through the listener and never leads.
     let limited = limited_client(&server, SMALL_LIMIT).await;
     let latch = LeaderLatch::builder(limited.clone(), &path, "limited")
         .build()
@@ -269,7 +269,39 @@ async fn a_latch_leads_past_one_mib_and_reports_the_typed_error_over_a_limit() {
     .expect("a Failed event within the deadline");
     assert_too_large(&failed, &path);
     assert!(!latch.has_leadership());
+    // It gave up: waiting to lead says why, and its offer is withdrawn.
+    let error = latch.await_leadership().await.unwrap_err();
+    assert_too_large(&error, &path);
+    curator_testkit::eventually("the latch withdraws its offer", || async {
+        let (children, _) = client.get_children().for_path(&path).await.unwrap();
+        children.len() == CHILDREN
+    })
+    .await;
     latch.close().await.unwrap();
+
+    // A selector over the limit (no listener of its own) tells the client's unhandled-error
+    // listeners, and stops queueing: its lock node does not stay behind.
+    let (errors_tx, mut errors) = tokio::sync::mpsc::unbounded_channel();
+    let _errors = limited
+        .unhandled_error_listenable()
+        .add_listener(move |error| drop(errors_tx.send(error)));
+    let selector = LeaderSelector::builder(limited.clone(), &path, "limited", |_| async {})
+        .build()
+        .unwrap();
+    selector.start().await.unwrap();
+    let reported = tokio::time::timeout(Timing::new().wait(), errors.recv())
+        .await
+        .expect("an unhandled error within the deadline")
+        .unwrap();
+    assert_eq!(reported.context, "LeaderSelector");
+    assert!(reported.message.contains(&path), "{reported}");
+    assert!(!selector.has_leadership());
+    curator_testkit::eventually("the selector's lock node is deleted", || async {
+        let (children, _) = client.get_children().for_path(&path).await.unwrap();
+        children.len() == CHILDREN
+    })
+    .await;
+    selector.close().await.unwrap();
     limited.close().await;
     client
         .delete()

@@ -513,6 +513,7 @@ impl CuratorFramework {
             &self.inner.cancel,
             self.inner.recipe_tasks.clone(),
             self.inner.settings.max_close_wait,
+            self.inner.errors.clone(),
         )
     }
 
