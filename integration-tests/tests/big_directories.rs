@@ -12,11 +12,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use curator_caches::{CacheError, PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_discovery::{ServiceCacheEvent, ServiceDiscovery};
 use curator_election::{LatchEvent, LeaderLatch, LeaderSelector};
 use curator_framework::ops::multi_read::ReadResult;
 use curator_framework::retry::RetryPolicy;
 use curator_framework::{CuratorFramework, Error, JAVA_MAX_BUFFER};
 use curator_locks::InterProcessMutex;
+use curator_nodes::{GroupMember, MemberEvent};
 use curator_test::{TestingServer, Timing, unique_root};
 use futures::StreamExt;
 
@@ -405,6 +407,78 @@ async fn the_inspector_reads_past_one_mib_and_fails_with_the_typed_error_over_a_
         .delete()
         .deleting_children_if_needed()
         .for_path(&path)
+        .await
+        .unwrap();
+    client.close().await;
+}
+
+#[tokio::test]
+async fn group_membership_and_a_service_cache_over_a_limit_report_the_typed_error() {
+    let server = TestingServer::start().await.unwrap();
+    let client = curator_testkit::client(&server.connect_string()).await;
+    let base = unique_root("big-members");
+    // One directory serves as a group and as the instances of service "api".
+    let path = format!("{base}/api");
+    fill(&client, &path, "n-").await;
+    let limited = limited_client(&server, SMALL_LIMIT).await;
+
+    let member = GroupMember::new(limited.clone(), &path, "limited", b"").unwrap();
+    let mut events = member.stream();
+    member.start().await.unwrap();
+    let error = tokio::time::timeout(Timing::new().wait(), async {
+        loop {
+            if let MemberEvent::Error(error) = events.next().await.expect("events until close") {
+                break error;
+            }
+        }
+    })
+    .await
+    .expect("an Error event within the deadline");
+    match error {
+        CacheError::Read { path: read, error } => {
+            assert_eq!(read, path);
+            assert_too_large(&error, &path);
+        }
+        other => panic!("expected a read error, got {other:?}"),
+    }
+    member.close().await.unwrap();
+
+    let discovery = ServiceDiscovery::builder(limited.clone(), &base)
+        .build()
+        .unwrap();
+    let cache = discovery.service_cache_builder("api").build().unwrap();
+    let mut events = cache.stream();
+    // The initial load ends (with what could be read: nothing), and the error is an event.
+    cache.start().await.unwrap();
+    assert!(cache.instances().is_empty());
+    let error = tokio::time::timeout(Timing::new().wait(), async {
+        loop {
+            if let ServiceCacheEvent::Error(error) =
+                events.next().await.expect("events until close")
+            {
+                break error;
+            }
+        }
+    })
+    .await
+    .expect("an Error event within the deadline");
+    match error {
+        CacheError::Read { path: read, error } => {
+            assert_eq!(read, path);
+            assert_too_large(&error, &path);
+        }
+        other => panic!("expected a read error, got {other:?}"),
+    }
+    // A one-off query fails the same way.
+    let error = discovery.query_for_instances("api").await.unwrap_err();
+    assert_too_large(&error, &path);
+    cache.close().await.unwrap();
+    discovery.close().await.unwrap();
+    limited.close().await;
+    client
+        .delete()
+        .deleting_children_if_needed()
+        .for_path(&base)
         .await
         .unwrap();
     client.close().await;
