@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use curator_caches::{CacheError, PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_discovery::{ServiceCacheEvent, ServiceDiscovery};
-use curator_election::{LatchEvent, LeaderLatch, LeaderSelector};
+use curator_election::{LatchEvent, LeaderLatch, LeaderObserver, LeaderSelector};
 use curator_framework::ops::multi_read::ReadResult;
 use curator_framework::retry::RetryPolicy;
 use curator_framework::{CuratorFramework, Error, JAVA_MAX_BUFFER};
@@ -281,6 +281,12 @@ async fn a_latch_leads_past_one_mib_and_an_election_over_a_limit_gives_up_with_t
     })
     .await;
     latch.close().await.unwrap();
+
+    // An observer over the limit fails its start.
+    let observer = LeaderObserver::new(limited.clone(), &path).unwrap();
+    let error = observer.start().await.unwrap_err();
+    assert_too_large(&error, &path);
+    observer.close().await.unwrap();
 
     // A selector over the limit (no listener of its own) tells the client's unhandled-error
     // listeners, and stops queueing: its lock node does not stay behind.
