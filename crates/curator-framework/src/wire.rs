@@ -571,14 +571,16 @@ impl WireSession {
         let results = reader.commit().await.map_err(convert_error)?;
         Ok(results
             .into_iter()
-            .zip(reads)
-            .map(|(result, read)| match result {
+            .enumerate()
+            .map(|(index, result)| match result {
                 zk::MultiReadResult::Data { data, stat } => ReadResult::Data {
                     data,
                     stat: convert_stat(&stat),
                 },
                 zk::MultiReadResult::Children { children } => {
-                    match self.check_listing(read.path(), &children) {
+                    // (A result past the reads, which the caller notices by the count, has no path.)
+                    let path = reads.get(index).map_or("", Read::path);
+                    match self.check_listing(path, &children) {
                         Ok(()) => ReadResult::Children { children },
                         Err(error) => ReadResult::Error(error),
                     }
