@@ -138,7 +138,11 @@ pub enum CacheError {
     },
     /// A node has more children than the cache's limit (see `max_children` on the builders);
     /// they are not listed, so the cache does not follow them. ZooKeeper sends a children list
-    /// in one response, which clients and servers cap by `jute.maxbuffer` (1 MiB by default).
+    /// in one reply; Java clients refuse replies past their `jute.maxbuffer` (1 MiB by
+    /// default), this framework's client only past its
+    /// [`max_listing_bytes`](curator_framework::CuratorFrameworkBuilder::max_listing_bytes)
+    /// (reported as a [`Read`](CacheError::Read) error with
+    /// [`Error::ResponseTooLarge`](curator_framework::Error::ResponseTooLarge)).
     #[error("{path} has {children} children, more than the limit of {limit}")]
     TooManyChildren {
         /// The node.

@@ -39,6 +39,12 @@ pub enum ServiceCacheEvent<P = serde_json::Value> {
         /// The serializer's [`Error::Decode`].
         error: Error,
     },
+    /// The cache cannot follow the service: a read it cannot recover from by reading again (no
+    /// permission; a listing longer than the client's `max_listing_bytes`, as
+    /// [`Error::ResponseTooLarge`]), or more instances than the cache's limit.
+    /// [`instances`](ServiceCache::instances) stays as last known (empty when the first load
+    /// failed); nothing is read again until a watch fires or the client reconnects.
+    Error(curator_caches::CacheError),
 }
 
 type Instances<P> = Arc<RwLock<BTreeMap<String, ServiceInstance<P>>>>;
@@ -321,6 +327,7 @@ fn service_event<P: Payload>(
         PathChildrenCacheEvent::ChildRemoved(child) if initialized => decode(serializer, &child)
             .ok()
             .map(ServiceCacheEvent::Removed),
+        PathChildrenCacheEvent::Error(error) => Some(ServiceCacheEvent::Error(error)),
         _ => None,
     }
 }

@@ -46,7 +46,10 @@ pub enum LatchEvent {
     Determining,
     /// It follows, watching the participant just before it.
     Ready,
-    /// A step failed; it tries again (once connected).
+    /// A step failed; it tries again (once connected). Except after
+    /// [`Error::ResponseTooLarge`] (the election lists more children than the client's
+    /// `max_listing_bytes`): the latch then withdraws its offer and takes no further part until
+    /// closed, and [`await_leadership`](LeaderLatch::await_leadership) returns that error.
     Failed(Error),
     /// The latch was closed.
     Stopped,
@@ -156,6 +159,7 @@ impl LeaderLatchBuilder {
             close_mode: self.close_mode,
             lifecycle: Lifecycle::new(),
             leader: watch::Sender::new(false),
+            gave_up: watch::Sender::new(None),
             leadership: Mutex::new(None),
             node: Mutex::new(None),
             proclaiming: tokio::sync::Mutex::new(()),
@@ -177,6 +181,8 @@ struct Inner {
     lifecycle: Lifecycle,
     tasks: RecipeTasks,
     leader: watch::Sender<bool>,
+    /// Why the latch stopped taking part, when it gave up (see [`gives_up`]).
+    gave_up: watch::Sender<Option<Error>>,
     /// While leading: the leader's hold, what ends it, and the node's data version.
     leadership: Mutex<Option<Leadership>>,
     /// Our node and the session it was made in.
@@ -434,15 +440,20 @@ impl LeaderLatch {
     /// Waits until this participant leads.
     ///
     /// # Errors
-    /// [`Error::Closed`] when the latch (or the client) is closed first.
+    /// [`Error::Closed`] when the latch (or the client) is closed first; the error the latch
+    /// gave up on (such as [`Error::ResponseTooLarge`]) when it stopped taking part.
     ///
     /// # Cancellation safety
     /// Safe.
     pub async fn await_leadership(&self) -> Result<()> {
         let mut leader = self.inner.leader.subscribe();
+        let mut gave_up = self.inner.gave_up.subscribe();
         tokio::select! {
             biased;
             () = self.inner.tasks.cancelled() => Err(Error::Closed),
+            result = gave_up.wait_for(Option::is_some) => {
+                Err(result.ok().and_then(|error| error.clone()).unwrap_or(Error::Closed))
+            }
             result = leader.wait_for(|leader| *leader) => result.map(drop).map_err(|_| Error::Closed),
         }
     }
@@ -450,7 +461,8 @@ impl LeaderLatch {
     /// Waits up to `timeout` to lead; `false` when it did not.
     ///
     /// # Errors
-    /// [`Error::Closed`] when the latch (or the client) is closed first.
+    /// [`Error::Closed`] when the latch (or the client) is closed first; the error the latch
+    /// gave up on when it stopped taking part.
     ///
     /// # Cancellation safety
     /// Safe.
@@ -720,6 +732,12 @@ impl Drop for StepDownOnExit {
     }
 }
 
+/// Whether the latch stops at `error` instead of trying again: a listing of the election longer
+/// than the client's `max_listing_bytes` would fail again on every try.
+fn gives_up(error: &Error) -> bool {
+    matches!(error, Error::ResponseTooLarge { .. })
+}
+
 /// The latch's state machine: determine the position, lead or follow, and start over on any
 /// change (with a new offer when the node is gone). Connection trouble ends leadership at once.
 /// It runs until the latch's tasks are cancelled (by `close()` or the client's close).
@@ -742,6 +760,19 @@ async fn run(inner: Arc<Inner>) {
         };
         let (node, position) = match step.await {
             Ok(found) => found,
+            Err(error) if gives_up(&error) => {
+                // Where it stands cannot be known: withdraw the offer (a first node nobody
+                // acts on would leave the election without a leader) and stop.
+                inner.step_down(true);
+                let ours = inner.node.lock().take();
+                if let Some((ours, _)) = ours {
+                    let _ = inner.delete_node(&ours).await;
+                }
+                tracing::warn!(path = %inner.path, %error, "the latch gives up; it takes no further part until closed");
+                inner.gave_up.send_replace(Some(error.clone()));
+                inner.events.publish(LatchEvent::Failed(error));
+                return;
+            }
             Err(error) => {
                 inner.events.publish(LatchEvent::Failed(error));
                 inner.step_down(true);

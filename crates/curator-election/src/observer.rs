@@ -336,6 +336,11 @@ async fn run(inner: Arc<Inner>, mut watches: Watches) {
                     backoff.reset();
                     break watches;
                 }
+                Err(error @ Error::ResponseTooLarge { .. }) => {
+                    // Every look would fail the same way: stop, and say so.
+                    inner.tasks.report_unhandled(&error);
+                    return;
+                }
                 Err(error) => {
                     tracing::debug!(path = %inner.path, %error, "reading the election failed; retrying");
                     backoff.wait().await;

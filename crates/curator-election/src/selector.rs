@@ -362,6 +362,12 @@ async fn run(inner: Arc<Inner>) {
     loop {
         let guard = match inner.mutex.acquire().await {
             Ok(guard) => guard,
+            Err(error @ Error::ResponseTooLarge { .. }) => {
+                // The lock's listing is longer than the client takes: every try would fail
+                // the same way (after making and deleting a node). Stop, and say so.
+                inner.tasks.report_unhandled(&error);
+                return;
+            }
             Err(error) => {
                 tracing::warn!(path = %inner.mutex.path(), %error, "leader selection failed; retrying");
                 backoff.wait().await;

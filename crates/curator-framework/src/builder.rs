@@ -27,6 +27,8 @@ pub(crate) struct Settings {
     pub(crate) auth: Vec<(String, Vec<u8>)>,
     pub(crate) acl_provider: Arc<dyn AclProvider>,
     pub(crate) can_be_read_only: bool,
+    /// Listings whose encoded names exceed this fail with `Error::ResponseTooLarge`.
+    pub(crate) max_listing_bytes: Option<usize>,
     pub(crate) error_policy: ConnectionStateErrorPolicy,
     /// Circuit breaking of what connection-state listeners hear.
     pub(crate) circuit_breaker: Option<SharedRetryPolicy>,
@@ -68,6 +70,7 @@ impl fmt::Debug for Settings {
             )
             .field("acl_provider", &self.acl_provider)
             .field("can_be_read_only", &self.can_be_read_only)
+            .field("max_listing_bytes", &self.max_listing_bytes)
             .field("error_policy", &self.error_policy)
             .field("circuit_breaker", &self.circuit_breaker)
             .field(
@@ -119,6 +122,7 @@ pub struct CuratorFrameworkBuilder {
     auth: Vec<(String, Vec<u8>)>,
     acl_provider: Arc<dyn AclProvider>,
     can_be_read_only: bool,
+    max_listing_bytes: Option<usize>,
     error_policy: ConnectionStateErrorPolicy,
     circuit_breaker: Option<SharedRetryPolicy>,
     simulated_expiration_percent: u8,
@@ -166,6 +170,7 @@ impl Default for CuratorFrameworkBuilder {
             auth: Vec::new(),
             acl_provider: Arc::new(DefaultAclProvider),
             can_be_read_only: false,
+            max_listing_bytes: None,
             error_policy: ConnectionStateErrorPolicy::Standard,
             circuit_breaker: None,
             simulated_expiration_percent: 100,
@@ -297,6 +302,34 @@ impl CuratorFrameworkBuilder {
     /// [`ConnectionState::ReadOnly`](crate::ConnectionState::ReadOnly)).
     pub fn can_be_read_only(mut self, allowed: bool) -> Self {
         self.can_be_read_only = allowed;
+        self
+    }
+
+    /// Fails every listing of children (`get_children()`, watched or not, and the children
+    /// reads of `multi_read()`) whose names take more than `bytes` in ZooKeeper's encoding (four
+    /// bytes per name plus the name) with [`Error::ResponseTooLarge`](crate::Error::ResponseTooLarge),
+    /// which is not retried. Unlimited by default.
+    ///
+    /// Why a limit, and why none by default: the Java client refuses any reply longer than its
+    /// `jute.maxbuffer` (1 MiB by default: about 20,000 names of 50 bytes) and then drops the
+    /// connection and retries the same listing forever. This framework's wire client reads
+    /// replies of any length and the server (3.5–3.9) sends them, so a listing past 1 MiB just
+    /// works here (100,000 names of 50 bytes, about 5 MB, list in well under a second). Set
+    /// the limit (for example to [`JAVA_MAX_BUFFER`](crate::JAVA_MAX_BUFFER)) to fail where
+    /// Java clients sharing the directories would, or to stop recipes from working through
+    /// directories larger than a service is sized for. The reply has been received when it is
+    /// checked, so the limit does not bound the memory of one reply.
+    ///
+    /// ```
+    /// let client = curator_framework::CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .max_listing_bytes(curator_framework::JAVA_MAX_BUFFER)
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(client);
+    /// ```
+    pub fn max_listing_bytes(mut self, bytes: usize) -> Self {
+        self.max_listing_bytes = Some(bytes);
         self
     }
 
@@ -543,6 +576,7 @@ impl CuratorFrameworkBuilder {
             auth: self.auth,
             acl_provider: self.acl_provider,
             can_be_read_only: self.can_be_read_only,
+            max_listing_bytes: self.max_listing_bytes,
             error_policy: self.error_policy,
             circuit_breaker: self.circuit_breaker,
             simulated_expiration_percent: self.simulated_expiration_percent,

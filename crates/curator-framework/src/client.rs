@@ -243,6 +243,7 @@ impl CuratorFramework {
             session_timeout: settings.session_timeout,
             connection_timeout: settings.connection_timeout,
             can_be_read_only: settings.can_be_read_only,
+            max_listing_bytes: settings.max_listing_bytes,
             auth: settings.auth.clone(),
             tls: settings.tls.clone(),
             sasl: settings.sasl.clone(),
@@ -512,6 +513,7 @@ impl CuratorFramework {
             &self.inner.cancel,
             self.inner.recipe_tasks.clone(),
             self.inner.settings.max_close_wait,
+            self.inner.errors.clone(),
         )
     }
 

@@ -122,6 +122,38 @@ pub enum Error {
         /// What the mechanism's library said.
         reason: String,
     },
+    /// A listing of children is longer than the client's
+    /// [`max_listing_bytes`](crate::CuratorFrameworkBuilder::max_listing_bytes): the directory
+    /// holds more children than this client is configured to take in one reply. Not retryable:
+    /// the same listing would fail again until children are removed or the limit raised.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// let error = Error::ResponseTooLarge {
+    ///     path: "/locks/a".into(),
+    ///     children: 30_000,
+    ///     bytes: 1_500_004,
+    ///     limit: curator_framework::JAVA_MAX_BUFFER,
+    /// };
+    /// assert!(!error.is_retryable() && !error.is_retried());
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "listing the 30000 children of \"/locks/a\" takes 1500004 bytes, over this client's limit of 1048575 bytes (max_listing_bytes)"
+    /// );
+    /// ```
+    #[error(
+        "listing the {children} children of {path:?} takes {bytes} bytes, over this client's limit of {limit} bytes (max_listing_bytes)"
+    )]
+    ResponseTooLarge {
+        /// The listed node, as the server names it (the namespace included).
+        path: String,
+        /// How many children it has.
+        children: usize,
+        /// What their names take in ZooKeeper's encoding (four bytes per name plus the name).
+        bytes: usize,
+        /// The client's limit.
+        limit: usize,
+    },
     /// The client is closed.
     #[error("the client is closed")]
     Closed,
@@ -321,6 +353,14 @@ impl Error {
         }
     }
 }
+
+/// The Java client's default `jute.maxbuffer` (`0xfffff`, one byte short of 1 MiB): the
+/// longest reply a Java ZooKeeper client (and so Java Curator) accepts unless configured
+/// otherwise. A `getChildren` reply past it makes the Java client drop its connection ("Packet
+/// len … is out of range") and retry the same listing forever. With names of 50 bytes that is
+/// about 19,000 children. A value for
+/// [`max_listing_bytes`](crate::CuratorFrameworkBuilder::max_listing_bytes).
+pub const JAVA_MAX_BUFFER: usize = 0xfffff;
 
 /// The result type of the framework.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -29,6 +29,6 @@ pub mod watcher;
 
 pub use builder::CuratorFrameworkBuilder;
 pub use client::CuratorFramework;
-pub use error::{Error, Result};
+pub use error::{Error, JAVA_MAX_BUFFER, Result};
 pub use state::ConnectionState;
 pub use types::{CreateMode, Stat, WatchedEvent};

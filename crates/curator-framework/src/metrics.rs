@@ -364,6 +364,7 @@ pub(crate) fn error_kind(error: &crate::Error) -> &'static str {
         SchemaViolation { .. } => "schema_violation",
         LockLost { .. } => "lock_lost",
         NotLeader { .. } => "not_leader",
+        ResponseTooLarge { .. } => "response_too_large",
     }
 }
 

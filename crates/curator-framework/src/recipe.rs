@@ -70,7 +70,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
-use crate::listen::ListenerHandle;
+use crate::listen::{ListenerContainer, ListenerHandle, UnhandledError};
 
 /// The background work of one recipe instance, spawned inside its client's task tree.
 ///
@@ -96,6 +96,8 @@ pub struct RecipeTasks {
     /// Every recipe task of the client (counted and awaited by `client.close()`).
     client_tracker: TaskTracker,
     max_close_wait: Duration,
+    /// The client's unhandled-error listeners.
+    errors: ListenerContainer<UnhandledError>,
 }
 
 impl fmt::Debug for RecipeTasks {
@@ -114,6 +116,7 @@ impl RecipeTasks {
         parent: &CancellationToken,
         client_tracker: TaskTracker,
         max_close_wait: Duration,
+        errors: ListenerContainer<UnhandledError>,
     ) -> Self {
         Self {
             name: Arc::from(name),
@@ -121,7 +124,31 @@ impl RecipeTasks {
             tracker: TaskTracker::new(),
             client_tracker,
             max_close_wait,
+            errors,
         }
+    }
+
+    /// Tells the client's
+    /// [`unhandled_error_listenable`](crate::CuratorFramework::unhandled_error_listenable) (and
+    /// the log) that a background task of this recipe gave up on `error`: for failures that no
+    /// caller and no event of the recipe can carry. The context is the recipe's name.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) {
+    /// use curator_framework::Error;
+    /// let tasks = client.recipe_tasks("my-recipe");
+    /// let _errors = client
+    ///     .unhandled_error_listenable()
+    ///     .add_listener(|error| eprintln!("{error}"));
+    /// tasks.report_unhandled(&Error::NoAuth); // heard as "my-recipe: not authorized"
+    /// # }
+    /// ```
+    pub fn report_unhandled(&self, error: &Error) {
+        tracing::error!(context = %self.name, %error, "a recipe's background task gave up");
+        self.errors.publish(UnhandledError {
+            context: self.name.to_string(),
+            message: error.to_string(),
+        });
     }
 
     /// Runs `future` in the background until it ends or is cancelled (see the type's docs).
@@ -231,6 +258,7 @@ impl RecipeTasks {
             tracker: TaskTracker::new(),
             client_tracker: self.client_tracker.clone(),
             max_close_wait: self.max_close_wait,
+            errors: self.errors.clone(),
         }
     }
 

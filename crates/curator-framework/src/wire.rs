@@ -23,6 +23,8 @@ pub(crate) struct ConnectSettings {
     pub(crate) session_timeout: Duration,
     pub(crate) connection_timeout: Duration,
     pub(crate) can_be_read_only: bool,
+    /// See `CuratorFrameworkBuilder::max_listing_bytes`.
+    pub(crate) max_listing_bytes: Option<usize>,
     pub(crate) auth: Vec<(String, Vec<u8>)>,
     pub(crate) tls: Option<WireTls>,
     pub(crate) sasl: Option<SaslConfig>,
@@ -99,6 +101,7 @@ impl std::fmt::Debug for ConnectSettings {
             .field("session_timeout", &self.session_timeout)
             .field("connection_timeout", &self.connection_timeout)
             .field("can_be_read_only", &self.can_be_read_only)
+            .field("max_listing_bytes", &self.max_listing_bytes)
             .field(
                 "auth_schemes",
                 &self
@@ -217,6 +220,8 @@ pub(crate) struct WireSession {
     /// Cancelled when the session moved to another wire client: watches set through this one
     /// end at once.
     retired: tokio_util::sync::CancellationToken,
+    /// See `CuratorFrameworkBuilder::max_listing_bytes`.
+    max_listing_bytes: Option<usize>,
 }
 
 impl WireSession {
@@ -236,6 +241,7 @@ impl WireSession {
             client,
             connect_string: connect_string.to_owned(),
             retired: tokio_util::sync::CancellationToken::new(),
+            max_listing_bytes: settings.max_listing_bytes,
         })
     }
 
@@ -259,6 +265,7 @@ impl WireSession {
             client,
             connect_string: connect_string.to_owned(),
             retired: tokio_util::sync::CancellationToken::new(),
+            max_listing_bytes: settings.max_listing_bytes,
         })
     }
 
@@ -394,6 +401,7 @@ impl WireSession {
             .get_children(path)
             .await
             .map_err(convert_error)?;
+        self.check_listing(path, &children)?;
         Ok((children, convert_stat(&stat)))
     }
 
@@ -406,11 +414,30 @@ impl WireSession {
             .get_and_watch_children(path)
             .await
             .map_err(convert_error)?;
+        // Failing drops the wire watcher, which removes the watch.
+        self.check_listing(path, &children)?;
         Ok((
             children,
             convert_stat(&stat),
             WireWatcher(watcher, self.retired.clone()),
         ))
+    }
+
+    /// Fails a listing of `path` whose names take more than the client's `max_listing_bytes`.
+    fn check_listing(&self, path: &str, children: &[String]) -> Result<()> {
+        let Some(limit) = self.max_listing_bytes else {
+            return Ok(());
+        };
+        let bytes = listing_bytes(children);
+        if bytes > limit {
+            return Err(Error::ResponseTooLarge {
+                path: path.to_owned(),
+                children: children.len(),
+                bytes,
+                limit,
+            });
+        }
+        Ok(())
     }
 
     /// The ephemeral nodes of this session whose paths start with `prefix` (a string prefix,
@@ -544,12 +571,20 @@ impl WireSession {
         let results = reader.commit().await.map_err(convert_error)?;
         Ok(results
             .into_iter()
-            .map(|result| match result {
+            .enumerate()
+            .map(|(index, result)| match result {
                 zk::MultiReadResult::Data { data, stat } => ReadResult::Data {
                     data,
                     stat: convert_stat(&stat),
                 },
-                zk::MultiReadResult::Children { children } => ReadResult::Children { children },
+                zk::MultiReadResult::Children { children } => {
+                    // (A result past the reads, which the caller notices by the count, has no path.)
+                    let path = reads.get(index).map_or("", Read::path);
+                    match self.check_listing(path, &children) {
+                        Ok(()) => ReadResult::Children { children },
+                        Err(error) => ReadResult::Error(error),
+                    }
+                }
                 zk::MultiReadResult::Error { err } => ReadResult::Error(convert_error(err)),
                 other => ReadResult::Error(Error::UnexpectedReply(format!(
                     "a read result the framework does not know: {other:?}"
@@ -819,6 +854,12 @@ fn convert_event(event: zk::WatchedEvent) -> WatchedEvent {
         path: event.path,
         zxid,
     }
+}
+
+/// What a list of names takes in ZooKeeper's encoding: a count, then per name a length and
+/// the name's bytes.
+pub(crate) fn listing_bytes(children: &[String]) -> usize {
+    children.iter().fold(4, |sum, name| sum + 4 + name.len())
 }
 
 pub(crate) fn convert_error(error: zk::Error) -> Error {

@@ -38,6 +38,12 @@ pub enum MemberEvent {
     },
     /// The initial load of the membership is done (once, after its `Joined` events).
     Initialized,
+    /// The membership cache cannot follow the group: a read it cannot recover from by reading
+    /// again (no permission; a listing longer than the client's `max_listing_bytes`, as
+    /// [`Error::ResponseTooLarge`](curator_framework::Error::ResponseTooLarge)), or more members
+    /// than the cache's limit. [`current_members`](GroupMember::current_members) stays as last
+    /// known; nothing is read again until a watch fires or the client reconnects.
+    Error(curator_caches::CacheError),
 }
 
 struct Inner {
@@ -264,7 +270,8 @@ fn member_event(group: &str, event: CacheEvent) -> Option<MemberEvent> {
         }),
         CacheEvent::Deleted { old } => member(old.path()).map(|id| MemberEvent::Left { id }),
         CacheEvent::Initialized => Some(MemberEvent::Initialized),
-        // Logged by the member's own listener.
+        // Logged by the member's own listener too.
+        CacheEvent::Error(error) => Some(MemberEvent::Error(error)),
         _ => None,
     }
 }

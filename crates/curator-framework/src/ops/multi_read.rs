@@ -36,6 +36,15 @@ pub(crate) enum Read {
     Children(Arc<str>),
 }
 
+impl Read {
+    /// The path read, as the server names it.
+    pub(crate) fn path(&self) -> &str {
+        match self {
+            Read::Data(path) | Read::Children(path) => path,
+        }
+    }
+}
+
 /// Several reads sent as one request and answered as one (ZooKeeper's `multiRead`, 3.6+): one
 /// round trip and one request for the server to queue, however many reads. Unlike a
 /// [`transaction`](CuratorFramework::transaction), a read that fails does not fail the others.
