@@ -32,6 +32,10 @@ public final class CuratorDriver {
     private static final int CONTENDERS = 8;
     private static String connectString;
     private static final List<CuratorFramework> contenders = new ArrayList<>();
+    /** The session timeout of crash_join, the same in every driver. */
+    private static final int CRASH_SESSION_MS = 2000;
+    /** Leader latches of crash_join, kept open until the process ends. */
+    private static final List<LeaderLatch> kept = new ArrayList<>();
 
     public static void main(String[] args) throws Exception {
         connectString = args[0];
@@ -395,6 +399,20 @@ public final class CuratorDriver {
                 if (!failures.isEmpty()) {
                     throw failures.get(0);
                 }
+                break;
+            }
+            case "crash_join": {
+                // A role of the crash failover: join the election at path on a new session
+                // (CRASH_SESSION_MS, as every driver) and return once leading; the session stays
+                // open until the process is killed.
+                CuratorFramework session = CuratorFrameworkFactory.builder().connectString(connectString)
+                        .retryPolicy(new RetryNTimes(3, 100)).sessionTimeoutMs(CRASH_SESSION_MS).build();
+                session.start();
+                session.blockUntilConnected(30, TimeUnit.SECONDS);
+                LeaderLatch latch = new LeaderLatch(session, path, "crash");
+                latch.start();
+                latch.await();
+                kept.add(latch);
                 break;
             }
             default:

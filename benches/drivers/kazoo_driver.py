@@ -24,11 +24,18 @@ CONTENDERS = 8
 contenders = []
 
 
-def new_client():
+# The session timeout of crash_join, the same in every driver.
+CRASH_SESSION_S = 2.0
+
+# Sessions of crash_join, kept open until the process ends.
+kept = []
+
+
+def new_client(timeout=30.0):
     """A KazooClient for the connect string of the command line (over TLS with --tls-ca)."""
     if len(sys.argv) == 4 and sys.argv[2] == "--tls-ca":
-        return KazooClient(hosts=sys.argv[1], timeout=30.0, use_ssl=True, ca=sys.argv[3])
-    return KazooClient(hosts=sys.argv[1], timeout=30.0)
+        return KazooClient(hosts=sys.argv[1], timeout=timeout, use_ssl=True, ca=sys.argv[3])
+    return KazooClient(hosts=sys.argv[1], timeout=timeout)
 
 
 def loaded_tree_cache(client, path):
@@ -163,6 +170,21 @@ def run(client, scenario, path, latencies):
             thread.join()
         if failures:
             raise failures[0]
+    elif scenario == "crash_join":
+        # A role of the crash failover: join the election at path on a new session
+        # (CRASH_SESSION_S, as every driver) and return once leading; the session stays open
+        # until the process is killed.
+        session = new_client(timeout=CRASH_SESSION_S)
+        session.start(timeout=30)
+        leading = threading.Event()
+
+        def lead():
+            leading.set()
+            threading.Event().wait()
+
+        threading.Thread(target=session.Election(path, "crash").run, args=(lead,), daemon=True).start()
+        leading.wait()
+        kept.append(session)
     elif scenario == "leader_handover":
         # Kazoo's election (a lock underneath): two participants on separate sessions hand
         # leadership back and forth; each latency runs from the leader's resignation to the

@@ -151,6 +151,7 @@ impl Driver {
             "mutex_uncontended" => self.mutex_uncontended(path, latencies).await?,
             "mutex_contended" => self.mutex_contended(path, latencies).await?,
             "leader_handover" => self.leader_handover(path, latencies).await?,
+            "crash_join" => self.crash_join(path).await?,
             "counter_8way" => self.counter_8way(path, latencies, true).await?,
             "counter_8way_plain" => self.counter_8way(path, latencies, false).await?,
             "queue_1x1" => self.queue(path, latencies, 1, false).await?,
@@ -537,6 +538,29 @@ async fn watched_delete_floor(
     Ok(())
 }
 
+/// The session timeout of `crash_join`, the same in every driver.
+const CRASH_SESSION: Duration = Duration::from_millis(2000);
+
+impl Driver {
+    /// A role of side-by-side's crash failover: join the election at `path` on a new session
+    /// (timeout [`CRASH_SESSION`]) and return once leading. The session stays open until the
+    /// process ends: the harness SIGKILLs the leader's process and times the next one's reply.
+    async fn crash_join(&self, path: &str) -> Result<(), String> {
+        let Driver::Framework(_, connect) = self else {
+            return Err("unsupported".into());
+        };
+        let client = connect_framework_with(connect, CRASH_SESSION).await;
+        let latch = LeaderLatch::builder(client.clone(), path, "crash")
+            .build()
+            .map_err(|e| e.to_string())?;
+        latch.start().await.map_err(|e| e.to_string())?;
+        latch.await_leadership().await.map_err(|e| e.to_string())?;
+        // Kept for the rest of the process's life.
+        std::mem::forget((latch, client));
+        Ok(())
+    }
+}
+
 async fn wait_for_participants(latch: &LeaderLatch, n: usize) -> Result<(), String> {
     while latch.participants().await.map_err(|e| e.to_string())?.len() < n {
         tokio::task::yield_now().await;
@@ -545,10 +569,14 @@ async fn wait_for_participants(latch: &LeaderLatch, n: usize) -> Result<(), Stri
 }
 
 async fn connect_framework(server: &Server) -> CuratorFramework {
+    connect_framework_with(server, Duration::from_secs(30)).await
+}
+
+async fn connect_framework_with(server: &Server, session: Duration) -> CuratorFramework {
     let mut builder = CuratorFramework::builder()
         .connect_string(&server.connect)
         .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
-        .session_timeout(Duration::from_secs(30));
+        .session_timeout(session);
     if let Some(ca) = &server.tls_ca {
         builder = builder.tls(TlsConfig::new().ca_file(ca));
     }

@@ -21,6 +21,7 @@
 //! `ZK_TLS_CONNECT` and `ZK_TLS_CA` (and `ZK_TLS_PLAIN_CONNECT` for the baseline) name another
 //! TLS server instead, as `ZK_CONNECT` does for the plaintext one.
 
+use std::future::IntoFuture;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -72,11 +73,21 @@ impl Driver {
 
     /// `None` when the driver does not implement the scenario.
     fn run(&mut self, scenario: &str, ops: usize, path: &str) -> Result<Option<Sample>, String> {
+        self.send(scenario, ops, path)?;
+        self.reply(scenario)
+    }
+
+    /// Asks for a run without waiting for its reply (see [`reply`](Self::reply)).
+    fn send(&mut self, scenario: &str, ops: usize, path: &str) -> Result<(), String> {
         writeln!(self.stdin, "run {scenario} {ops} {path}")
             .map_err(|e| format!("{}: {e}", self.name))?;
         self.stdin
             .flush()
-            .map_err(|e| format!("{}: {e}", self.name))?;
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    /// The reply to the run [`send`](Self::send) asked for.
+    fn reply(&mut self, scenario: &str) -> Result<Option<Sample>, String> {
         let mut line = String::new();
         self.stdout
             .read_line(&mut line)
@@ -127,7 +138,6 @@ const TREE_NODES: usize = 10_000;
 
 /// Creates the tree `cache_initial_load` reads, many requests in flight at once.
 async fn build_tree(client: &CuratorFramework, tree: &str) -> Result<(), curator_framework::Error> {
-    use std::future::IntoFuture;
     client.create().for_path(tree, b"").await?;
     let dirs: Vec<String> = (0..100).map(|d| format!("{tree}/d{d:02}")).collect();
     let creates: Vec<_> = dirs
@@ -347,6 +357,154 @@ fn tls_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
     report
 }
 
+/// The session timeout every driver's `crash_join` asks for.
+const CRASH_SESSION_MS: u64 = 2000;
+
+/// Crash failover: per round and library, two fresh driver processes join one election (the
+/// first leads); once both are in line the leader's process is killed with SIGKILL, and the
+/// hand-over runs from the kill to the other process's reply that it leads. Its floor is the
+/// session timeout: the server removes the dead leader's node only when its session expires.
+/// Returns each library's hand-overs; a library that fails a round is reported and left out of
+/// that round.
+fn crash_failover(
+    runtime: &tokio::runtime::Runtime,
+    watcher: &CuratorFramework,
+    kinds: &[(&'static str, &CommandFn)],
+    base: &str,
+    rounds: usize,
+) -> Result<Vec<(&'static str, Vec<Crash>)>, String> {
+    let mut results: Vec<(&'static str, Vec<Crash>)> =
+        kinds.iter().map(|(name, _)| (*name, Vec::new())).collect();
+    for round in 0..rounds {
+        for k in 0..kinds.len() {
+            let index = (round + k) % kinds.len();
+            let (name, command) = &kinds[index];
+            let path = format!("{base}/crash-{index}-{round}");
+            match crash_once(runtime, watcher, name, command, &path) {
+                Ok(crash) => results[index].1.push(crash),
+                Err(error) => eprintln!("crash failover, {name}, round {round}: {error}"),
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// One crash hand-over (see [`crash_failover`]).
+#[derive(Clone, Copy)]
+struct Crash {
+    /// From the kill to the next participant's reply that it leads.
+    total_ms: f64,
+    /// From the kill to the dead leader's node going (the server expired its session), as a
+    /// watch of this harness saw it.
+    expiry_ms: f64,
+    /// From the node going to the reply: the library's own part.
+    after_expiry_ms: f64,
+}
+
+/// One crash hand-over (see [`crash_failover`]).
+fn crash_once(
+    runtime: &tokio::runtime::Runtime,
+    watcher: &CuratorFramework,
+    name: &'static str,
+    command: &CommandFn,
+    path: &str,
+) -> Result<Crash, String> {
+    let mut leader = Driver::start(name, command()?)?;
+    leader.run("crash_join", 1, path)?.ok_or("unsupported")?;
+    let mut next = Driver::start(name, command()?)?;
+    next.send("crash_join", 1, path)?;
+    // Both in line: the next one's node is there (it watches the leader's right after). Both
+    // nodes are watched here too: the first to go is the dead leader's, when its session
+    // expires.
+    let gone = runtime.block_on(async {
+        let children = loop {
+            let (children, _, changed) = watcher
+                .get_children()
+                .watched()
+                .for_path(path)
+                .await
+                .map_err(|e| e.to_string())?;
+            if children.len() >= 2 {
+                break children;
+            }
+            tokio::time::timeout(Duration::from_secs(60), changed)
+                .await
+                .map_err(|_| "the second participant never joined".to_owned())?;
+        };
+        let mut watches = Vec::new();
+        for child in children {
+            let (_, _, changed) = watcher
+                .get_data()
+                .watched()
+                .for_path(&format!("{path}/{child}"))
+                .await
+                .map_err(|e| e.to_string())?;
+            watches.push(Box::pin(changed.into_future()));
+        }
+        Ok::<_, String>(tokio::spawn(async move {
+            futures::future::select_all(watches).await;
+            Instant::now()
+        }))
+    })?;
+    let killed = Instant::now();
+    leader.child.kill().map_err(|e| e.to_string())?;
+    let _ = leader.child.wait();
+    next.reply("crash_join")?.ok_or("unsupported")?;
+    let led = Instant::now();
+    // A throwaway process whose session holds the election: no orderly quit needed.
+    let _ = next.child.kill();
+    let expired = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), gone).await })
+        .map_err(|_| "the leader's node never went".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    Ok(Crash {
+        total_ms: ms(led - killed),
+        expiry_ms: ms(expired - killed),
+        after_expiry_ms: ms(led.saturating_duration_since(expired)),
+    })
+}
+
+/// The crash failover's paragraph of the report.
+fn crash_report(results: &[(&'static str, Vec<Crash>)]) -> String {
+    if results.is_empty() {
+        return String::new();
+    }
+    let mut text = format!(
+        "\nCrash failover (the leader's process killed with SIGKILL; every library asks for a \
+         {CRASH_SESSION_MS} ms session; medians, with min–max): from the kill to the dead \
+         leader's node going (the server expires the session: the timeout counts from the \
+         session's last ping, so this can be under the timeout), and from there to the next \
+         participant leading (the library's own part).\n\n\
+         | driver | rounds | kill → leads, ms | kill → node gone, ms | node gone → leads, ms |\n\
+         | --- | ---: | ---: | ---: | ---: |\n"
+    );
+    let stats = |mut v: Vec<f64>, places: usize| {
+        v.sort_by(f64::total_cmp);
+        format!(
+            "{:.places$} ({:.places$}–{:.places$})",
+            v[v.len() / 2],
+            v[0],
+            v[v.len() - 1]
+        )
+    };
+    for (driver, crashes) in results {
+        if crashes.is_empty() {
+            text.push_str(&format!("| {driver} | 0 | failed | | |\n"));
+            continue;
+        }
+        let pick = |f: fn(&Crash) -> f64, places| stats(crashes.iter().map(f).collect(), places);
+        text.push_str(&format!(
+            "| {driver} | {} | {} | {} | {} |\n",
+            crashes.len(),
+            pick(|c| c.total_ms, 0),
+            pick(|c| c.expiry_ms, 0),
+            pick(|c| c.after_expiry_ms, 1),
+        ));
+    }
+    text
+}
+
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -358,15 +516,21 @@ fn java_driver(root: &Path, target: &Target) -> Result<Command, String> {
     let out = root.join("target/bench/java");
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
     let classpath = CURATOR_CLASSPATH.join(":");
-    let status = Command::new("javac")
-        .args(["-nowarn", "-d"])
-        .arg(&out)
-        .args(["-cp", &classpath])
-        .arg(root.join("benches/drivers/CuratorDriver.java"))
-        .status()
-        .map_err(|e| format!("javac: {e} (run `just setup`)"))?;
-    if !status.success() {
-        return Err("javac failed on CuratorDriver.java".into());
+    let source = root.join("benches/drivers/CuratorDriver.java");
+    // Compiled once per change of the source (fresh processes start often: memory, crashes).
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let compiled = modified(&out.join("CuratorDriver.class"));
+    if compiled.is_none() || compiled < modified(&source) {
+        let status = Command::new("javac")
+            .args(["-nowarn", "-d"])
+            .arg(&out)
+            .args(["-cp", &classpath])
+            .arg(&source)
+            .status()
+            .map_err(|e| format!("javac: {e} (run `just setup`)"))?;
+        if !status.success() {
+            return Err("javac failed on CuratorDriver.java".into());
+        }
     }
     let jvm = target.jvm();
     let mut classpath = vec![classpath];
@@ -878,7 +1042,10 @@ fn run() -> Result<(), String> {
         .collect();
     let with_tls = scenarios.iter().any(|s| s.over != Over::Plain);
     let workspace = workspace_root();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // One worker thread: the crash failover's watch stamps its event while this thread waits
+    // on a driver's reply.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
@@ -1100,6 +1267,25 @@ fn run() -> Result<(), String> {
             memory.push((name, per_node.get(per_node.len() / 2).copied()));
         }
     }
+    let crash = if only
+        .as_ref()
+        .is_none_or(|only| only.iter().any(|o| o == "crash_failover"))
+    {
+        let kinds: [(&'static str, &CommandFn); 3] = [
+            ("curator-rs", &|| {
+                Ok(rust_driver("framework", &plain_target))
+            }),
+            ("Curator (Java)", &|| java_driver(&workspace, &plain_target)),
+            ("Kazoo (Python)", &|| Ok(kazoo_driver(&plain_target))),
+        ];
+        let watcher = runtime
+            .block_on(plain_target.client())
+            .map_err(|e| e.to_string())?;
+        let crash_rounds = if quick { 1 } else { 3 };
+        crash_failover(&runtime, &watcher, &kinds, &base, crash_rounds)?
+    } else {
+        Vec::new()
+    };
     let took = started.elapsed();
     for group in groups {
         drop(group.drivers);
@@ -1189,6 +1375,7 @@ fn run() -> Result<(), String> {
             bytes("curator-rs") / bytes("Kazoo (Python)"),
         ));
     }
+    report.push_str(&crash_report(&crash));
     println!("{report}");
 
     let bench_dir = workspace.join("target/bench");
@@ -1199,6 +1386,13 @@ fn run() -> Result<(), String> {
         "zookeeper": version,
         "mode": if quick { "quick" } else { "full" },
         "results": raw,
+        "crash_failover": crash.iter().map(|(driver, ms)| serde_json::json!({
+            "driver": driver,
+            "session_timeout_ms": CRASH_SESSION_MS,
+            "total_ms": ms.iter().map(|c| c.total_ms).collect::<Vec<_>>(),
+            "expiry_ms": ms.iter().map(|c| c.expiry_ms).collect::<Vec<_>>(),
+            "after_expiry_ms": ms.iter().map(|c| c.after_expiry_ms).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
     });
     std::fs::write(bench_dir.join("side-by-side.json"), json.to_string())
         .map_err(|e| e.to_string())?;
