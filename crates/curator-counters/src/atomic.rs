@@ -114,15 +114,16 @@ impl PromotedToLock {
 ///
 /// **Exactly once.** A write whose reply is lost with the connection may or may not have been
 /// applied, and re-reading the node cannot tell (another client's identical update looks the
-/// same). So each write goes in one transaction with the creation of an empty *outcome marker*,
-/// `<path>/_atomic-<uuid>`: after a connection loss or session expiry the update checks the
-/// marker (after a `sync`) to learn what happened. Hence: `Ok` with `succeeded` means applied
-/// exactly once; `Ok` without `succeeded` and any `Err` mean not applied, except
-/// [`Error::Closed`] (the client closed in the middle of a write: unknown). A marker is deleted
-/// in the same transaction as the instance's next write (an update stays one write), by
+/// same). So each instance owns an empty *outcome marker*, `<path>/_atomic-<uuid>`, and each
+/// write goes in one transaction with a step of the marker: its creation (the instance's first
+/// write), then a `setData` at the version the instance knows (the instance's updates go one
+/// at a time). After a connection loss or session expiry the update checks the marker (after a
+/// `sync`) to learn what happened. Hence: `Ok` with `succeeded` means applied exactly once;
+/// `Ok` without `succeeded` and any `Err` mean not applied, except [`Error::Closed`] (the
+/// client closed in the middle of a write: unknown). The marker is deleted by
 /// [`flush_markers`](Self::flush_markers), or in the background (a task of the client's) when
-/// the last clone of the instance is dropped; a process that crashes leaves at most one empty
-/// marker per instance. Java Curator reads and writes the same node (8 or 4 bytes) and ignores
+/// the last clone of the instance is dropped; a process that crashes leaves one empty marker
+/// per instance. Java Curator reads and writes the same node (8 or 4 bytes) and ignores
 /// the markers; its own updates do not have this guarantee.
 /// [`without_markers`](DistributedAtomicValueBuilder::without_markers) gives Curator's exact
 /// behaviour (a plain versioned `setData`; an update whose reply was lost may be applied twice
@@ -253,7 +254,7 @@ impl DistributedAtomicValue {
         self.core.update(f, Attempts::UnderPolicy).await
     }
 
-    /// Deletes this instance's outstanding outcome marker, if any (also done in the background
+    /// Deletes this instance's outcome marker, if any (also done in the background
     /// when the last clone is dropped, unless the client is closed first: a short-lived process
     /// calls this before closing its client).
     ///

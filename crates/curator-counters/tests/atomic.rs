@@ -198,7 +198,9 @@ async fn promoted_increments_reach_the_exact_total() {
 async fn a_lost_reply_is_applied_exactly_once() {
     let server = TestingServer::start().await.unwrap();
     let observer = client(&server.connect_string()).await;
-    for markers in [true, false] {
+    // With markers: the instance's first write (its marker created in the transaction) and a
+    // later one (the marker's data set at the version the instance knows).
+    for (markers, earlier) in [(true, 0i64), (true, 2), (false, 0)] {
         let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
         let path = format!("{}/n", unique_root("atomic-lost-reply"));
         let builder =
@@ -211,6 +213,9 @@ async fn a_lost_reply_is_applied_exactly_once() {
         .build()
         .unwrap();
         assert!(counter.initialize(0).await.unwrap());
+        for _ in 0..earlier {
+            assert!(counter.increment().await.unwrap().succeeded);
+        }
 
         // Replies stop between the read and the write: the write goes out, its answer never
         // comes back.
@@ -235,7 +240,7 @@ async fn a_lost_reply_is_applied_exactly_once() {
             .build()
             .unwrap();
         eventually("the write reached the server", || async {
-            reader.get().await.unwrap().post_value == 1
+            reader.get().await.unwrap().post_value == earlier + 1
         })
         .await;
         proxy.drop_connections();
@@ -250,9 +255,25 @@ async fn a_lost_reply_is_applied_exactly_once() {
         if markers {
             assert_eq!(
                 (result.pre_value, result.post_value),
-                (0i64.to_be_bytes().to_vec(), 1i64.to_be_bytes().to_vec())
+                (
+                    earlier.to_be_bytes().to_vec(),
+                    (earlier + 1).to_be_bytes().to_vec()
+                )
             );
-            assert_eq!(total, 1, "applied once");
+            assert_eq!(total, earlier + 1, "applied once");
+            // One marker per instance, whatever it wrote.
+            let markers = observer.get_children().for_path(&path).await.unwrap().0;
+            assert_eq!(markers.len(), 1, "{markers:?}");
+            counter.flush_markers().await.unwrap();
+            assert!(
+                observer
+                    .get_children()
+                    .for_path(&path)
+                    .await
+                    .unwrap()
+                    .0
+                    .is_empty()
+            );
         } else {
             assert_eq!(total, 2, "Curator's plain retry applies it twice");
         }

@@ -11,7 +11,7 @@ use std::future::IntoFuture;
 use tokio::time::Instant;
 
 use super::markers::Unresolved;
-use super::{AtomicStats, AtomicValue, PromotedToLock};
+use super::{AtomicStats, AtomicValue, MARKER_PREFIX, PromotedToLock};
 
 /// How many optimistic attempts an update makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +43,12 @@ pub(crate) struct Core {
     pub(super) retry_policy: SharedRetryPolicy,
     pub(super) promoted: Option<PromotedToLock>,
     pub(super) markers: bool,
-    /// Markers of applied updates, deleted with the next request.
-    pub(super) pending: Mutex<Vec<String>>,
+    /// This instance's outcome marker (see `markers`).
+    pub(super) marker: String,
+    /// The marker's version as this instance left it; `None` before it exists.
+    pub(super) marker_version: Mutex<Option<i32>>,
+    /// With markers, the instance's updates go one at a time: only one moves the marker.
+    pub(super) serial: tokio::sync::Mutex<()>,
     /// Where the markers left at drop are deleted.
     pub(super) tasks: RecipeTasks,
 }
@@ -69,11 +73,13 @@ impl Core {
         let tasks = client.recipe_tasks("atomic value");
         Self {
             client,
-            path,
             retry_policy,
             promoted,
+            marker: paths::join(&path, &format!("{MARKER_PREFIX}{}", uuid::Uuid::new_v4())),
+            path,
             markers,
-            pending: Mutex::new(Vec::new()),
+            marker_version: Mutex::new(None),
+            serial: tokio::sync::Mutex::new(()),
             tasks,
         }
     }
@@ -84,6 +90,11 @@ impl Core {
         compute: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>>,
         attempts: Attempts,
     ) -> Result<AtomicValue<Vec<u8>>> {
+        let _serial = if self.markers {
+            Some(self.serial.lock().await)
+        } else {
+            None
+        };
         let mut run = UpdateRun {
             core: self,
             compute,
@@ -237,8 +248,8 @@ where
         let Some(open) = self.unresolved.take() else {
             return Ok(None);
         };
-        Ok(self.core.resolve(&open.marker).await?.then(|| {
-            self.core.applied(open.marker, &open.stale);
+        Ok(self.core.resolve(open.expect).await?.then(|| {
+            self.core.applied(open.expect);
             Outcome::Done {
                 pre: open.pre,
                 post: open.post,
@@ -253,10 +264,10 @@ where
         let check: OptionFuture<_> = self
             .unresolved
             .as_ref()
-            .map(|open| {
+            .map(|_| {
                 core.client
                     .check_exists()
-                    .for_path(&open.marker)
+                    .for_path(&core.marker)
                     .into_future()
             })
             .into();
@@ -268,11 +279,11 @@ where
                 .take()
                 .expect("a check is sent only for an open outcome");
             let applied = match checked {
-                Ok(stat) => stat.is_some(),
-                Err(_) => core.resolve(&open.marker).await?,
+                Ok(stat) => open.expect.met(stat.as_ref()),
+                Err(_) => core.resolve(open.expect).await?,
             };
             if applied {
-                core.applied(open.marker, &open.stale);
+                core.applied(open.expect);
                 return Ok(Attempt::Applied {
                     pre: open.pre,
                     post: open.post,
