@@ -78,7 +78,7 @@ pub(super) async fn consume_loop<T, C>(
                 }
             }
         };
-        let mut wakers: Vec<Watcher> = watcher.into_iter().collect();
+        let mut wakers: Vec<Watcher> = watcher;
         let mut next_due: Option<Instant> = None;
         let mut failed = false;
         for name in names {
@@ -229,7 +229,8 @@ where
         consume: &ConsumeFn<T>,
         token: &str,
     ) -> Result<Processed> {
-        let lock = paths::join(lock_path, name);
+        // Flat: in the bucketed layout `name` is `bucket-<n>/<item>`.
+        let lock = paths::join(lock_path, &crate::bucket::flat_name(name));
         // The session that owns the lock node.
         let owner = loop {
             match self
