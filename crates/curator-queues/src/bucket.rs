@@ -18,10 +18,11 @@
 //! - **Waiting** consumers watch the bucket directory (a new bucket) and every bucket they
 //!   listed empty (an item in any of them).
 //!
-//! A slow producer can create bucket `n + 1` after consumers deleted it (when `n + 2` already
-//! exists): it is then an empty lower bucket, deleted by the next scan, or holds the few items
-//! that producer put there before it learned of `n + 2`, which consumers take next. Nothing is
-//! lost; that producer's items come out a little early (see the README on FIFO).
+//! A producer that stalls between its put and making bucket `n + 1` can make it after
+//! consumers drained and deleted it (when `n + 2` already exists): it then lists the buckets
+//! (one listing per bucket it makes) and moves on to the highest, and the empty `n + 1` is
+//! deleted by the next scan. Nothing is lost either way: an item that lands in a lower bucket
+//! is taken next.
 
 use std::future::Future;
 
@@ -224,7 +225,18 @@ impl Buckets {
     async fn open_next(&self, full: u64) {
         let next = full + 1;
         match self.client.create().for_path(&self.bucket_path(next), []).await {
-            Ok(_) | Err(Error::NodeExists) => self.learn(next),
+            Ok(_) => {
+                self.learn(next);
+                // A producer that stalled since its put may be making a bucket consumers
+                // already drained and deleted (a newer one exists): then it must not fill it
+                // ahead of the newer one. One listing per bucket made.
+                if let Ok(numbers) = self.list().await {
+                    if let Some(&highest) = numbers.last() {
+                        self.learn(highest);
+                    }
+                }
+            }
+            Err(Error::NodeExists) => self.learn(next),
             Err(Error::NoNode) => self.forget(full),
             Err(error) => {
                 tracing::debug!(%error, bucket = next, path = %self.path, "next queue bucket not made yet");
