@@ -24,6 +24,7 @@
 //! deleted by the next scan. Nothing is lost either way: an item that lands in a lower bucket
 //! is taken next.
 
+use std::collections::HashSet;
 use std::future::Future;
 
 use curator_framework::watcher::Watcher;
@@ -246,7 +247,14 @@ impl Buckets {
 
     /// The items of the lowest bucket that has any (see [`Scan`]), deleting empty buckets
     /// below the highest on the way; with `watch`, also the watches to wait on when empty.
-    pub(crate) async fn scan(&self, item_prefix: &str, watch: bool) -> Result<Scan> {
+    /// A bucket whose items are all in `skip` (locked by other consumers) does not stop the
+    /// scan: its items come first, then those of the next bucket with any other item.
+    pub(crate) async fn scan(
+        &self,
+        item_prefix: &str,
+        watch: bool,
+        skip: &HashSet<String>,
+    ) -> Result<Scan> {
         'again: loop {
             let mut scan = Scan::default();
             let listed = if watch {
@@ -318,13 +326,17 @@ impl Buckets {
                     .filter(|c| c.starts_with(item_prefix))
                     .map(|c| format!("{name}/{c}"))
                     .collect();
+                let last = index + 1 == numbers.len();
                 if !items.is_empty() {
                     items.sort_unstable();
-                    scan.items = items;
+                    let all_skipped = items.iter().all(|item| skip.contains(item));
+                    scan.items.extend(items);
                     scan.watchers.extend(watcher);
+                    if all_skipped && !last {
+                        continue;
+                    }
                     return Ok(scan);
                 }
-                let last = index + 1 == numbers.len();
                 if last {
                     scan.watchers.extend(watcher);
                     break;

@@ -8,6 +8,7 @@
 mod consume;
 mod names;
 
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -572,7 +573,7 @@ where
         if let Some(buckets) = &self.core.buckets {
             return buckets.count().await;
         }
-        Ok(self.core.item_names().await?.0.len())
+        Ok(self.core.item_names(&HashSet::new()).await?.0.len())
     }
 
     /// Deletes exactly-once outcome markers older than `max_age`: those of puts and takes whose
@@ -700,7 +701,7 @@ impl<T: Send + 'static, C: Codec<T>> Queue<kind::Id, T, C> {
     pub async fn remove(&self, id: &str) -> Result<usize> {
         let core = &self.core;
         let wanted = format!("|{}|", names::id_code(id));
-        let (names, _) = core.item_names().await?;
+        let (names, _) = core.item_names(&HashSet::new()).await?;
         let mut removed = 0;
         for name in names.iter().filter(|n| n.contains(&wanted)) {
             if let Some(lock_path) = &core.lock_path {
@@ -838,10 +839,11 @@ where
     }
 
     /// The item names in consumption order (bucketed: those of the lowest bucket with items,
-    /// as `bucket-<n>/<item>`), and the watches that fire when they change.
-    async fn item_names(&self) -> Result<(Vec<String>, Vec<Watcher>)> {
+    /// as `bucket-<n>/<item>`, and of the buckets after it while all items so far are in
+    /// `locked`), and the watches that fire when they change.
+    async fn item_names(&self, locked: &HashSet<String>) -> Result<(Vec<String>, Vec<Watcher>)> {
         if let Some(buckets) = &self.buckets {
-            let scan = buckets.scan(QUEUE_PREFIX, true).await?;
+            let scan = buckets.scan(QUEUE_PREFIX, true, locked).await?;
             return Ok((scan.items, scan.watchers));
         }
         let (children, watcher) = match self

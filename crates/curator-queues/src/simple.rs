@@ -1,7 +1,7 @@
 //! `SimpleDistributedQueue`: the queue recipe of the ZooKeeper documentation, with the API of
 //! ZooKeeper's own `DistributedQueue` and Curator's node layout.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use curator_framework::metrics::{RecipeName, names};
@@ -337,7 +337,7 @@ impl SimpleDistributedQueue {
             if let Some(buckets) = &self.buckets {
                 // Empty: scan again with watches on the bucket directory and on every bucket
                 // left (an item in any of them, or a new bucket, wakes us).
-                let scan = buckets.scan(SIMPLE_PREFIX, true).await?;
+                let scan = buckets.scan(SIMPLE_PREFIX, true, &HashSet::new()).await?;
                 if self.remember_scanned(scan.items) {
                     continue;
                 }
@@ -404,7 +404,7 @@ impl SimpleDistributedQueue {
             return Ok(Some(name));
         }
         if let Some(buckets) = &self.buckets {
-            let scan = buckets.scan(SIMPLE_PREFIX, false).await?;
+            let scan = buckets.scan(SIMPLE_PREFIX, false, &HashSet::new()).await?;
             self.remember_scanned(scan.items);
             return Ok(self.known.lock().front().cloned());
         }

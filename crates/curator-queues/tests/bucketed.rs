@@ -490,3 +490,71 @@ async fn exactly_once_under_cuts_and_session_expiry_delivers_each_item_once() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_safe_consumer_hung_in_an_item_neither_blocks_later_buckets_nor_loses_it() {
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("bucketed-lock-safe");
+    let (path, locks) = (format!("{root}/q"), format!("{root}/locks"));
+    let doomed_client = client(&server.connect_string()).await;
+    // The doomed consumer takes the first item and hangs in it.
+    let (got_tx, mut got_rx) = tokio::sync::mpsc::unbounded_channel();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let doomed = DistributedQueue::<String>::builder(doomed_client.clone(), &path)
+        .bucketed(1)
+        .lock_path(&locks)
+        .consumer({
+            let release = Arc::clone(&release);
+            move |item: String| {
+                let _ = got_tx.send(item);
+                let release = Arc::clone(&release);
+                async move {
+                    release.notified().await;
+                    Ok::<_, String>(())
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    doomed.start().await.unwrap();
+    doomed.put(&"precious".to_owned()).await.unwrap();
+    let wait = Timing::new().wait();
+    assert_eq!(
+        tokio::time::timeout(wait, got_rx.recv()).await.unwrap().unwrap(),
+        "precious"
+    );
+    // Every item is a bucket of its own (capacity 1): the next ones are in later buckets.
+    doomed.put(&"second".to_owned()).await.unwrap();
+    doomed.put(&"third".to_owned()).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let healthy =
+        DistributedQueue::<String>::builder(client(&server.connect_string()).await, &path)
+            .bucketed(1)
+            .lock_path(&locks)
+            .consumer(move |item: String| {
+                let _ = tx.send(item);
+                async { Ok::<_, String>(()) }
+            })
+            .build()
+            .unwrap();
+    healthy.start().await.unwrap();
+    // The locked bucket does not hold the healthy consumer back.
+    assert_eq!(tokio::time::timeout(wait, rx.recv()).await.unwrap().unwrap(), "second");
+    assert_eq!(tokio::time::timeout(wait, rx.recv()).await.unwrap().unwrap(), "third");
+    // The doomed consumer's session ends: its lock goes, the item is not lost.
+    doomed_client.inject_session_expiration().await.unwrap();
+    assert_eq!(tokio::time::timeout(wait, rx.recv()).await.unwrap().unwrap(), "precious");
+    eventually("the item is deleted once consumed", || async {
+        healthy.is_empty().await.unwrap()
+    })
+    .await;
+    let observer = client(&server.connect_string()).await;
+    eventually("drained buckets are deleted", || async {
+        buckets(&observer, &path).await.len() == 1
+    })
+    .await;
+    release.notify_one();
+    doomed.close().await.unwrap();
+    healthy.close().await.unwrap();
+    assert!(children(&observer, &locks).await.is_empty(), "no lock left");
+}
