@@ -102,7 +102,10 @@ async fn main() -> Result {
     } else {
         format!("bucketed({})", args.capacity)
     };
-    print!("layout={layout} backlog={} window={}", args.backlog, args.window);
+    print!(
+        "layout={layout} backlog={} window={}",
+        args.backlog, args.window
+    );
 
     // Fill: 4 sessions with 64 offers in flight each.
     let mut fillers = Vec::new();

@@ -164,7 +164,12 @@ impl Buckets {
             Ok(_) | Err(Error::NodeExists) => {}
             Err(error) => return Err(error),
         }
-        match self.client.create().for_path(&self.bucket_path(0), []).await {
+        match self
+            .client
+            .create()
+            .for_path(&self.bucket_path(0), [])
+            .await
+        {
             Ok(_) | Err(Error::NodeExists) => {}
             // The queue node vanished again (a container reaped): the caller retries.
             Err(Error::NoNode) => return Err(Error::NoNode),
@@ -225,7 +230,12 @@ impl Buckets {
     /// item is stored either way.
     async fn open_next(&self, full: u64) {
         let next = full + 1;
-        match self.client.create().for_path(&self.bucket_path(next), []).await {
+        match self
+            .client
+            .create()
+            .for_path(&self.bucket_path(next), [])
+            .await
+        {
             Ok(_) => {
                 self.learn(next);
                 // A producer that stalled since its put may be making a bucket consumers
@@ -370,7 +380,12 @@ impl Buckets {
         };
         let mut total = 0usize;
         for n in numbers {
-            if let Some(stat) = self.client.check_exists().for_path(&self.bucket_path(n)).await? {
+            if let Some(stat) = self
+                .client
+                .check_exists()
+                .for_path(&self.bucket_path(n))
+                .await?
+            {
                 total += usize::try_from(stat.num_children).unwrap_or(0);
             }
         }
@@ -390,7 +405,10 @@ mod tests {
         assert_eq!(bucket_number("bucket-7"), None);
         assert_eq!(bucket_number("qn-0000000007"), None);
         assert_eq!(sequence_of("/q/bucket-0000000001/qn-0000000009"), Some(9));
-        assert_eq!(flat_name("bucket-0000000001/qn-0000000009"), "bucket-0000000001.qn-0000000009");
+        assert_eq!(
+            flat_name("bucket-0000000001/qn-0000000009"),
+            "bucket-0000000001.qn-0000000009"
+        );
         assert_eq!(flat_name("qn-0000000009"), "qn-0000000009");
         assert!(validate_capacity(0).is_err());
         assert!(validate_capacity(1).is_ok());

@@ -211,14 +211,12 @@ impl SimpleDistributedQueue {
     /// [`Error::Closed`] (the client closed while the outcome was unknown).
     pub async fn offer(&self, item: &[u8]) -> Result<()> {
         let prefix = paths::join(&self.path, SIMPLE_PREFIX);
-        if self.outcomes.is_some() || self.buckets.is_some() {
-            if item.len() > paths::MAX_DATA_LEN {
-                return Err(Error::InvalidArgument(format!(
-                    "a queue item of {} bytes is over ZooKeeper's limit of {} bytes",
-                    item.len(),
-                    paths::MAX_DATA_LEN
-                )));
-            }
+        if (self.outcomes.is_some() || self.buckets.is_some()) && item.len() > paths::MAX_DATA_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "a queue item of {} bytes is over ZooKeeper's limit of {} bytes",
+                item.len(),
+                paths::MAX_DATA_LEN
+            )));
         }
         if let Some(buckets) = &self.buckets {
             let client = &self.client;

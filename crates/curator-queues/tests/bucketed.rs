@@ -115,7 +115,10 @@ async fn one_producer_gets_fifo_order_across_buckets_and_drained_buckets_go() {
     for bucket in &layout[..25] {
         assert_eq!(children(&c, &format!("{path}/{bucket}")).await.len(), 10);
     }
-    assert_eq!(queue.peek().await.unwrap(), Some(0u32.to_be_bytes().to_vec()));
+    assert_eq!(
+        queue.peek().await.unwrap(),
+        Some(0u32.to_be_bytes().to_vec())
+    );
     // Another handle takes; the first keeps no stale view that matters.
     let consumer = bucketed(c.clone(), &path, 10);
     for i in 0..250u32 {
@@ -183,7 +186,9 @@ async fn a_stale_producer_fills_in_late_or_moves_on_when_its_bucket_is_gone() {
     // The other stale producer meets `NoNode`, looks again and puts into bucket 1.
     gone.offer(b"after").await.unwrap();
     assert_eq!(
-        children(&c, &format!("{path}/bucket-0000000001")).await.len(),
+        children(&c, &format!("{path}/bucket-0000000001"))
+            .await
+            .len(),
         1
     );
     assert_eq!(consumer.take().await.unwrap(), b"after");
@@ -217,7 +222,11 @@ async fn produce_and_consume(
         consumer_tasks.push(tokio::spawn(async move {
             let mut taken = Vec::new();
             while count.load(Ordering::SeqCst) < total {
-                if let Some(item) = queue.poll_timeout(Duration::from_millis(200)).await.unwrap() {
+                if let Some(item) = queue
+                    .poll_timeout(Duration::from_millis(200))
+                    .await
+                    .unwrap()
+                {
                     taken.push(String::from_utf8(item).unwrap());
                     count.fetch_add(1, Ordering::SeqCst);
                 }
@@ -257,7 +266,11 @@ async fn competing_producers_and_consumers_over_hundreds_of_buckets() {
     let left = buckets(&observer, &path).await;
     assert_eq!(left.len(), 1, "only the highest bucket stays: {left:?}");
     // Each bucket holds at most 10 + (producers - 1) items.
-    assert!(bucket_number(&left[0]) >= 100, "spanned {} buckets", left[0]);
+    assert!(
+        bucket_number(&left[0]) >= 100,
+        "spanned {} buckets",
+        left[0]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -484,9 +497,15 @@ async fn exactly_once_under_cuts_and_session_expiry_delivers_each_item_once() {
     assert_each_once(&taken.lock(), total);
     let left = buckets(&observer, &path).await;
     assert_eq!(left.len(), 1);
-    assert!(children(&observer, &format!("{path}/{}", left[0])).await.is_empty());
+    assert!(
+        children(&observer, &format!("{path}/{}", left[0]))
+            .await
+            .is_empty()
+    );
     eventually("every outcome marker is deleted", || async {
-        children(&observer, &format!("{path}-outcomes")).await.is_empty()
+        children(&observer, &format!("{path}-outcomes"))
+            .await
+            .is_empty()
     })
     .await;
 }
@@ -520,7 +539,10 @@ async fn a_lock_safe_consumer_hung_in_an_item_neither_blocks_later_buckets_nor_l
     doomed.put(&"precious".to_owned()).await.unwrap();
     let wait = Timing::new().wait();
     assert_eq!(
-        tokio::time::timeout(wait, got_rx.recv()).await.unwrap().unwrap(),
+        tokio::time::timeout(wait, got_rx.recv())
+            .await
+            .unwrap()
+            .unwrap(),
         "precious"
     );
     // Every item is a bucket of its own (capacity 1): the next ones are in later buckets.
@@ -539,11 +561,29 @@ async fn a_lock_safe_consumer_hung_in_an_item_neither_blocks_later_buckets_nor_l
             .unwrap();
     healthy.start().await.unwrap();
     // The locked bucket does not hold the healthy consumer back.
-    assert_eq!(tokio::time::timeout(wait, rx.recv()).await.unwrap().unwrap(), "second");
-    assert_eq!(tokio::time::timeout(wait, rx.recv()).await.unwrap().unwrap(), "third");
+    assert_eq!(
+        tokio::time::timeout(wait, rx.recv())
+            .await
+            .unwrap()
+            .unwrap(),
+        "second"
+    );
+    assert_eq!(
+        tokio::time::timeout(wait, rx.recv())
+            .await
+            .unwrap()
+            .unwrap(),
+        "third"
+    );
     // The doomed consumer's session ends: its lock goes, the item is not lost.
     doomed_client.inject_session_expiration().await.unwrap();
-    assert_eq!(tokio::time::timeout(wait, rx.recv()).await.unwrap().unwrap(), "precious");
+    assert_eq!(
+        tokio::time::timeout(wait, rx.recv())
+            .await
+            .unwrap()
+            .unwrap(),
+        "precious"
+    );
     eventually("the item is deleted once consumed", || async {
         healthy.is_empty().await.unwrap()
     })
