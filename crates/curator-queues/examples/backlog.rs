@@ -108,10 +108,32 @@ async fn main() -> Result {
     );
 
     // Fill: 4 sessions with 64 offers in flight each.
-    let mut fillers = Vec::new();
+    let mut clients = Vec::new();
     for _ in 0..4 {
-        fillers.push(queue(client(&connect).await?, &path, &args)?);
+        clients.push(client(&connect).await?);
     }
+    let fillers = clients
+        .iter()
+        .map(|c| queue(c.clone(), &path, &args))
+        .collect::<Result<Vec<_>>>()?;
+    // Warm-up (a fresh server's JIT would otherwise make small backlogs look slow): 10,000
+    // offers and takes on another path, not measured.
+    let warm = unique_root("backlog-warm-up");
+    let warm_queues = clients
+        .iter()
+        .map(|c| queue(c.clone(), &warm, &args))
+        .collect::<Result<Vec<_>>>()?;
+    let mut offers = futures::stream::iter(0..10_000usize)
+        .map(|i| {
+            let q = &warm_queues[i % warm_queues.len()];
+            async move { q.offer(b"warm-up").await }
+        })
+        .buffer_unordered(256);
+    while let Some(offered) = offers.next().await {
+        offered?;
+    }
+    drop(offers);
+    while warm_queues[0].poll().await?.is_some() {}
     let started = Instant::now();
     let mut offers = futures::stream::iter(0..args.backlog)
         .map(|i| {
