@@ -2,6 +2,7 @@
 // Background work goes through the recipe runtime (clippy.toml says why).
 #![warn(clippy::disallowed_methods)]
 
+mod bucket;
 mod envelope;
 mod outcome;
 mod queue;

@@ -74,7 +74,15 @@ impl Outcomes {
     ///
     /// Errors other than [`Error::Closed`] mean nothing was stored; `Closed` (the client closed
     /// while the outcome was unknown) means unknown.
-    pub(crate) async fn put(&self, prefix_path: &str, data: &[u8]) -> Result<Option<String>> {
+    ///
+    /// With `make_parent` false (the bucketed layout) a missing parent is not made: the put
+    /// answers [`Error::NoNode`] (nothing stored) and the caller picks another bucket.
+    pub(crate) async fn put(
+        &self,
+        prefix_path: &str,
+        data: &[u8],
+        make_parent: bool,
+    ) -> Result<Option<String>> {
         let marker = paths::join(
             &self.dir,
             &format!("{PUT_MARKER_PREFIX}{}", uuid::Uuid::new_v4()),
@@ -103,6 +111,11 @@ impl Outcomes {
                     self.discard(&marker).await;
                     return Ok(None);
                 }
+                Err(Error::Transaction { index: 0, cause })
+                    if *cause == Error::NoNode && !make_parent =>
+                {
+                    return Err(Error::NoNode);
+                }
                 Err(Error::Transaction { index, cause }) if *cause == Error::NoNode => {
                     self.create_parent(index == 0).await?;
                 }
@@ -119,13 +132,14 @@ impl Outcomes {
     }
 
     /// Deletes the item `<queue>/<name>` at `version`, exactly once: `true` when this handle
-    /// took it, `false` when another consumer did (or it changed).
+    /// took it, `false` when another consumer did (or it changed). In the bucketed layout
+    /// `name` is `bucket-<n>/<item>` and the marker `bucket-<n>.<item>`.
     ///
     /// Errors other than [`Error::Closed`] mean this handle did not take it; `Closed` means
     /// unknown.
     pub(crate) async fn take(&self, name: &str, version: i32) -> Result<bool> {
         let item = paths::join(&self.queue, name);
-        let marker = paths::join(&self.dir, name);
+        let marker = paths::join(&self.dir, &crate::bucket::flat_name(name));
         loop {
             let committed = self
                 .client

@@ -8,6 +8,7 @@
 mod consume;
 mod names;
 
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -21,6 +22,7 @@ use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
+use crate::bucket::{self, Buckets};
 use crate::envelope;
 use crate::outcome::Outcomes;
 use consume::ConsumeFn;
@@ -202,6 +204,8 @@ struct Core<T, C> {
     consumer: Option<ConsumeFn<T>>,
     /// The outcome markers, in exactly-once mode.
     outcomes: Option<Outcomes>,
+    /// The bucketed layout, when asked for.
+    buckets: Option<Buckets>,
     puts: ListenerContainer<PutEvent>,
     lifecycle: Lifecycle,
     tasks: RecipeTasks,
@@ -231,6 +235,7 @@ impl<K, T, C: fmt::Debug> fmt::Debug for Queue<K, T, C> {
             .field("max_items", &core.max_items)
             .field("consumer", &core.consumer.is_some())
             .field("exactly_once", &core.outcomes.is_some())
+            .field("bucketed", &core.buckets.is_some())
             .field("state", &core.lifecycle.state())
             .finish()
     }
@@ -261,6 +266,7 @@ pub struct QueueBuilder<K, T, C = Json> {
     max_items: Option<usize>,
     consumer: Option<ConsumeFn<T>>,
     exactly_once: bool,
+    bucket_capacity: Option<usize>,
     metrics_name: Option<String>,
     kind: PhantomData<K>,
 }
@@ -275,6 +281,7 @@ impl<K, T, C: fmt::Debug> fmt::Debug for QueueBuilder<K, T, C> {
             .field("max_items", &self.max_items)
             .field("consumer", &self.consumer.is_some())
             .field("exactly_once", &self.exactly_once)
+            .field("bucket_capacity", &self.bucket_capacity)
             .field("metrics_name", &self.metrics_name)
             .finish()
     }
@@ -293,6 +300,7 @@ impl<K: QueueKind, T: Send + 'static> Queue<K, T, Json> {
             max_items: None,
             consumer: None,
             exactly_once: false,
+            bucket_capacity: None,
             metrics_name: None,
             kind: PhantomData,
         }
@@ -316,6 +324,7 @@ where
             max_items: self.max_items,
             consumer: self.consumer,
             exactly_once: self.exactly_once,
+            bucket_capacity: self.bucket_capacity,
             metrics_name: self.metrics_name,
             kind: PhantomData,
         }
@@ -366,6 +375,28 @@ where
         self
     }
 
+    /// The bucketed layout, for queues beyond one listing (FIFO [`DistributedQueue`] only):
+    /// items go into child directories `<path>/bucket-<n>` of about `capacity` item nodes each,
+    /// so a consumer lists one bucket, never the whole backlog. FIFO by (bucket, sequence);
+    /// works with [`lock_path`](Self::lock_path) and [`exactly_once`](Self::exactly_once);
+    /// not with [`max_items`](Self::max_items). The layout is not Curator's: every handle of
+    /// the queue (no Java process) must use it. See the crate's README, "Bucketed layout".
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let queue = curator_queues::DistributedQueue::<u64>::builder(client, "/queues/events")
+    ///     .bucketed(10_000)
+    ///     .consumer(|event: u64| async move { Ok::<_, std::io::Error>(()) })
+    ///     .build()?;
+    /// queue.start().await?;
+    /// queue.put(&7).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn bucketed(mut self, capacity: usize) -> Self {
+        self.bucket_capacity = Some(capacity);
+        self
+    }
+
     /// Puts wait while the queue has `max_items` nodes or more. The bound is approximate:
     /// producers that check at the same moment may each add one.
     pub fn max_items(mut self, max_items: usize) -> Self {
@@ -390,9 +421,37 @@ where
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for `max_items(0)`,
-    /// and for exactly-once mode at `/` (the markers' sibling directory would have no place).
+    /// for exactly-once mode at `/` (the markers' sibling directory would have no place), and
+    /// for `bucketed` with a capacity of 0 (or over `i32::MAX`), with `max_items`, or on a
+    /// priority, delay or id queue.
     pub fn build(self) -> Result<Queue<K, T, C>> {
         paths::validate(&self.path)?;
+        let buckets = match self.bucket_capacity {
+            Some(capacity) => {
+                bucket::validate_capacity(capacity)?;
+                if K::KIND != Kind::Fifo {
+                    return Err(Error::InvalidArgument(format!(
+                        "the bucketed layout is for FIFO queues; a {:?} queue orders items by \
+                         their names across the whole queue, which buckets would split",
+                        K::KIND
+                    )));
+                }
+                if self.max_items.is_some() {
+                    return Err(Error::InvalidArgument(
+                        "a bucketed queue cannot be bounded with max_items (the bound counts \
+                         one listing, and a bucketed queue has no single listing)"
+                            .into(),
+                    ));
+                }
+                Some(Buckets::new(
+                    self.client.clone(),
+                    &self.path,
+                    capacity,
+                    CreateMode::Persistent,
+                )?)
+            }
+            None => None,
+        };
         let outcomes = if self.exactly_once {
             Some(Outcomes::new(
                 self.client.clone(),
@@ -423,6 +482,7 @@ where
             kind: K::KIND,
             consumer: self.consumer,
             outcomes,
+            buckets,
             puts,
             lifecycle: Lifecycle::new(),
             tasks,
@@ -510,7 +570,10 @@ where
     /// # Errors
     /// Connection errors.
     pub async fn len(&self) -> Result<usize> {
-        Ok(self.core.item_names().await?.0.len())
+        if let Some(buckets) = &self.core.buckets {
+            return buckets.count().await;
+        }
+        Ok(self.core.item_names(&HashSet::new()).await?.0.len())
     }
 
     /// Deletes exactly-once outcome markers older than `max_age`: those of puts and takes whose
@@ -638,7 +701,7 @@ impl<T: Send + 'static, C: Codec<T>> Queue<kind::Id, T, C> {
     pub async fn remove(&self, id: &str) -> Result<usize> {
         let core = &self.core;
         let wanted = format!("|{}|", names::id_code(id));
-        let (names, _) = core.item_names().await?;
+        let (names, _) = core.item_names(&HashSet::new()).await?;
         let mut removed = 0;
         for name in names.iter().filter(|n| n.contains(&wanted)) {
             if let Some(lock_path) = &core.lock_path {
@@ -693,11 +756,35 @@ where
         if let Some(max) = self.max_items {
             self.wait_for_room(max).await?;
         }
+        if let Some(buckets) = &self.buckets {
+            let client = &self.client;
+            let outcomes = self.outcomes.as_ref();
+            let data = &data;
+            let node = buckets
+                .put(&prefix, |prefix_path| async move {
+                    match outcomes {
+                        Some(outcomes) => outcomes.put(&prefix_path, data, false).await,
+                        // No parents made: a bucket a consumer deleted answers `NoNode`.
+                        None => client
+                            .create()
+                            .with_mode(CreateMode::PersistentSequential)
+                            .for_path(&prefix_path, data)
+                            .await
+                            .map(Some),
+                    }
+                })
+                .await?;
+            self.puts.publish(PutEvent {
+                node: node.unwrap_or_else(|| paths::join(&self.path, &prefix)),
+                items: items.len(),
+            });
+            return Ok(());
+        }
         let prefix_path = paths::join(&self.path, &prefix);
         if let Some(outcomes) = &self.outcomes {
             // After a lost reply the item is stored once but its name is unknown: the event
             // then names the prefix.
-            let node = outcomes.put(&prefix_path, &data).await?;
+            let node = outcomes.put(&prefix_path, &data, true).await?;
             self.puts.publish(PutEvent {
                 node: node.unwrap_or(prefix_path),
                 items: items.len(),
@@ -751,8 +838,14 @@ where
         }
     }
 
-    /// The item names in consumption order.
-    async fn item_names(&self) -> Result<(Vec<String>, Option<Watcher>)> {
+    /// The item names in consumption order (bucketed: those of the lowest bucket with items,
+    /// as `bucket-<n>/<item>`, and of the buckets after it while all items so far are in
+    /// `locked`), and the watches that fire when they change.
+    async fn item_names(&self, locked: &HashSet<String>) -> Result<(Vec<String>, Vec<Watcher>)> {
+        if let Some(buckets) = &self.buckets {
+            let scan = buckets.scan(QUEUE_PREFIX, true, locked).await?;
+            return Ok((scan.items, scan.watchers));
+        }
         let (children, watcher) = match self
             .client
             .get_children()
@@ -783,6 +876,6 @@ where
             })
             .collect();
         self.sort(&mut item_names);
-        Ok((item_names, watcher))
+        Ok((item_names, watcher.into_iter().collect()))
     }
 }

@@ -1,7 +1,7 @@
 //! `SimpleDistributedQueue`: the queue recipe of the ZooKeeper documentation, with the API of
 //! ZooKeeper's own `DistributedQueue` and Curator's node layout.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use curator_framework::metrics::{RecipeName, names};
@@ -9,6 +9,7 @@ use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::bucket::Buckets;
 use crate::outcome::Outcomes;
 
 /// Item nodes are `<path>/qn-<sequence>`.
@@ -46,6 +47,8 @@ pub struct SimpleDistributedQueue {
     known: Mutex<VecDeque<String>>,
     /// The outcome markers, in exactly-once mode.
     outcomes: Option<Outcomes>,
+    /// The bucketed layout, when asked for.
+    buckets: Option<Buckets>,
     /// The `name` label of the consumer's metrics.
     metrics: RecipeName,
 }
@@ -69,6 +72,7 @@ pub struct SimpleDistributedQueueBuilder {
     client: CuratorFramework,
     path: String,
     exactly_once: bool,
+    bucket_capacity: Option<usize>,
     metrics_name: Option<String>,
 }
 
@@ -100,13 +104,44 @@ impl SimpleDistributedQueueBuilder {
         self
     }
 
+    /// The bucketed layout, for queues beyond one listing: items go into child directories
+    /// `<path>/bucket-<n>` of about `capacity` items each, so a consumer lists one bucket, never
+    /// the whole backlog. FIFO by (bucket, sequence); exactly once between competing consumers
+    /// as in the flat layout, and [`exactly_once`](Self::exactly_once) works with it. The
+    /// layout is not Curator's: every handle of the queue (no Java process) must use it, with
+    /// any capacity. See the crate's README, "Bucketed layout".
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let queue = curator_queues::SimpleDistributedQueue::builder(client, "/queues/backlog")
+    ///     .bucketed(10_000) // a listing holds at most ~10,000 names
+    ///     .build()?;
+    /// queue.offer(b"job").await?;
+    /// assert_eq!(queue.take().await?, b"job");
+    /// # Ok(()) }
+    /// ```
+    pub fn bucketed(mut self, capacity: usize) -> Self {
+        self.bucket_capacity = Some(capacity);
+        self
+    }
+
     /// The queue.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for exactly-once mode
-    /// at `/` (the markers' sibling directory would have no place).
+    /// at `/` (the markers' sibling directory would have no place) and for a bucket capacity
+    /// of 0 (or over `i32::MAX`).
     pub fn build(self) -> Result<SimpleDistributedQueue> {
         paths::validate(&self.path)?;
+        let buckets = match self.bucket_capacity {
+            Some(capacity) => Some(Buckets::new(
+                self.client.clone(),
+                &self.path,
+                capacity,
+                CreateMode::Container,
+            )?),
+            None => None,
+        };
         let outcomes = if self.exactly_once {
             Some(Outcomes::new(
                 self.client.clone(),
@@ -122,6 +157,7 @@ impl SimpleDistributedQueueBuilder {
             path: self.path,
             known: Mutex::new(VecDeque::new()),
             outcomes,
+            buckets,
         })
     }
 }
@@ -141,6 +177,7 @@ impl SimpleDistributedQueue {
             client,
             path: path.to_owned(),
             exactly_once: false,
+            bucket_capacity: None,
             metrics_name: None,
         }
     }
@@ -174,15 +211,34 @@ impl SimpleDistributedQueue {
     /// [`Error::Closed`] (the client closed while the outcome was unknown).
     pub async fn offer(&self, item: &[u8]) -> Result<()> {
         let prefix = paths::join(&self.path, SIMPLE_PREFIX);
+        if (self.outcomes.is_some() || self.buckets.is_some()) && item.len() > paths::MAX_DATA_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "a queue item of {} bytes is over ZooKeeper's limit of {} bytes",
+                item.len(),
+                paths::MAX_DATA_LEN
+            )));
+        }
+        if let Some(buckets) = &self.buckets {
+            let client = &self.client;
+            let outcomes = self.outcomes.as_ref();
+            return buckets
+                .put(SIMPLE_PREFIX, |prefix_path| async move {
+                    match outcomes {
+                        Some(outcomes) => outcomes.put(&prefix_path, item, false).await,
+                        // No parents made: a bucket a consumer deleted answers `NoNode`.
+                        None => client
+                            .create()
+                            .with_mode(CreateMode::PersistentSequential)
+                            .for_path(&prefix_path, item)
+                            .await
+                            .map(Some),
+                    }
+                })
+                .await
+                .map(drop);
+        }
         if let Some(outcomes) = &self.outcomes {
-            if item.len() > paths::MAX_DATA_LEN {
-                return Err(Error::InvalidArgument(format!(
-                    "a queue item of {} bytes is over ZooKeeper's limit of {} bytes",
-                    item.len(),
-                    paths::MAX_DATA_LEN
-                )));
-            }
-            return outcomes.put(&prefix, item).await.map(drop);
+            return outcomes.put(&prefix, item, true).await.map(drop);
         }
         self.client
             .create()
@@ -276,6 +332,26 @@ impl SimpleDistributedQueue {
             if let Some(item) = self.poll().await? {
                 return Ok(Some(item));
             }
+            if let Some(buckets) = &self.buckets {
+                // Empty: scan again with watches on the bucket directory and on every bucket
+                // left (an item in any of them, or a new bucket, wakes us).
+                let scan = buckets.scan(SIMPLE_PREFIX, true, &HashSet::new()).await?;
+                if self.remember_scanned(scan.items) {
+                    continue;
+                }
+                if scan.watchers.is_empty() {
+                    // Not expected: a watched scan always holds the directory's watch.
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                let woken = futures::future::select_all(
+                    scan.watchers.into_iter().map(|w| Box::pin(w.changed())),
+                );
+                if scan_wait(woken, deadline).await {
+                    continue;
+                }
+                return self.poll().await;
+            }
             // Empty: list again with a watch, and wait for a child to appear.
             let listed = self
                 .client
@@ -325,6 +401,11 @@ impl SimpleDistributedQueue {
         if let Some(name) = self.known.lock().front().cloned() {
             return Ok(Some(name));
         }
+        if let Some(buckets) = &self.buckets {
+            let scan = buckets.scan(SIMPLE_PREFIX, false, &HashSet::new()).await?;
+            self.remember_scanned(scan.items);
+            return Ok(self.known.lock().front().cloned());
+        }
         let children = match self.client.get_children().for_path(&self.path).await {
             Ok((children, _)) => children,
             Err(Error::NoNode) => Vec::new(),
@@ -341,6 +422,16 @@ impl SimpleDistributedQueue {
             .filter(|name| name.starts_with(SIMPLE_PREFIX))
             .collect();
         items.sort_unstable();
+        #[allow(clippy::cast_precision_loss)] // a count of children
+        self.metrics.set(names::QUEUE_DEPTH, items.len() as f64);
+        let mut known = self.known.lock();
+        *known = items.into();
+        !known.is_empty()
+    }
+
+    /// Replaces the known list with the items of a bucket scan (already in order); whether
+    /// any. The depth metric then counts the lowest bucket's items only.
+    fn remember_scanned(&self, items: Vec<String>) -> bool {
         #[allow(clippy::cast_precision_loss)] // a count of children
         self.metrics.set(names::QUEUE_DEPTH, items.len() as f64);
         let mut known = self.known.lock();
@@ -396,5 +487,17 @@ impl SimpleDistributedQueue {
             Err(Error::NoNode | Error::BadVersion) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+}
+
+/// Waits for one of a scan's watches (`woken`; none at all only when the client is gone) until
+/// `deadline`; whether one fired in time.
+async fn scan_wait<F: std::future::Future>(woken: F, deadline: Option<Instant>) -> bool {
+    match deadline {
+        None => {
+            woken.await;
+            true
+        }
+        Some(deadline) => tokio::time::timeout_at(deadline, woken).await.is_ok(),
     }
 }

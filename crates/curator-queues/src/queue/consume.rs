@@ -1,6 +1,7 @@
 //! The consumer: a cooperative task that lists the items once per batch and works through
 //! them, at most once or, with a lock path, lock-safe (at least once).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -56,13 +57,16 @@ pub(super) async fn consume_loop<T, C>(
     // This consumer's mark in the lock nodes it makes, to know its own lock from another's.
     let token = uuid::Uuid::new_v4().to_string();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    // Items another consumer held locked in the last pass: in the bucketed layout a bucket
+    // holding only these does not keep this consumer from the next bucket.
+    let mut locked: HashSet<String> = HashSet::new();
     loop {
         if cancel.is_cancelled() {
             return;
         }
         let listed = tokio::select! {
             () = cancel.cancelled() => return,
-            listed = core.item_names() => listed,
+            listed = core.item_names(&locked) => listed,
         };
         let (names, watcher) = match listed {
             Ok(found) => {
@@ -78,8 +82,9 @@ pub(super) async fn consume_loop<T, C>(
                 }
             }
         };
-        let mut wakers: Vec<Watcher> = watcher.into_iter().collect();
+        let mut wakers: Vec<Watcher> = watcher;
         let mut next_due: Option<Instant> = None;
+        let skipped = std::mem::take(&mut locked);
         let mut failed = false;
         for name in names {
             if cancel.is_cancelled() {
@@ -98,7 +103,10 @@ pub(super) async fn consume_loop<T, C>(
             }
             match core.process(&name, &consume, &token).await {
                 Ok(Processed::Done) => {}
-                Ok(Processed::Locked(watcher)) => wakers.push(watcher),
+                Ok(Processed::Locked(watcher)) => {
+                    wakers.push(watcher);
+                    locked.insert(name);
+                }
                 Err(Error::Decode { reason, .. }) => {
                     tracing::error!(item = %name, %reason, "undecodable queue item left in place");
                     poisoned.push(name);
@@ -117,6 +125,12 @@ pub(super) async fn consume_loop<T, C>(
             }
         }
         backoff.reset();
+        // Bucketed: items newly found locked by others may hide a next bucket this pass did not
+        // list; list again at once, past them (a bucket of skipped items no longer stops the
+        // scan). The watches of this pass are dropped; the next pass sets them again.
+        if core.buckets.is_some() && !locked.is_subset(&skipped) {
+            continue;
+        }
         let wake: BoxFuture<'static, ()> = if wakers.is_empty() {
             Box::pin(std::future::pending())
         } else {
@@ -229,7 +243,8 @@ where
         consume: &ConsumeFn<T>,
         token: &str,
     ) -> Result<Processed> {
-        let lock = paths::join(lock_path, name);
+        // Flat: in the bucketed layout `name` is `bucket-<n>/<item>`.
+        let lock = paths::join(lock_path, &crate::bucket::flat_name(name));
         // The session that owns the lock node.
         let owner = loop {
             match self
