@@ -74,6 +74,12 @@ pub(super) async fn consume_loop<T, C>(
                 core.metrics.set(metric::QUEUE_DEPTH, found.0.len() as f64);
                 found
             }
+            Err(error @ Error::ResponseTooLarge { .. }) => {
+                // Every listing would fail the same way (the client's `max_listing_bytes`):
+                // stop consuming, and say so.
+                core.tasks.report_unhandled(&error);
+                return;
+            }
             Err(error) => {
                 tracing::warn!(%error, path = %core.path, "queue consumer cannot list; retrying");
                 tokio::select! {
