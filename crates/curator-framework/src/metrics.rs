@@ -364,6 +364,8 @@ pub(crate) fn error_kind(error: &crate::Error) -> &'static str {
         SchemaViolation { .. } => "schema_violation",
         LockLost { .. } => "lock_lost",
         NotLeader { .. } => "not_leader",
+        ValueTooLarge { .. } => "value_too_large",
+        ChunkedRead { .. } => "chunked_read",
     }
 }
 
