@@ -228,6 +228,17 @@ impl ChunkSettings {
     }
 }
 
+/// Whether `bytes` is a chunked value's manifest (the node data a [`ChunkedValue`] keeps at
+/// its path): for schemas and tools that look at such nodes without reading the chunks.
+///
+/// ```
+/// use curator_framework::chunked::is_manifest;
+/// assert!(!is_manifest(b"{\"plain\": true}"));
+/// ```
+pub fn is_manifest(bytes: &[u8]) -> bool {
+    Manifest::decode("", bytes).is_ok()
+}
+
 /// What the manifest says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Manifest {
