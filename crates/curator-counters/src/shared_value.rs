@@ -109,7 +109,10 @@ impl<T, C: fmt::Debug> fmt::Debug for SharedValue<T, C> {
         f.debug_struct("SharedValue")
             .field("path", &self.inner.path)
             .field("codec", &self.inner.codec)
-            .field("chunked", &self.inner.chunked.as_ref().map(ChunkedValue::settings))
+            .field(
+                "chunked",
+                &self.inner.chunked.as_ref().map(ChunkedValue::settings),
+            )
             .field("version", &current.as_ref().map(|s| s.version))
             .finish_non_exhaustive()
     }
@@ -278,14 +281,13 @@ where
         let written = if let Some(chunked) = &self.inner.chunked {
             chunked.set_with_version(&bytes, expected.version).await
         } else {
-            self
-            .inner
-            .client
-            .set_data()
-            .with_version(expected.version)
-            .idempotent()
-            .for_path(&self.inner.path, &bytes)
-            .await
+            self.inner
+                .client
+                .set_data()
+                .with_version(expected.version)
+                .idempotent()
+                .for_path(&self.inner.path, &bytes)
+                .await
         };
         match written {
             Ok(stat) => {
@@ -448,9 +450,7 @@ where
     C: Codec<T>,
 {
     /// Reads the value with a watch on its node.
-    async fn read_watched(
-        &self,
-    ) -> Result<(Vec<u8>, Stat, curator_framework::watcher::Watcher)> {
+    async fn read_watched(&self) -> Result<(Vec<u8>, Stat, curator_framework::watcher::Watcher)> {
         match &self.chunked {
             Some(chunked) => chunked.read_watched().await,
             None => self.client.get_data().watched().for_path(&self.path).await,

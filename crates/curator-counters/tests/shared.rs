@@ -229,9 +229,17 @@ async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
     let reader = make(client(&server.connect_string()).await);
     writer.start().await.unwrap();
     reader.start().await.unwrap();
-    assert!(reader.value().unwrap() == bytes(0, 1_500_000), "the seed, whole");
+    assert!(
+        reader.value().unwrap() == bytes(0, 1_500_000),
+        "the seed, whole"
+    );
     // The node itself is a small manifest.
-    assert!(raw(&client(&server.connect_string()).await, &path).await.len() < 100);
+    assert!(
+        raw(&client(&server.connect_string()).await, &path)
+            .await
+            .len()
+            < 100
+    );
 
     let mut seen = reader.stream();
     let mut written = std::collections::HashSet::new();
@@ -246,7 +254,11 @@ async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
     let last = bytes(6, 6 * 700_000);
     loop {
         let heard = next(&mut seen).await;
-        assert!(written.contains(&heard.value), "a listener got {} bytes that nobody wrote", heard.value.len());
+        assert!(
+            written.contains(&heard.value),
+            "a listener got {} bytes that nobody wrote",
+            heard.value.len()
+        );
         if heard.value == last {
             break;
         }
@@ -256,17 +268,28 @@ async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
     // Compare-and-set on the manifest's version.
     let seen_now = writer.versioned_value().unwrap();
     assert!(writer.try_set_value(&seen_now, bytes(7, 10)).await.unwrap());
-    assert!(!reader.try_set_value(&seen_now, bytes(8, 2_000_000)).await.unwrap());
+    assert!(
+        !reader
+            .try_set_value(&seen_now, bytes(8, 2_000_000))
+            .await
+            .unwrap()
+    );
     assert_eq!(reader.read().await.unwrap().value, bytes(7, 10));
 
     // Over the limit: a typed error, nothing written.
     let error = writer.set_value(bytes(9, 9 << 20)).await.unwrap_err();
-    assert!(matches!(error, Error::ValueTooLarge { size, limit, .. } if size == 9 << 20 && limit == 8 << 20));
+    assert!(
+        matches!(error, Error::ValueTooLarge { size, limit, .. } if size == 9 << 20 && limit == 8 << 20)
+    );
     assert_eq!(reader.read().await.unwrap().value, bytes(7, 10));
-    let too_big_seed = SharedValue::builder(client(&server.connect_string()).await, &path, bytes(1, 9 << 20))
-        .codec(Raw)
-        .chunked_with(settings)
-        .build();
+    let too_big_seed = SharedValue::builder(
+        client(&server.connect_string()).await,
+        &path,
+        bytes(1, 9 << 20),
+    )
+    .codec(Raw)
+    .chunked_with(settings)
+    .build();
     assert!(matches!(too_big_seed, Err(Error::ValueTooLarge { .. })));
     writer.close().await.unwrap();
     reader.close().await.unwrap();

@@ -37,10 +37,12 @@
 //! # Limits and cost
 //! - Values up to [`ChunkSettings::max_size`] (64 MiB by default); a bigger one is
 //!   [`Error::ValueTooLarge`] before anything is sent.
-//! - A chunked write costs 4 round trips (manifest read, marker, chunks, flip) plus the cleanup
-//!   (listing, one stat and one delete per old generation); a chunked read costs 2 (manifest,
-//!   chunks). The chunks of a write or read travel together, so time grows with the bytes, not
-//!   with the number of chunks.
+//! - A chunked write costs 4 round trips before it is visible (manifest stat, marker, the
+//!   generation with all its chunks, flip) and about 4 more to clean up (listing the container,
+//!   a stat per generation, deleting the old generation's chunks, the marker); an inline write
+//!   costs its write and a listing of the container. A chunked read costs 2 round trips
+//!   (manifest, chunks), an inline one 1. The chunks of a write or read are pipelined, so time
+//!   grows with the bytes, not with the number of chunks (see `docs/benchmarks.md`).
 //! - Every server of the ensemble keeps every node in memory and writes it to its transaction
 //!   log and snapshots: a 64 MiB value costs 64 MiB of heap on each server (twice that for a
 //!   moment while a write replaces it), and every write of it 64 MiB of log. Watchers of the
@@ -309,7 +311,8 @@ impl Manifest {
                 if rest.len() < 9 {
                     return Err(bad("a chunked manifest without its generation"));
                 }
-                let chunk_size = u32::from_be_bytes(rest[0..4].try_into().map_err(|_| bad("short"))?);
+                let chunk_size =
+                    u32::from_be_bytes(rest[0..4].try_into().map_err(|_| bad("short"))?);
                 let count = u32::from_be_bytes(rest[4..8].try_into().map_err(|_| bad("short"))?);
                 let generation = std::str::from_utf8(&rest[8..])
                     .map_err(|_| bad("a generation name that is not UTF-8"))?;
@@ -410,7 +413,10 @@ impl ChunkedValue {
     pub fn new(client: CuratorFramework, path: &str, settings: ChunkSettings) -> Result<Self> {
         paths::validate(path)?;
         if path == "/" {
-            return Err(Error::invalid_path(path, "the root cannot hold a chunked value"));
+            return Err(Error::invalid_path(
+                path,
+                "the root cannot hold a chunked value",
+            ));
         }
         settings.validate()?;
         Ok(ChunkedValue {
@@ -482,9 +488,8 @@ impl ChunkedValue {
     /// Safe: reads only.
     pub async fn read_watched(&self) -> Result<(Vec<u8>, Stat, Watcher)> {
         let (data, stat, watcher) = self.read_with(true).await?;
-        let watcher = watcher.ok_or_else(|| {
-            Error::UnexpectedReply("a watched read returned no watcher".into())
-        })?;
+        let watcher = watcher
+            .ok_or_else(|| Error::UnexpectedReply("a watched read returned no watcher".into()))?;
         Ok((data, stat, watcher))
     }
 
@@ -685,7 +690,8 @@ impl ChunkedValue {
                         Flip::MarkerLost => {
                             return Err(Error::SessionExpired);
                         }
-                        Flip::Lost(Error::BadVersion) if matches!(target, Target::Exists | Target::Anything) => {}
+                        Flip::Lost(Error::BadVersion)
+                            if matches!(target, Target::Exists | Target::Anything) => {}
                         Flip::Lost(Error::NodeExists) if target == Target::Anything => {}
                         Flip::Lost(Error::NoNode) if target == Target::Anything => {}
                         Flip::Lost(error) => return Err(error),
@@ -727,14 +733,22 @@ impl ChunkedValue {
             Parents::Containers => create.creating_parent_containers_if_needed(),
         };
         if let Some(compressed) = self.compressed {
-            create = if compressed { create.compressed() } else { create };
+            create = if compressed {
+                create.compressed()
+            } else {
+                create
+            };
         }
         Ok(create.for_path(&self.path, manifest).with_stat().await?.1)
     }
 
     fn set_builder(&self) -> crate::ops::set_data::SetDataBuilder {
         let set = self.client.set_data();
-        if self.compressed == Some(true) { set.compressed() } else { set }
+        if self.compressed == Some(true) {
+            set.compressed()
+        } else {
+            set
+        }
     }
 
     async fn check_manifest(&self) -> Result<Option<Stat>> {
@@ -794,7 +808,12 @@ impl ChunkedValue {
 
     /// Points the manifest at the new generation, if the marker is still there (the writer's
     /// session is alive) and the manifest is at `version` (`None`: absent).
-    async fn flip(&self, marker: &str, manifest: &[u8], version: Option<i32>) -> Result<Stat, Flip> {
+    async fn flip(
+        &self,
+        marker: &str,
+        manifest: &[u8],
+        version: Option<i32>,
+    ) -> Result<Stat, Flip> {
         let write = match version {
             Some(version) => TransactionOp::set_data(&self.path, manifest).with_version(version),
             None => TransactionOp::create(&self.path, manifest),
@@ -815,7 +834,9 @@ impl ChunkedValue {
         match committed {
             Ok(results) => match results.get(1) {
                 Some(TransactionResult::SetData { stat }) => Ok(*stat),
-                Some(TransactionResult::Create { stat: Some(stat), .. }) => Ok(*stat),
+                Some(TransactionResult::Create {
+                    stat: Some(stat), ..
+                }) => Ok(*stat),
                 _ => match self.check_manifest().await {
                     Ok(Some(stat)) => Ok(stat),
                     Ok(None) => Err(Flip::Lost(Error::NoNode)),
@@ -1042,7 +1063,12 @@ mod tests {
         wrong_count[HEADER_LEN + 7] = 4;
         let mut wrong_kind = good.clone();
         wrong_kind[5] = 9;
-        for bytes in [b"".to_vec(), b"plain data".to_vec(), wrong_count, wrong_kind] {
+        for bytes in [
+            b"".to_vec(),
+            b"plain data".to_vec(),
+            wrong_count,
+            wrong_kind,
+        ] {
             assert!(matches!(
                 Manifest::decode("/a", &bytes),
                 Err(Error::Decode { .. })
@@ -1053,10 +1079,28 @@ mod tests {
     #[test]
     fn settings_are_checked() {
         assert!(ChunkSettings::new().validate().is_ok());
-        assert!(ChunkSettings::new().with_chunk_size(MAX_CHUNK_SIZE + 1).validate().is_err());
-        assert!(ChunkSettings::new().with_inline_limit(MAX_CHUNK_SIZE + 1).validate().is_err());
-        assert!(ChunkSettings::new().with_read_attempts(0).validate().is_err());
-        let error = ChunkSettings::new().with_max_size(10).check_size("/a", 11).unwrap_err();
+        assert!(
+            ChunkSettings::new()
+                .with_chunk_size(MAX_CHUNK_SIZE + 1)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ChunkSettings::new()
+                .with_inline_limit(MAX_CHUNK_SIZE + 1)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ChunkSettings::new()
+                .with_read_attempts(0)
+                .validate()
+                .is_err()
+        );
+        let error = ChunkSettings::new()
+            .with_max_size(10)
+            .check_size("/a", 11)
+            .unwrap_err();
         assert_eq!(
             error,
             Error::ValueTooLarge {

@@ -239,7 +239,9 @@ pub enum Error {
     /// assert!(!error.is_retryable());
     /// assert_eq!(error.to_string(), r#"a value of 70 bytes for "/blob" is over the limit of 64 bytes; nothing was written"#);
     /// ```
-    #[error("a value of {size} bytes for {path:?} is over the limit of {limit} bytes; nothing was written")]
+    #[error(
+        "a value of {size} bytes for {path:?} is over the limit of {limit} bytes; nothing was written"
+    )]
     ValueTooLarge {
         /// The value's node (as the caller named it).
         path: String,

@@ -45,7 +45,9 @@ async fn values_round_trip_at_every_size_around_chunk_boundaries() {
     let blob = ChunkedValue::new(client.clone(), &format!("{root}/v"), settings).unwrap();
     blob.create(b"").await.unwrap();
     assert_eq!(blob.read().await.unwrap().0, b"");
-    let sizes = [0, 1, 100, 101, 999, 1000, 1001, 2000, 2999, 3000, 10_001, 0, 50];
+    let sizes = [
+        0, 1, 100, 101, 999, 1000, 1001, 2000, 2999, 3000, 10_001, 0, 50,
+    ];
     for (seed, len) in sizes.into_iter().enumerate() {
         let data = value(seed as u64, len);
         let stat = blob.set(&data).await.unwrap();
@@ -145,13 +147,25 @@ async fn too_large_is_a_typed_error_and_writes_nothing() {
         Err(Error::InvalidPath { .. })
     ));
     assert!(matches!(
-        ChunkedValue::new(client.clone(), &path, ChunkSettings::new().with_chunk_size(2 << 20)),
+        ChunkedValue::new(
+            client.clone(),
+            &path,
+            ChunkSettings::new().with_chunk_size(2 << 20)
+        ),
         Err(Error::InvalidArgument(_))
     ));
     // A plain node is not a manifest.
-    client.create().for_path(&format!("{root}/plain"), b"x").await.unwrap();
-    let plain = ChunkedValue::new(client.clone(), &format!("{root}/plain"), ChunkSettings::new())
+    client
+        .create()
+        .for_path(&format!("{root}/plain"), b"x")
+        .await
         .unwrap();
+    let plain = ChunkedValue::new(
+        client.clone(),
+        &format!("{root}/plain"),
+        ChunkSettings::new(),
+    )
+    .unwrap();
     assert!(matches!(plain.read().await, Err(Error::Decode { .. })));
 }
 
@@ -160,12 +174,17 @@ async fn compare_and_set_and_watches() {
     let server = TestingServer::start().await.unwrap();
     let client = support::connected(&server.connect_string()).await;
     let root = support::create_root(&client, "chunked-cas").await;
-    let settings = ChunkSettings::new().with_chunk_size(1000).with_inline_limit(10);
+    let settings = ChunkSettings::new()
+        .with_chunk_size(1000)
+        .with_inline_limit(10);
     let blob = ChunkedValue::new(client.clone(), &format!("{root}/v"), settings).unwrap();
     let first = blob.create(&value(1, 5000)).await.unwrap();
     assert_eq!(blob.create(b"again").await, Err(Error::NodeExists));
     let (_, _, watcher) = blob.read_watched().await.unwrap();
-    let second = blob.set_with_version(&value(2, 7000), first.version).await.unwrap();
+    let second = blob
+        .set_with_version(&value(2, 7000), first.version)
+        .await
+        .unwrap();
     watcher.changed().await;
     // A stale version loses and leaves nothing behind.
     assert_eq!(
@@ -174,11 +193,16 @@ async fn compare_and_set_and_watches() {
     );
     assert!(blob.read().await.unwrap().0 == value(2, 7000));
     assert_eq!(generations(&client, &blob).await.len(), 1);
-    blob.set_with_version(b"tiny", second.version).await.unwrap();
+    blob.set_with_version(b"tiny", second.version)
+        .await
+        .unwrap();
     assert_eq!(blob.read().await.unwrap().0, b"tiny");
     let missing = ChunkedValue::new(client.clone(), &format!("{root}/none"), settings).unwrap();
     assert_eq!(missing.set(&value(4, 3000)).await, Err(Error::NoNode));
-    assert_eq!(missing.set_with_version(&value(4, 3000), 0).await, Err(Error::NoNode));
+    assert_eq!(
+        missing.set_with_version(&value(4, 3000), 0).await,
+        Err(Error::NoNode)
+    );
     assert!(generations(&client, &missing).await.is_empty());
     // Parents are required unless asked for.
     let deep = ChunkedValue::new(client.clone(), &format!("{root}/x/y"), settings).unwrap();
@@ -199,7 +223,12 @@ async fn concurrent_writers_and_readers_never_see_a_mix() {
     const WRITERS: u64 = 3;
     const WRITES: u64 = 15;
     // Sizes from inline to a dozen chunks; every value distinct.
-    let written = |writer: u64, n: u64| value(writer * 1000 + n, ((writer * 7 + n * 13) % 50) as usize * 1000);
+    let written = |writer: u64, n: u64| {
+        value(
+            writer * 1000 + n,
+            ((writer * 7 + n * 13) % 50) as usize * 1000,
+        )
+    };
     let mut all: HashSet<Vec<u8>> = HashSet::new();
     all.insert(b"seed".to_vec());
     for writer in 0..WRITERS {
@@ -227,7 +256,11 @@ async fn concurrent_writers_and_readers_never_see_a_mix() {
             while !done.load(Ordering::SeqCst) {
                 match blob.read().await {
                     Ok((data, stat)) => {
-                        assert!(all.contains(&data), "a read of {} bytes is no written value", data.len());
+                        assert!(
+                            all.contains(&data),
+                            "a read of {} bytes is no written value",
+                            data.len()
+                        );
                         assert!(stat.mzxid >= last_mzxid, "a read went back in time");
                         last_mzxid = stat.mzxid;
                         reads.fetch_add(1, Ordering::SeqCst);
@@ -293,7 +326,9 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     let client = support::connected(&server.connect_string()).await;
     let root = support::create_root(&client, "chunked-crash").await;
     let path = format!("{root}/v");
-    let settings = ChunkSettings::new().with_chunk_size(1000).with_inline_limit(10);
+    let settings = ChunkSettings::new()
+        .with_chunk_size(1000)
+        .with_inline_limit(10);
     let blob = ChunkedValue::new(client.clone(), &path, settings).unwrap();
     let old = value(1, 4500);
     blob.create(&old).await.unwrap();
@@ -310,7 +345,11 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
                 .for_path(&format!("{dir}/w-{name}"), b"")
                 .await
                 .unwrap();
-            dying.create().for_path(&format!("{dir}/{name}"), b"").await.unwrap();
+            dying
+                .create()
+                .for_path(&format!("{dir}/{name}"), b"")
+                .await
+                .unwrap();
             for index in 0..3 {
                 dying
                     .create()
@@ -349,7 +388,11 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
         async move { writer.set(&huge).await }
     });
     support::eventually_within("the writer's marker", Timing::new().wait(), || async {
-        let (names, _) = client.get_children().for_path(blob.chunk_dir()).await.unwrap();
+        let (names, _) = client
+            .get_children()
+            .for_path(blob.chunk_dir())
+            .await
+            .unwrap();
         names.iter().any(|name| name.starts_with("w-"))
     })
     .await;
@@ -374,7 +417,9 @@ async fn session_expiry_and_server_restart_during_writes() {
     let observer = support::connected(&server.connect_string()).await;
     let root = support::create_root(&observer, "chunked-faults").await;
     let path = format!("{root}/v");
-    let settings = ChunkSettings::new().with_chunk_size(100_000).with_inline_limit(10);
+    let settings = ChunkSettings::new()
+        .with_chunk_size(100_000)
+        .with_inline_limit(10);
     let blob = ChunkedValue::new(client.clone(), &path, settings).unwrap();
     let watcher = ChunkedValue::new(observer.clone(), &path, settings).unwrap();
     let first = value(1, 3_000_000);
@@ -387,16 +432,25 @@ async fn session_expiry_and_server_restart_during_writes() {
         async move { blob.set(&second).await }
     });
     support::eventually_within("the writer's marker", Timing::new().wait(), || async {
-        let (names, _) = observer.get_children().for_path(watcher.chunk_dir()).await.unwrap();
+        let (names, _) = observer
+            .get_children()
+            .for_path(watcher.chunk_dir())
+            .await
+            .unwrap();
         names.iter().any(|name| name.starts_with("w-"))
     })
     .await;
     let session = client.session_id().unwrap();
-    let credentials = proxy.sessions().into_iter().find(|s| s.id == session).unwrap();
-    proxy.pause();
-    let expiry = curator_test::expire_session(&server.connect_string(), &credentials, Timing::new().wait())
-        .await
+    let credentials = proxy
+        .sessions()
+        .into_iter()
+        .find(|s| s.id == session)
         .unwrap();
+    proxy.pause();
+    let expiry =
+        curator_test::expire_session(&server.connect_string(), &credentials, Timing::new().wait())
+            .await
+            .unwrap();
     assert_eq!(expiry, curator_test::Expiry::Expired);
     // Meanwhile the observer reads the old value, whole.
     assert!(watcher.read().await.unwrap().0 == first);
@@ -433,10 +487,50 @@ async fn session_expiry_and_server_restart_during_writes() {
     // After one more write and a purge, only the current generation is left.
     blob.set(&value(4, 1_000_000)).await.unwrap();
     blob.purge().await.unwrap();
-    support::eventually_within("abandoned generations purged", Timing::new().wait(), || async {
-        let _ = blob.purge().await;
-        generations(&observer, &blob).await.len() == 1
-    })
+    support::eventually_within(
+        "abandoned generations purged",
+        Timing::new().wait(),
+        || async {
+            let _ = blob.purge().await;
+            generations(&observer, &blob).await.len() == 1
+        },
+    )
     .await;
     assert!(watcher.read().await.unwrap().0 == value(4, 1_000_000));
+}
+
+/// Write and read times of a 16 MiB value, repeated (run with `--run-ignored only`; the
+/// figures in docs/benchmarks.md come from `cargo bench --bench chunked`, optimized).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a test"]
+async fn measure_sixteen_mib() {
+    // With the test server's 384 MiB heap, ZooKeeper runs out of memory after about 100 MiB of
+    // chunk writes in quick succession.
+    let server = TestingServer::builder()
+        .jvm_arg("-Xmx1g")
+        .start()
+        .await
+        .unwrap();
+    let client = support::connected(&server.connect_string()).await;
+    let root = support::create_root(&client, "chunked-measure").await;
+    let blob =
+        ChunkedValue::new(client.clone(), &format!("{root}/v"), ChunkSettings::new()).unwrap();
+    blob.create(b"").await.unwrap();
+    for round in 0..12u64 {
+        let data = value(round, 16 << 20);
+        let start = std::time::Instant::now();
+        if let Err(error) = blob.set(&data).await {
+            let log = server.data_dir().unwrap().join("zookeeper.log");
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            panic!(
+                "round {round}: {error}; server log tail:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        let wrote = start.elapsed();
+        let start = std::time::Instant::now();
+        assert!(blob.read().await.unwrap().0 == data);
+        eprintln!("16 MiB: write {wrote:?}, read {:?}", start.elapsed());
+    }
 }

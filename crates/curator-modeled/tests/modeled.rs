@@ -497,7 +497,11 @@ async fn chunked_models_hold_values_over_a_mib() {
         .build()
         .unwrap();
     let blobs: Modeled<Vec<u8>, Raw> = Modeled::new(client.clone(), spec);
-    let big = |seed: u8, len: usize| (0..len).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect::<Vec<u8>>();
+    let big = |seed: u8, len: usize| {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect::<Vec<u8>>()
+    };
     let a = blobs.resolve(["a"]).unwrap();
     let b = blobs.resolve(["b"]).unwrap();
     a.set(&big(1, 3_000_000)).await.unwrap();
@@ -505,20 +509,34 @@ async fn chunked_models_hold_values_over_a_mib() {
     assert_eq!(a.set(&big(2, 10)).await, Err(Error::NodeExists));
     let node = a.read_as_znode().await.unwrap();
     assert!(node.model == big(1, 3_000_000));
-    a.update_with_version(&big(3, 2_500_000), node.stat.version).await.unwrap();
+    a.update_with_version(&big(3, 2_500_000), node.stat.version)
+        .await
+        .unwrap();
     assert_eq!(
-        a.update_with_version(&big(4, 2_500_000), node.stat.version).await,
+        a.update_with_version(&big(4, 2_500_000), node.stat.version)
+            .await,
         Err(Error::BadVersion)
     );
     assert!(a.read().await.unwrap() == big(3, 2_500_000));
     // The chunk container is a sibling; listings leave it out.
-    let (names, _) = client.get_children().for_path(&format!("{root}/blobs")).await.unwrap();
+    let (names, _) = client
+        .get_children()
+        .for_path(&format!("{root}/blobs"))
+        .await
+        .unwrap();
     assert!(names.contains(&format!("a{CHUNK_DIR_SUFFIX}")), "{names:?}");
     let listed = blobs.list().await.unwrap();
     assert_eq!(listed.len(), 2);
     assert!(listed[0].model == big(3, 2_500_000));
     assert_eq!(listed[1].model, b"small");
-    let children = blobs.resolve(["a"]).unwrap().parent().unwrap().children().await.unwrap();
+    let children = blobs
+        .resolve(["a"])
+        .unwrap()
+        .parent()
+        .unwrap()
+        .children()
+        .await
+        .unwrap();
     assert_eq!(children.len(), 2);
     // Too large: a typed error, nothing written.
     assert!(matches!(
@@ -530,12 +548,21 @@ async fn chunked_models_hold_values_over_a_mib() {
     a.delete().await.unwrap();
     assert_eq!(a.read().await, Err(Error::NoNode));
     assert_eq!(
-        client.check_exists().for_path(&format!("{root}/blobs/a{CHUNK_DIR_SUFFIX}")).await,
+        client
+            .check_exists()
+            .for_path(&format!("{root}/blobs/a{CHUNK_DIR_SUFFIX}"))
+            .await,
         Ok(None)
     );
     // Refused: transactions, the cache, modes other than persistent.
-    assert!(matches!(a.create_op(&big(6, 10)), Err(Error::InvalidArgument(_))));
-    assert!(matches!(a.update_op(&big(6, 10), None), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        a.create_op(&big(6, 10)),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        a.update_op(&big(6, 10), None),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(matches!(blobs.cached(), Err(Error::InvalidArgument(_))));
     assert!(matches!(
         ModelSpec::<User>::builder(template(&root, "/e/{id}"))
@@ -545,6 +572,10 @@ async fn chunked_models_hold_values_over_a_mib() {
         Err(Error::InvalidArgument(_))
     ));
     // The derived schema accepts the manifests the model writes.
-    let (manifest, _) = client.get_data().for_path(&format!("{root}/blobs/b")).await.unwrap();
+    let (manifest, _) = client
+        .get_data()
+        .for_path(&format!("{root}/blobs/b"))
+        .await
+        .unwrap();
     assert!(curator_framework::chunked::is_manifest(&manifest));
 }
