@@ -4,6 +4,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use curator_framework::chunked::{ChunkSettings, ChunkedValue};
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
 use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
@@ -40,6 +41,8 @@ struct Inner<T, C> {
     path: String,
     seed: Vec<u8>,
     codec: C,
+    /// Set when the value is stored chunked (see [`SharedValueBuilder::chunked`]).
+    chunked: Option<ChunkedValue>,
     current: Mutex<Option<Snapshot>>,
     listeners: ListenerContainer<VersionedValue<T>>,
     lifecycle: Lifecycle,
@@ -60,6 +63,14 @@ struct Inner<T, C> {
 /// again and a value changed meanwhile is delivered. ZooKeeper watches fire once per change
 /// *seen*: when several writes land between a notification and the re-read, listeners get the
 /// newest of them only (the intermediate values are never observable through a watch).
+///
+/// **Values over 1 MiB:** with [`chunked`](SharedValueBuilder::chunked) the node holds a small
+/// manifest and the encoded value lives in immutable chunks beside it
+/// ([`curator_framework::chunked`] says how, what it costs and the size limit, 64 MiB by
+/// default). Every read, `start`, listener event and `value()` is then a whole value exactly as
+/// one writer wrote it, never a mix of two; versions are the manifest's, so
+/// [`try_set_value`](Self::try_set_value) works the same. Such a node is not readable by
+/// Curator or by a `SharedValue` that is not chunked.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -98,6 +109,10 @@ impl<T, C: fmt::Debug> fmt::Debug for SharedValue<T, C> {
         f.debug_struct("SharedValue")
             .field("path", &self.inner.path)
             .field("codec", &self.inner.codec)
+            .field(
+                "chunked",
+                &self.inner.chunked.as_ref().map(ChunkedValue::settings),
+            )
             .field("version", &current.as_ref().map(|s| s.version))
             .finish_non_exhaustive()
     }
@@ -124,25 +139,23 @@ where
     /// Dropping the future before it returns leaves the instance not started.
     pub async fn start(&self) -> Result<()> {
         self.inner.lifecycle.ensure_startable()?;
-        let created = self
-            .inner
-            .client
-            .create()
-            .creating_parent_containers_if_needed()
-            .with_mode(CreateMode::Persistent)
-            .for_path(&self.inner.path, &self.inner.seed)
-            .await;
+        let created = match &self.inner.chunked {
+            Some(chunked) => chunked.create(&self.inner.seed).await.map(drop),
+            None => self
+                .inner
+                .client
+                .create()
+                .creating_parent_containers_if_needed()
+                .with_mode(CreateMode::Persistent)
+                .for_path(&self.inner.path, &self.inner.seed)
+                .await
+                .map(drop),
+        };
         match created {
-            Ok(_) | Err(Error::NodeExists) => {}
+            Ok(()) | Err(Error::NodeExists) => {}
             Err(error) => return Err(error),
         }
-        let (bytes, stat, watcher) = self
-            .inner
-            .client
-            .get_data()
-            .watched()
-            .for_path(&self.inner.path)
-            .await?;
+        let (bytes, stat, watcher) = self.inner.read_watched().await?;
         self.inner.observe(bytes, &stat);
         self.inner.lifecycle.start()?;
         let inner = Arc::clone(&self.inner);
@@ -189,14 +202,20 @@ where
     /// Reads the node now (not the local view) and updates the local view.
     ///
     /// # Errors
-    /// Connection errors; [`Error::NoNode`] when the node was deleted; [`Error::Decode`].
+    /// Connection errors; [`Error::NoNode`] when the node was deleted; [`Error::Decode`];
+    /// chunked: [`Error::ChunkedRead`] when newer writes kept replacing the value under the
+    /// read.
     pub async fn read(&self) -> Result<VersionedValue<T>> {
-        let (bytes, stat) = self
-            .inner
-            .client
-            .get_data()
-            .for_path(&self.inner.path)
-            .await?;
+        let (bytes, stat) = match &self.inner.chunked {
+            Some(chunked) => chunked.read().await?,
+            None => {
+                self.inner
+                    .client
+                    .get_data()
+                    .for_path(&self.inner.path)
+                    .await?
+            }
+        };
         self.inner.observe(bytes.clone(), &stat);
         self.inner.decode(&Snapshot {
             mzxid: stat.mzxid,
@@ -208,12 +227,18 @@ where
     /// Sets the value, whatever it is now (re-creating the node if it was deleted).
     ///
     /// # Errors
-    /// [`Error::Decode`] when the codec cannot encode `value`; connection errors.
+    /// [`Error::Decode`] when the codec cannot encode `value`; connection errors; chunked:
+    /// [`Error::ValueTooLarge`] (nothing written).
     ///
     /// # Cancellation safety
     /// The write may or may not be applied when the future is dropped.
     pub async fn set_value(&self, value: T) -> Result<()> {
         let bytes = self.inner.encode(&value)?;
+        if let Some(chunked) = &self.inner.chunked {
+            let stat = chunked.create_or_set(&bytes).await?;
+            self.inner.observe(bytes, &stat);
+            return Ok(());
+        }
         let written = self
             .inner
             .client
@@ -246,20 +271,24 @@ where
     ///
     /// # Errors
     /// [`Error::Decode`] when the codec cannot encode `value`; connection errors;
-    /// [`Error::NoNode`] when the node was deleted.
+    /// [`Error::NoNode`] when the node was deleted; chunked: [`Error::ValueTooLarge`] (nothing
+    /// written).
     ///
     /// # Cancellation safety
     /// The write may or may not be applied when the future is dropped.
     pub async fn try_set_value(&self, expected: &VersionedValue<T>, value: T) -> Result<bool> {
         let bytes = self.inner.encode(&value)?;
-        let written = self
-            .inner
-            .client
-            .set_data()
-            .with_version(expected.version)
-            .idempotent()
-            .for_path(&self.inner.path, &bytes)
-            .await;
+        let written = if let Some(chunked) = &self.inner.chunked {
+            chunked.set_with_version(&bytes, expected.version).await
+        } else {
+            self.inner
+                .client
+                .set_data()
+                .with_version(expected.version)
+                .idempotent()
+                .for_path(&self.inner.path, &bytes)
+                .await
+        };
         match written {
             Ok(stat) => {
                 self.inner.observe(bytes, &stat);
@@ -298,6 +327,7 @@ where
             path: path.to_owned(),
             seed,
             codec: Json,
+            chunked: None,
         }
     }
 }
@@ -321,6 +351,7 @@ pub struct SharedValueBuilder<T, C> {
     path: String,
     seed: T,
     codec: C,
+    chunked: Option<ChunkSettings>,
 }
 
 impl<T, C> SharedValueBuilder<T, C>
@@ -335,25 +366,63 @@ where
             path: self.path,
             seed: self.seed,
             codec,
+            chunked: self.chunked,
         }
+    }
+
+    /// Stores the value chunked, so it may be larger than ZooKeeper's 1 MiB (up to 64 MiB
+    /// encoded): see [`SharedValue`]'s docs and [`curator_framework::chunked`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use curator_counters::SharedValue;
+    /// use curator_framework::codec::Raw;
+    /// let model = SharedValue::builder(client, "/ml/model", Vec::<u8>::new())
+    ///     .codec(Raw)
+    ///     .chunked()
+    ///     .build()?;
+    /// model.start().await?;
+    /// model.set_value(vec![0u8; 8 << 20]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn chunked(self) -> Self {
+        self.chunked_with(ChunkSettings::new())
+    }
+
+    /// [`chunked`](Self::chunked) with other settings (chunk size, size limit, read attempts).
+    pub fn chunked_with(mut self, settings: ChunkSettings) -> Self {
+        self.chunked = Some(settings);
+        self
     }
 
     /// The shared value (not started).
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path; [`Error::Decode`] when the codec cannot encode the
-    /// seed.
+    /// seed; chunked: [`Error::InvalidArgument`] for bad chunk settings,
+    /// [`Error::ValueTooLarge`] for a seed over the size limit.
     pub fn build(self) -> Result<SharedValue<T, C>> {
         let SharedValueBuilder {
             client,
             path,
             seed,
             codec,
+            chunked,
         } = self;
         paths::validate(&path)?;
         let seed = codec
             .encode(&seed)
             .map_err(|e| codec::with_path(e, &path))?;
+        let chunked = match chunked {
+            Some(settings) => {
+                settings.check_size(&path, seed.len())?;
+                Some(
+                    ChunkedValue::new(client.clone(), &path, settings)?
+                        .creating_parent_containers_if_needed(),
+                )
+            }
+            None => None,
+        };
         let listeners = client.listener_container("shared value");
         let tasks = client.recipe_tasks("shared value");
         let inner = Arc::new(Inner {
@@ -361,6 +430,7 @@ where
             path,
             seed,
             codec,
+            chunked,
             current: Mutex::new(None),
             listeners,
             lifecycle: Lifecycle::new(),
@@ -379,6 +449,14 @@ where
     T: Clone + Send + Sync + 'static,
     C: Codec<T>,
 {
+    /// Reads the value with a watch on its node.
+    async fn read_watched(&self) -> Result<(Vec<u8>, Stat, curator_framework::watcher::Watcher)> {
+        match &self.chunked {
+            Some(chunked) => chunked.read_watched().await,
+            None => self.client.get_data().watched().for_path(&self.path).await,
+        }
+    }
+
     fn encode(&self, value: &T) -> Result<Vec<u8>> {
         self.codec
             .encode(value)
@@ -443,13 +521,7 @@ async fn follow<T, C>(
         }
         // `Ok(None)`: read again at once.
         let read = async {
-            match inner
-                .client
-                .get_data()
-                .watched()
-                .for_path(&inner.path)
-                .await
-            {
+            match inner.read_watched().await {
                 Ok((bytes, stat, next)) => {
                     inner.observe(bytes, &stat);
                     Ok(Some(next))
@@ -463,6 +535,18 @@ async fn follow<T, C>(
                         .for_path(&inner.path)
                         .await?;
                     Ok(stat.is_none().then_some(next))
+                }
+                Err(error @ (Error::ChunkedRead { .. } | Error::Decode { .. })) => {
+                    // No whole value now (writes keep replacing it, or it is not a manifest):
+                    // try again at the next change of the node.
+                    tracing::debug!(%error, path = %inner.path, "shared value unreadable; waiting for a change");
+                    let (_, next) = inner
+                        .client
+                        .check_exists()
+                        .watched()
+                        .for_path(&inner.path)
+                        .await?;
+                    Ok(Some(next))
                 }
                 Err(error) => Err(error),
             }

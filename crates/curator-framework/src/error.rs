@@ -260,6 +260,38 @@ pub enum Error {
         /// The node the leadership rested on (empty when there was none).
         node: String,
     },
+
+    /// A value is larger than a [`ChunkedValue`](crate::chunked::ChunkedValue)'s settings
+    /// allow ([`ChunkSettings::max_size`](crate::chunked::ChunkSettings::max_size)). Nothing was
+    /// written. Not retryable.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// let error = Error::ValueTooLarge { path: "/blob".into(), size: 70, limit: 64 };
+    /// assert!(!error.is_retryable());
+    /// assert_eq!(error.to_string(), r#"a value of 70 bytes for "/blob" is over the limit of 64 bytes; nothing was written"#);
+    /// ```
+    #[error(
+        "a value of {size} bytes for {path:?} is over the limit of {limit} bytes; nothing was written"
+    )]
+    ValueTooLarge {
+        /// The value's node (as the caller named it).
+        path: String,
+        /// The value's size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A [`ChunkedValue`](crate::chunked::ChunkedValue) could not be read as one whole value:
+    /// newer writes replaced it under every attempt, or its chunks are missing or corrupt
+    /// (removed or changed by hand). Reading again may succeed once the writes calm down.
+    #[error("cannot read the chunked value at {path:?}: {reason}")]
+    ChunkedRead {
+        /// The value's node (as the caller named it).
+        path: String,
+        /// What went wrong on the last attempt.
+        reason: String,
+    },
 }
 
 impl Error {

@@ -9,6 +9,7 @@ mod session;
 mod wire;
 
 pub mod acl;
+pub mod chunked;
 pub mod codec;
 pub mod compression;
 pub mod ensemble;

@@ -365,6 +365,8 @@ pub(crate) fn error_kind(error: &crate::Error) -> &'static str {
         LockLost { .. } => "lock_lost",
         NotLeader { .. } => "not_leader",
         ResponseTooLarge { .. } => "response_too_large",
+        ValueTooLarge { .. } => "value_too_large",
+        ChunkedRead { .. } => "chunked_read",
     }
 }
 

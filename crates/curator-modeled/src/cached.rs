@@ -114,6 +114,13 @@ impl<T, C: fmt::Debug> fmt::Debug for CachedModeled<T, C> {
 
 impl<T, C: Codec<T>> CachedModeled<T, C> {
     pub(crate) fn new(modeled: Modeled<T, C>) -> Result<Self> {
+        if modeled.spec().chunked().is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "the model {} is chunked; a cache of it would hold every chunk in memory and \
+                 could not tell a whole value from a mix: read it through Modeled instead",
+                modeled.path()
+            )));
+        }
         let template = modeled.path().clone();
         let base = template.resolved_prefix().full_path()?;
         let cache = CuratorCache::builder(modeled.client().clone(), &base).build()?;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use curator_framework::chunked::{CHUNK_DIR_SUFFIX, ChunkedValue};
 use curator_framework::codec::{self, Codec};
 use curator_framework::ops::transaction::{TransactionOp, TransactionResult};
 use curator_framework::{CuratorFramework, Error, Result, Stat};
@@ -143,13 +144,46 @@ impl<T, C: Codec<T>> Modeled<T, C> {
     /// A view whose reads come from a cache of the model's nodes; see [`CachedModeled`].
     ///
     /// # Errors
-    /// As the cache's builder ([`curator_caches::CuratorCache::builder`]).
+    /// As the cache's builder ([`curator_caches::CuratorCache::builder`]);
+    /// [`Error::InvalidArgument`] for a [chunked](crate::ModelSpecBuilder::chunked) model.
     pub fn cached(&self) -> Result<CachedModeled<T, C>> {
         CachedModeled::new(self.clone())
     }
 
     fn full_path(&self) -> Result<String> {
         self.path().full_path()
+    }
+
+    /// The chunked value at `path`, when the spec stores values chunked.
+    fn chunked(&self, path: &str) -> Result<Option<ChunkedValue>> {
+        let Some(settings) = self.spec.options.chunked else {
+            return Ok(None);
+        };
+        let value = ChunkedValue::new(self.client.clone(), path, settings)?;
+        let value = match self.spec.options.parents {
+            Parents::Persistent => value.creating_parents_if_needed(),
+            Parents::Containers => value.creating_parent_containers_if_needed(),
+            _ => value,
+        };
+        Ok(Some(if self.spec.options.compressed {
+            value.compressed()
+        } else {
+            value
+        }))
+    }
+
+    /// Whether a child name is one of the model's own (not a chunked value's chunk container).
+    fn is_model_name(&self, name: &str) -> bool {
+        self.spec.options.chunked.is_none() || !name.ends_with(CHUNK_DIR_SUFFIX)
+    }
+
+    fn refuse_chunked_transaction(&self, path: &str) -> Result<()> {
+        if self.spec.options.chunked.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "the model at {path} is chunked: its writes take several requests and cannot be a transaction step"
+            )));
+        }
+        Ok(())
     }
 
     fn encode(&self, path: &str, model: &T) -> Result<Vec<u8>> {
@@ -180,6 +214,14 @@ impl<T, C: Codec<T>> Modeled<T, C> {
         let options = &self.spec.options;
         if let Some(checks) = self.spec.checks() {
             checks.check_create(&path, options.mode, &data)?;
+        }
+        if let Some(chunked) = self.chunked(&path)? {
+            if options.set_data_if_exists {
+                chunked.create_or_set(&data).await?;
+            } else {
+                chunked.create(&data).await?;
+            }
+            return Ok(path);
         }
         let mut create = self.client.create().with_mode(options.mode);
         if let Some(acl) = &options.acl {
@@ -223,6 +265,9 @@ impl<T, C: Codec<T>> Modeled<T, C> {
     }
 
     async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
+        if let Some(chunked) = self.chunked(path)? {
+            return chunked.read().await;
+        }
         let read = self.client.get_data();
         let read = if self.spec.options.compressed {
             read.decompressed()
@@ -254,6 +299,12 @@ impl<T, C: Codec<T>> Modeled<T, C> {
         let data = self.encode(&path, model)?;
         if let Some(checks) = self.spec.checks() {
             checks.check_set_data(&path, &data)?;
+        }
+        if let Some(chunked) = self.chunked(&path)? {
+            return match version {
+                Some(version) => chunked.set_with_version(&data, version).await,
+                None => chunked.set(&data).await,
+            };
         }
         let mut set = self.client.set_data();
         if let Some(version) = version {
@@ -297,7 +348,11 @@ impl<T, C: Codec<T>> Modeled<T, C> {
         if options.guaranteed_delete {
             delete = delete.guaranteed();
         }
-        delete.for_path(&path).await
+        delete.for_path(&path).await?;
+        if let Some(chunked) = self.chunked(&path)? {
+            chunked.delete_chunks().await;
+        }
+        Ok(())
     }
 
     /// The node's stat, or `None` when it does not exist (Curator's `checkExists`).
@@ -316,6 +371,7 @@ impl<T, C: Codec<T>> Modeled<T, C> {
     pub async fn children(&self) -> Result<Vec<ZPath>> {
         let path = self.full_path()?;
         let (mut names, _) = self.client.get_children().for_path(&path).await?;
+        names.retain(|name| self.is_model_name(name));
         names.sort_unstable();
         names.into_iter().map(|name| self.path().at(name)).collect()
     }
@@ -366,6 +422,7 @@ impl<T, C: Codec<T>> Modeled<T, C> {
         };
         let mut paths = names
             .into_iter()
+            .filter(|name| self.is_model_name(name))
             .map(|name| parent.at(name))
             .collect::<Result<Vec<_>>>()?;
         paths.sort_unstable_by_key(ToString::to_string);
@@ -410,6 +467,7 @@ impl<T, C: Codec<T>> Modeled<T, C> {
     /// cannot encode `model`, [`Error::SchemaViolation`] from the spec's schema.
     pub fn create_op(&self, model: &T) -> Result<TransactionOp> {
         let path = self.full_path()?;
+        self.refuse_chunked_transaction(&path)?;
         let data = self.encode(&path, model)?;
         let options = &self.spec.options;
         if let Some(checks) = self.spec.checks() {
@@ -434,6 +492,7 @@ impl<T, C: Codec<T>> Modeled<T, C> {
     /// As [`create_op`](Self::create_op).
     pub fn update_op(&self, model: &T, version: Option<i32>) -> Result<TransactionOp> {
         let path = self.full_path()?;
+        self.refuse_chunked_transaction(&path)?;
         let data = self.encode(&path, model)?;
         if let Some(checks) = self.spec.checks() {
             checks.check_set_data(&path, &data)?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::acl::Acl;
+use curator_framework::chunked::{self, ChunkSettings};
 use curator_framework::codec::{Codec, Json};
 use curator_framework::schema::{Allowance, DataValidator, Schema, SchemaSet};
 use curator_framework::{CreateMode, Error, Result};
@@ -36,6 +37,8 @@ pub(crate) struct Options<C> {
     pub(crate) compressed: bool,
     pub(crate) deleting_children: bool,
     pub(crate) guaranteed_delete: bool,
+    /// Values stored chunked (see [`ModelSpecBuilder::chunked`]).
+    pub(crate) chunked: Option<ChunkSettings>,
     /// The schema given to the builder, as a strict set of one: every write is checked
     /// against it before it is sent.
     pub(crate) schema: Option<(Schema, SchemaSet)>,
@@ -102,6 +105,7 @@ impl<T, C: fmt::Debug> fmt::Debug for ModelSpec<T, C> {
             .field("compressed", &options.compressed)
             .field("deleting_children", &options.deleting_children)
             .field("guaranteed_delete", &options.guaranteed_delete)
+            .field("chunked", &options.chunked)
             .field("schema", &options.schema.as_ref().map(|(s, _)| s.name()))
             .finish()
     }
@@ -137,6 +141,7 @@ impl<T, C: Codec<T>> ModelSpec<T, C> {
                 compressed: false,
                 deleting_children: false,
                 guaranteed_delete: false,
+                chunked: None,
                 schema: None,
             },
             schema: None,
@@ -167,6 +172,11 @@ impl<T, C: Codec<T>> ModelSpec<T, C> {
     /// The TTL of created nodes (TTL modes).
     pub fn ttl(&self) -> Option<Duration> {
         self.options.ttl
+    }
+
+    /// The chunk settings when values are stored chunked.
+    pub fn chunked(&self) -> Option<&ChunkSettings> {
+        self.options.chunked.as_ref()
     }
 
     /// The same spec at `path`.
@@ -260,6 +270,10 @@ struct Decodes<T, C> {
 
 impl<T: 'static, C: Codec<T>> DataValidator for Decodes<T, C> {
     fn is_valid(&self, _schema: &Schema, _path: &str, data: &[u8]) -> bool {
+        if self.options.chunked.is_some() {
+            // The node holds a manifest; the value is in its chunks.
+            return chunked::is_manifest(data);
+        }
         self.options.codec.decode(data).is_ok()
     }
 
@@ -342,6 +356,32 @@ impl<T, C: Codec<T>> ModelSpecBuilder<T, C> {
         self
     }
 
+    /// Stores each value chunked, so it may be larger than ZooKeeper's 1 MiB (up to 64 MiB
+    /// encoded by default): the node holds a small manifest and the value lives in immutable
+    /// chunks under the sibling `<node>-chunks` ([`curator_framework::chunked`] has the layout,
+    /// the guarantees and the cost). `set`, `read`, `update` (with or without a version),
+    /// `delete`, `children_as_znodes` and `list` handle it, and a read is always one whole
+    /// written value; `children`/`list` leave the `…-chunks` siblings out. Only the persistent
+    /// mode can be chunked; a chunked model cannot be written in a transaction (`create_op`,
+    /// `update_op` refuse), and [`Modeled::cached`](crate::Modeled::cached) refuses it (a cache
+    /// would hold every chunk in memory and could not tell a whole value from a mix).
+    ///
+    /// ```
+    /// use curator_modeled::{ModelSpec, ZPath};
+    /// let blobs = ModelSpec::<Vec<u8>>::builder(ZPath::parse("/blobs/{id}")?).chunked().build()?;
+    /// assert!(blobs.chunked().is_some());
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    pub fn chunked(self) -> Self {
+        self.chunked_with(ChunkSettings::new())
+    }
+
+    /// [`chunked`](Self::chunked) with other settings (chunk size, size limit, read attempts).
+    pub fn chunked_with(mut self, settings: ChunkSettings) -> Self {
+        self.options.chunked = Some(settings);
+        self
+    }
+
     /// A schema every write of this model is checked against before it is sent (refused with
     /// [`Error::SchemaViolation`], including when the path is not the schema's). Without one,
     /// [`ModelSpec::schema`] makes one from the spec, which needs no checking here: the
@@ -354,8 +394,18 @@ impl<T, C: Codec<T>> ModelSpecBuilder<T, C> {
     /// The spec.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a TTL mode without a TTL, or a TTL without a TTL mode.
+    /// [`Error::InvalidArgument`] for a TTL mode without a TTL, or a TTL without a TTL mode;
+    /// for a chunked model, a mode other than persistent or bad chunk settings.
     pub fn build(mut self) -> Result<ModelSpec<T, C>> {
+        if let Some(settings) = &self.options.chunked {
+            settings.validate()?;
+            if self.options.mode != CreateMode::Persistent {
+                return Err(Error::InvalidArgument(format!(
+                    "the model {} is chunked, which needs the persistent mode, not {:?}",
+                    self.path, self.options.mode
+                )));
+            }
+        }
         match (self.options.mode.is_ttl(), self.options.ttl) {
             (true, None) => {
                 return Err(Error::InvalidArgument(format!(

@@ -481,3 +481,101 @@ async fn transactions_of_models() {
     assert_eq!(b.check_exists().await.unwrap(), None);
     client.close().await;
 }
+
+/// A chunked model: values over 1 MiB through set, read, update (with versions), list and
+/// delete; the chunk containers stay out of listings; what cannot work is refused.
+#[tokio::test]
+async fn chunked_models_hold_values_over_a_mib() {
+    use curator_framework::chunked::{CHUNK_DIR_SUFFIX, ChunkSettings};
+    use curator_framework::codec::Raw;
+    let server = TestingServer::start().await.unwrap();
+    let client = curator_testkit::client(&server.connect_string()).await;
+    let root = unique_root("modeled-chunked");
+    let spec = ModelSpec::builder_with(template(&root, "/blobs/{id}"), Raw)
+        .parents(Parents::Containers)
+        .chunked_with(ChunkSettings::new().with_max_size(8 << 20))
+        .build()
+        .unwrap();
+    let blobs: Modeled<Vec<u8>, Raw> = Modeled::new(client.clone(), spec);
+    let big = |seed: u8, len: usize| {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect::<Vec<u8>>()
+    };
+    let a = blobs.resolve(["a"]).unwrap();
+    let b = blobs.resolve(["b"]).unwrap();
+    a.set(&big(1, 3_000_000)).await.unwrap();
+    b.set(&b"small".to_vec()).await.unwrap();
+    assert_eq!(a.set(&big(2, 10)).await, Err(Error::NodeExists));
+    let node = a.read_as_znode().await.unwrap();
+    assert!(node.model == big(1, 3_000_000));
+    a.update_with_version(&big(3, 2_500_000), node.stat.version)
+        .await
+        .unwrap();
+    assert_eq!(
+        a.update_with_version(&big(4, 2_500_000), node.stat.version)
+            .await,
+        Err(Error::BadVersion)
+    );
+    assert!(a.read().await.unwrap() == big(3, 2_500_000));
+    // The chunk container is a sibling; listings leave it out.
+    let (names, _) = client
+        .get_children()
+        .for_path(&format!("{root}/blobs"))
+        .await
+        .unwrap();
+    assert!(names.contains(&format!("a{CHUNK_DIR_SUFFIX}")), "{names:?}");
+    let listed = blobs.list().await.unwrap();
+    assert_eq!(listed.len(), 2);
+    assert!(listed[0].model == big(3, 2_500_000));
+    assert_eq!(listed[1].model, b"small");
+    let children = blobs
+        .resolve(["a"])
+        .unwrap()
+        .parent()
+        .unwrap()
+        .children()
+        .await
+        .unwrap();
+    assert_eq!(children.len(), 2);
+    // Too large: a typed error, nothing written.
+    assert!(matches!(
+        b.update(&big(5, 9 << 20)).await,
+        Err(Error::ValueTooLarge { .. })
+    ));
+    assert_eq!(b.read().await.unwrap(), b"small");
+    // Delete takes the chunks too.
+    a.delete().await.unwrap();
+    assert_eq!(a.read().await, Err(Error::NoNode));
+    assert_eq!(
+        client
+            .check_exists()
+            .for_path(&format!("{root}/blobs/a{CHUNK_DIR_SUFFIX}"))
+            .await,
+        Ok(None)
+    );
+    // Refused: transactions, the cache, modes other than persistent.
+    assert!(matches!(
+        a.create_op(&big(6, 10)),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        a.update_op(&big(6, 10), None),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(blobs.cached(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        ModelSpec::<User>::builder(template(&root, "/e/{id}"))
+            .create_mode(CreateMode::Ephemeral)
+            .chunked()
+            .build(),
+        Err(Error::InvalidArgument(_))
+    ));
+    // The derived schema accepts the manifests the model writes.
+    let (manifest, _) = client
+        .get_data()
+        .for_path(&format!("{root}/blobs/b"))
+        .await
+        .unwrap();
+    assert!(curator_framework::chunked::is_manifest(&manifest));
+}
