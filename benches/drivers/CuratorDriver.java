@@ -82,12 +82,20 @@ public final class CuratorDriver {
 
     /** A started CuratorCache of the tree at path, once its initial load is done. */
     private static CuratorCache loadedCache(CuratorFramework client, String path) throws InterruptedException {
+        return loadedCache(client, path, 300);
+    }
+
+    /** The same, waiting up to timeoutSeconds for the load (0: no limit but the harness's). */
+    private static CuratorCache loadedCache(CuratorFramework client, String path, long timeoutSeconds)
+            throws InterruptedException {
         CuratorCache cache = CuratorCache.build(client, path);
         CountDownLatch ready = new CountDownLatch(1);
         cache.listenable().addListener(
                 CuratorCacheListener.builder().forInitialized(ready::countDown).build());
         cache.start();
-        if (!ready.await(300, TimeUnit.SECONDS)) {
+        if (timeoutSeconds == 0) {
+            ready.await();
+        } else if (!ready.await(timeoutSeconds, TimeUnit.SECONDS)) {
             throw new IllegalStateException("initial load timed out");
         }
         return cache;
@@ -612,7 +620,7 @@ public final class CuratorDriver {
         static void cache(CuratorFramework client, String path, long[] latencies, int n) throws Exception {
             long before = usedHeapAfterGc();
             long t = System.nanoTime();
-            CuratorCache cache = loadedCache(client, path);
+            CuratorCache cache = loadedCache(client, path, 0);
             latencies[0] = System.nanoTime() - t;
             long after = usedHeapAfterGc();
             long loaded = cache.size();

@@ -32,13 +32,14 @@ def new_client():
     return KazooClient(hosts=sys.argv[1], timeout=30.0)
 
 
-def loaded_tree_cache(client, path):
-    """A started TreeCache of the tree at path, once its initial load is done."""
+def loaded_tree_cache(client, path, timeout=300):
+    """A started TreeCache of the tree at path, once its initial load is done (timeout None:
+    no limit but the harness's)."""
     cache = TreeCache(client, path)
     ready = threading.Event()
     cache.listen(lambda event: event.event_type == TreeEvent.INITIALIZED and ready.set())
     cache.start()
-    if not ready.wait(300):
+    if not ready.wait(timeout):
         raise RuntimeError("initial load timed out")
     return cache
 
@@ -464,13 +465,13 @@ def scale_cache(client, path, latencies, n):
     """A TreeCache loads the tree at path: slot 0 the load (timed without tracemalloc), slot 1
     Python memory per node (tracemalloc, a second load in the same process)."""
     t = time.perf_counter_ns()
-    cache = loaded_tree_cache(client, path)
+    cache = loaded_tree_cache(client, path, None)
     latencies[0] = time.perf_counter_ns() - t
     cache.close()
     del cache
     gc.collect()
     tracemalloc.start()
-    cache = loaded_tree_cache(client, path)
+    cache = loaded_tree_cache(client, path, None)
     gc.collect()
     held, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -100,7 +100,12 @@ impl Driver {
     ///
     /// # Errors
     /// When the driver fails the request or dies.
-    pub fn run(&mut self, scenario: &str, ops: usize, path: &str) -> Result<Option<Sample>, String> {
+    pub fn run(
+        &mut self,
+        scenario: &str,
+        ops: usize,
+        path: &str,
+    ) -> Result<Option<Sample>, String> {
         match self.run_within(scenario, ops, path, None) {
             Ok(sample) => Ok(Some(sample)),
             Err(Failure::Unsupported) => Ok(None),
@@ -123,12 +128,16 @@ impl Driver {
         path: &str,
         budget: Option<Duration>,
     ) -> Result<Sample, Failure> {
-        let sent = writeln!(self.stdin, "run {scenario} {ops} {path}").and_then(|()| self.stdin.flush());
+        let sent =
+            writeln!(self.stdin, "run {scenario} {ops} {path}").and_then(|()| self.stdin.flush());
         if let Err(e) = sent {
             return Err(Failure::Exited(format!("{e}; {}", self.exit_status())));
         }
         let line = match budget {
-            None => self.lines.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            None => self
+                .lines
+                .recv()
+                .map_err(|_| RecvTimeoutError::Disconnected),
             Some(budget) => self.lines.recv_timeout(budget),
         };
         let line = match line {

@@ -722,7 +722,10 @@ async fn scale_election(
     latencies: &mut [u64],
     n: usize,
 ) -> Result<(), String> {
-    let k = latencies.len().checked_sub(2).ok_or("needs at least 2 ops")?;
+    let k = latencies
+        .len()
+        .checked_sub(2)
+        .ok_or("needs at least 2 ops")?;
     if k == 0 || k >= n {
         return Err(format!("{k} hand-overs need more than {n} participants"));
     }
@@ -787,13 +790,20 @@ async fn scale_mutex(
     latencies: &mut [u64],
     n: usize,
 ) -> Result<(), String> {
-    let total = latencies.len().checked_sub(1).ok_or("needs at least 1 op")?;
+    let total = latencies
+        .len()
+        .checked_sub(1)
+        .ok_or("needs at least 1 op")?;
     let clients = connect_sessions(server, n).await;
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let window = Instant::now();
     let mut tasks = Vec::new();
     for client in &clients {
-        let (next, path, client) = (std::sync::Arc::clone(&next), path.to_owned(), client.clone());
+        let (next, path, client) = (
+            std::sync::Arc::clone(&next),
+            path.to_owned(),
+            client.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let mutex = InterProcessMutex::builder(client, &path)
                 .build()
@@ -826,7 +836,10 @@ async fn scale_locks(
     path: &str,
     latencies: &mut [u64],
 ) -> Result<(), String> {
-    let n = latencies.len().checked_sub(1).ok_or("needs at least 1 op")?;
+    let n = latencies
+        .len()
+        .checked_sub(1)
+        .ok_or("needs at least 1 op")?;
     let before = ALLOCATOR.allocated();
     let mut held = Vec::with_capacity(n);
     for (i, slot) in latencies[..n].iter_mut().enumerate() {

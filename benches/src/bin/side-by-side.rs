@@ -25,11 +25,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use curator_framework::CuratorFramework;
-use curator_framework::security::TlsConfig;
 use curator_benches::harness::{
     CHART_FONTS, Driver, Sample, java_driver_command, machine, percentile, today, workspace_root,
 };
+use curator_framework::CuratorFramework;
+use curator_framework::security::TlsConfig;
 use curator_test::{JvmOptions, TestCertificates, TestingServer, four_letter_word, unique_root};
 
 /// The size of the tree `cache_initial_load` reads: 100 directories of 99 leaves, plus the
