@@ -205,10 +205,13 @@ struct Panel {
     log_y: bool,
 }
 
+/// A reference curve of a panel (y as a function of N) and its label.
+type Reference = (fn(f64) -> f64, &'static str);
+
 impl Panel {
     /// A dashed reference curve and its label: what a herd would trigger (N − 1 notifications
     /// per hand-over, one per waiting session).
-    fn reference(&self) -> Option<(fn(f64) -> f64, &'static str)> {
+    fn reference(&self) -> Option<Reference> {
         (self.metric == "watches_per_handover")
             .then_some((|n: f64| n - 1.0, "a herd: N − 1 (every waiting session)"))
     }
