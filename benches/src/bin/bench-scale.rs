@@ -1688,11 +1688,23 @@ fn chart_in(
         let count = placed.len().max(1) as i32;
         let shift =
             (end_labels.iter().map(|l| l.1).sum::<i32>() - placed.iter().sum::<i32>()) / count;
+        let label_style = TextStyle::from((font, 17).into_font());
         for ((px, _, text, color), y) in end_labels.into_iter().zip(placed) {
             let y = y + shift;
+            // On a white box, so a curve passing behind a label (one that ends early) does not
+            // blur it.
+            let (w, h) = root
+                .estimate_text_size(&text, &label_style)
+                .map_err(|e| err(&e))?;
+            let (w, h) = (w as i32, h as i32);
+            root.draw(&Rectangle::new(
+                [(px + 10, y - h / 2 - 2), (px + 18 + w, y + h / 2 + 2)],
+                WHITE.filled(),
+            ))
+            .map_err(|e| err(&e))?;
             root.draw_text(
                 &text,
-                &TextStyle::from((font, 17).into_font())
+                &label_style
                     .color(&color)
                     .pos(Pos::new(HPos::Left, VPos::Center)),
                 (px + 14, y),
