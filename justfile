@@ -49,11 +49,10 @@ bench *ARGS: setup
     target/release/side-by-side {{ARGS}}
     cargo bench -p curator-benches --bench framework_overhead -- {{ARGS}}
 
-# Scale curves (never part of `just test`): curator-rs, Apache Curator and Kazoo as N grows
-# (election, mutex, locks, caches, queues) on one server, each point with a time budget and a
-# library's failure recorded; a progress bar on stderr. Full runs write the charts and tables
-# into docs/benchmarks.md. `just bench-scale --quick` (a few minutes), `--only caches,queues`,
-# `--max-n 100000`.
+# Never part of `just test`: election, mutex, locks, caches and queues as N grows, on one server,
+# each point with a time budget and a library's failure recorded; a progress bar on stderr. Full
+# runs write the charts and tables into docs/benchmarks.md; `--quick` takes a few minutes.
+# Scale curves of curator-rs vs Curator and Kazoo (`--quick`, `--only caches,queues`, `--max-n 100000`).
 bench-scale *ARGS: setup
     cargo build --release -p curator-benches --bins
     "${CARGO_TARGET_DIR:-target}/release/bench-scale" {{ARGS}}
