@@ -49,6 +49,14 @@ bench *ARGS: setup
     target/release/side-by-side {{ARGS}}
     cargo bench -p curator-benches --bench framework_overhead -- {{ARGS}}
 
+# Never part of `just test`: election, mutex, locks, caches and queues as N grows, on one server,
+# each point with a time budget and a library's failure recorded; a progress bar on stderr. Full
+# runs write the charts and tables into docs/benchmarks.md; `--quick` takes a few minutes.
+# Scale curves of curator-rs vs Curator and Kazoo (`--quick`, `--only caches,queues`, `--max-n 100000`).
+bench-scale *ARGS: setup
+    cargo build --release -p curator-benches --bins
+    "${CARGO_TARGET_DIR:-target}/release/bench-scale" {{ARGS}}
+
 # Start a ZooKeeper server in the background for manual work; its address goes to target/zk/connect.
 zk-up:
     #!/usr/bin/env bash

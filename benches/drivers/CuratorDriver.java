@@ -4,7 +4,11 @@
 // "ok <elapsed-ns> <latency-ns,...>" (or "err <message>"); "quit" ends it.
 
 import java.io.BufferedReader;
+import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -21,6 +25,7 @@ import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.zookeeper.KeeperException;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
@@ -81,12 +86,20 @@ public final class CuratorDriver {
 
     /** A started CuratorCache of the tree at path, once its initial load is done. */
     private static CuratorCache loadedCache(CuratorFramework client, String path) throws InterruptedException {
+        return loadedCache(client, path, 300);
+    }
+
+    /** The same, waiting up to timeoutSeconds for the load (0: no limit but the harness's). */
+    private static CuratorCache loadedCache(CuratorFramework client, String path, long timeoutSeconds)
+            throws InterruptedException {
         CuratorCache cache = CuratorCache.build(client, path);
         CountDownLatch ready = new CountDownLatch(1);
         cache.listenable().addListener(
                 CuratorCacheListener.builder().forInitialized(ready::countDown).build());
         cache.start();
-        if (!ready.await(300, TimeUnit.SECONDS)) {
+        if (timeoutSeconds == 0) {
+            ready.await();
+        } else if (!ready.await(timeoutSeconds, TimeUnit.SECONDS)) {
             throw new IllegalStateException("initial load timed out");
         }
         return cache;
@@ -103,6 +116,10 @@ public final class CuratorDriver {
 
     private static void run(CuratorFramework client, String scenario, String path, long[] latencies)
             throws Exception {
+        if (scenario.startsWith("scale_")) {
+            Scale.run(client, scenario, path, latencies);
+            return;
+        }
         switch (scenario) {
             case "cache_initial_load": {
                 // A CuratorCache loads the tree at path; every latency is the whole load.
@@ -417,6 +434,236 @@ public final class CuratorDriver {
             }
             default:
                 throw new IllegalArgumentException("unknown scenario " + scenario);
+        }
+    }
+
+    /** The scale scenarios (bench-scale): scale_<family>_<n>; see bench-driver.rs for each. */
+    static final class Scale {
+        static void run(CuratorFramework client, String scenario, String path, long[] latencies)
+                throws Exception {
+            int cut = scenario.lastIndexOf('_');
+            String family = scenario.substring(0, cut);
+            int n = Integer.parseInt(scenario.substring(cut + 1));
+            switch (family) {
+                case "scale_election":
+                    election(path, latencies, n);
+                    break;
+                case "scale_mutex":
+                    mutex(path, latencies, n);
+                    break;
+                case "scale_locks":
+                    locks(client, path, latencies);
+                    break;
+                case "scale_cache":
+                    cache(client, path, latencies, n);
+                    break;
+                case "scale_queue":
+                    queue(client, path, latencies);
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown scenario " + scenario);
+            }
+        }
+
+        static CuratorFramework session() throws InterruptedException {
+            CuratorFramework c = CuratorFrameworkFactory.builder().connectString(connectString)
+                    .retryPolicy(new RetryNTimes(3, 100)).sessionTimeoutMs(30000).build();
+            c.start();
+            if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("a session did not connect");
+            }
+            return c;
+        }
+
+        /** {watches set now, watches triggered so far} from the server's mntr. */
+        static long[] watchCounters() throws Exception {
+            String first = connectString.split(",")[0];
+            int colon = first.lastIndexOf(':');
+            String text;
+            try (Socket socket = new Socket(first.substring(0, colon),
+                    Integer.parseInt(first.substring(colon + 1)))) {
+                OutputStream out = socket.getOutputStream();
+                out.write("mntr".getBytes(StandardCharsets.US_ASCII));
+                out.flush();
+                InputStream in = socket.getInputStream();
+                text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            }
+            long set = 0;
+            long fired = 0;
+            for (String line : text.split("\n")) {
+                String[] kv = line.trim().split("\t");
+                if (kv.length != 2) {
+                    continue;
+                }
+                if (kv[0].equals("zk_watch_count")) {
+                    set = Long.parseLong(kv[1].trim());
+                } else if (kv[0].matches("zk_sum_node_(created|deleted|changed|children)_watch_count")) {
+                    fired += Long.parseLong(kv[1].trim());
+                }
+            }
+            return new long[] {set, fired};
+        }
+
+        static void election(String path, long[] latencies, int n) throws Exception {
+            int k = latencies.length - 2;
+            if (k < 1 || k >= n) {
+                throw new IllegalArgumentException(k + " hand-overs need more than " + n + " participants");
+            }
+            long watchesBefore = watchCounters()[0];
+            List<CuratorFramework> sessions = new ArrayList<>();
+            List<LeaderLatch> latches = new ArrayList<>();
+            try {
+                for (int i = 0; i < n; i++) {
+                    CuratorFramework c = session();
+                    sessions.add(c);
+                    LeaderLatch latch = new LeaderLatch(c, path, "p" + i);
+                    latch.start();
+                    latches.add(latch);
+                }
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                while (latches.get(n - 1).getParticipants().size() < n) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("not every participant joined");
+                    }
+                    Thread.sleep(5);
+                }
+                long registered = 0;
+                deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (System.nanoTime() < deadline) {
+                    registered = watchCounters()[0] - watchesBefore;
+                    if (registered >= n - 1) {
+                        break;
+                    }
+                    Thread.sleep(10);
+                }
+                long firedBefore = watchCounters()[1];
+                for (int i = 0; i < k; i++) {
+                    // The last participant is never closed (k < n): it lists for everyone.
+                    List<Participant> order = new ArrayList<>(latches.get(n - 1).getParticipants());
+                    int leader = Integer.parseInt(order.get(0).getId().substring(1));
+                    int next = Integer.parseInt(order.get(1).getId().substring(1));
+                    long t = System.nanoTime();
+                    latches.get(leader).close();
+                    latches.get(next).await();
+                    latencies[i] = System.nanoTime() - t;
+                    latches.set(leader, null);
+                }
+                latencies[k] = watchCounters()[1] - firedBefore;
+                latencies[k + 1] = registered;
+            } finally {
+                for (LeaderLatch latch : latches) {
+                    if (latch != null) {
+                        try {
+                            latch.close();
+                        } catch (Exception e) {
+                            // closing anyway
+                        }
+                    }
+                }
+                for (CuratorFramework c : sessions) {
+                    c.close();
+                }
+            }
+        }
+
+        static void mutex(String path, long[] latencies, int n) throws Exception {
+            List<CuratorFramework> sessions = new ArrayList<>();
+            try {
+                for (int i = 0; i < n; i++) {
+                    sessions.add(session());
+                }
+                // Slots 0..total: each acquisition's wait; slot total: the contended window.
+                int total = latencies.length - 1;
+                long window = System.nanoTime();
+                AtomicInteger next = new AtomicInteger();
+                List<Thread> threads = new ArrayList<>();
+                List<Exception> failures = new ArrayList<>();
+                for (CuratorFramework c : sessions) {
+                    InterProcessMutex mutex = new InterProcessMutex(c, path);
+                    Thread thread = new Thread(() -> {
+                        try {
+                            while (true) {
+                                long t = System.nanoTime();
+                                mutex.acquire();
+                                int slot = next.getAndIncrement();
+                                if (slot < total) {
+                                    latencies[slot] = System.nanoTime() - t;
+                                }
+                                mutex.release();
+                                if (slot >= total - 1) {
+                                    break;
+                                }
+                            }
+                        } catch (Exception e) {
+                            synchronized (failures) {
+                                failures.add(e);
+                            }
+                        }
+                    });
+                    thread.start();
+                    threads.add(thread);
+                }
+                for (Thread thread : threads) {
+                    thread.join();
+                }
+                latencies[total] = System.nanoTime() - window;
+                if (!failures.isEmpty()) {
+                    throw failures.get(0);
+                }
+            } finally {
+                for (CuratorFramework c : sessions) {
+                    c.close();
+                }
+            }
+        }
+
+        static void locks(CuratorFramework client, String path, long[] latencies) throws Exception {
+            int n = latencies.length - 1;
+            long before = usedHeapAfterGc();
+            List<InterProcessMutex> held = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                InterProcessMutex mutex = new InterProcessMutex(client, path + "/l" + i);
+                long t = System.nanoTime();
+                mutex.acquire();
+                latencies[i] = System.nanoTime() - t;
+                held.add(mutex);
+            }
+            long after = usedHeapAfterGc();
+            latencies[n] = (after - before) / Math.max(n, 1);
+            for (InterProcessMutex mutex : held) {
+                mutex.release();
+            }
+        }
+
+        static void cache(CuratorFramework client, String path, long[] latencies, int n) throws Exception {
+            long before = usedHeapAfterGc();
+            long t = System.nanoTime();
+            CuratorCache cache = loadedCache(client, path, 0);
+            latencies[0] = System.nanoTime() - t;
+            long after = usedHeapAfterGc();
+            long loaded = cache.size();
+            latencies[1] = (after - before) / Math.max(loaded, 1);
+            cache.close();
+            if (loaded < n) {
+                throw new IllegalStateException("loaded only " + loaded + " of " + n + " nodes");
+            }
+        }
+
+        static void queue(CuratorFramework client, String path, long[] latencies) throws Exception {
+            SimpleDistributedQueue queue = new SimpleDistributedQueue(client, path);
+            int k = latencies.length / 2;
+            for (int i = 0; i < k; i++) {
+                long t = System.nanoTime();
+                queue.offer(PAYLOAD);
+                latencies[i] = System.nanoTime() - t;
+            }
+            for (int i = 0; i < k; i++) {
+                long t = System.nanoTime();
+                if (queue.poll() == null) {
+                    throw new IllegalStateException("the queue was empty");
+                }
+                latencies[k + i] = System.nanoTime() - t;
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ Prints "ready", then answers each stdin line "run <scenario> <ops> <path>" with
 
 import gc
 import queue
+import socket
 import sys
 import threading
 import time
@@ -38,20 +39,23 @@ def new_client(timeout=30.0):
     return KazooClient(hosts=sys.argv[1], timeout=timeout)
 
 
-def loaded_tree_cache(client, path):
-    """A started TreeCache of the tree at path, once its initial load is done."""
+def loaded_tree_cache(client, path, timeout=300):
+    """A started TreeCache of the tree at path, once its initial load is done (timeout None:
+    no limit but the harness's)."""
     cache = TreeCache(client, path)
     ready = threading.Event()
     cache.listen(lambda event: event.event_type == TreeEvent.INITIALIZED and ready.set())
     cache.start()
-    if not ready.wait(300):
+    if not ready.wait(timeout):
         raise RuntimeError("initial load timed out")
     return cache
 
 
 def run(client, scenario, path, latencies):
     ops = len(latencies)
-    if scenario == "cache_initial_load":
+    if scenario.startswith("scale_"):
+        run_scale(client, scenario, path, latencies)
+    elif scenario == "cache_initial_load":
         # A TreeCache loads the tree at path; every latency is the whole load.
         t = time.perf_counter_ns()
         cache = loaded_tree_cache(client, path)
@@ -308,6 +312,236 @@ def run(client, scenario, path, latencies):
             thread.join()
         if failures:
             raise failures[0]
+    else:
+        raise ValueError("unknown scenario " + scenario)
+
+
+# The scale scenarios (bench-scale): scale_<family>_<n>; see bench-driver.rs for each.
+
+
+def watch_counters():
+    """(watches set now, watches triggered so far) from the server's mntr."""
+    host, port = sys.argv[1].split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(b"mntr")
+        chunks = []
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    values = {}
+    for line in b"".join(chunks).decode().splitlines():
+        parts = line.strip().split("\t")
+        if len(parts) == 2:
+            try:
+                values[parts[0]] = int(float(parts[1]))
+            except ValueError:
+                pass
+    fired = sum(values.get("zk_sum_node_%s_watch_count" % kind, 0)
+                for kind in ("created", "deleted", "changed", "children"))
+    return values.get("zk_watch_count", 0), fired
+
+
+def scale_sessions(n):
+    sessions = []
+    for _ in range(n):
+        session = new_client()
+        session.start(timeout=30)
+        sessions.append(session)
+    return sessions
+
+
+def close_sessions(sessions):
+    for session in sessions:
+        try:
+            session.stop()
+            session.close()
+        except Exception:  # closing anyway
+            pass
+
+
+def scale_election(path, latencies, n):
+    """n participants of one Election on n sessions; k hand-overs (the leader's resignation to
+    the next one's leadership function starting); slot k: watches triggered during them; slot
+    k + 1: watches set once everyone joined."""
+    k = len(latencies) - 2
+    if k < 1 or k >= n:
+        raise ValueError("%d hand-overs need more than %d participants" % (k, n))
+    watches_before, _ = watch_counters()
+    sessions = scale_sessions(n)
+    leading = queue.Queue()
+    resign = [threading.Event() for _ in range(n)]
+
+    def participate(index):
+        def lead():
+            leading.put((index, time.perf_counter_ns()))
+            resign[index].wait()
+        try:
+            sessions[index].Election(path, "p%d" % index).run(lead)
+        except Exception:  # the session closed under it at the end
+            pass
+
+    threads = [threading.Thread(target=participate, args=(i,), daemon=True) for i in range(n)]
+    try:
+        for thread in threads:
+            thread.start()
+        current, _ = leading.get(timeout=120)
+        lister = sessions[0].Election(path)
+        deadline = time.monotonic() + 120
+        while len(lister.contenders()) < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError("not every participant joined")
+            time.sleep(0.005)
+        registered = 0
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            registered = watch_counters()[0] - watches_before
+            if registered >= n - 1:
+                break
+            time.sleep(0.01)
+        _, fired_before = watch_counters()
+        for i in range(k):
+            t = time.perf_counter_ns()
+            resign[current].set()
+            current, started = leading.get(timeout=60)
+            latencies[i] = started - t
+        latencies[k] = watch_counters()[1] - fired_before
+        latencies[k + 1] = registered
+    finally:
+        close_sessions(sessions)
+        for event in resign:
+            event.set()
+
+
+def scale_mutex(path, latencies, n):
+    """n sessions loop on one lock until the hand-overs add up to ops = len - 1; the last slot
+    holds the contended window."""
+    ops = len(latencies) - 1
+    sessions = scale_sessions(n)
+    counter = {"next": 0}
+    guard = threading.Lock()
+    failures = []
+
+    def contend(session):
+        lock = session.Lock(path)
+        try:
+            while True:
+                t = time.perf_counter_ns()
+                lock.acquire()
+                with guard:
+                    slot = counter["next"]
+                    counter["next"] += 1
+                if slot < ops:
+                    latencies[slot] = time.perf_counter_ns() - t
+                lock.release()
+                if slot >= ops - 1:
+                    break
+        except Exception as error:  # reported after the join
+            failures.append(error)
+
+    try:
+        threads = [threading.Thread(target=contend, args=(s,)) for s in sessions]
+        window = time.perf_counter_ns()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        latencies[ops] = time.perf_counter_ns() - window
+        if failures:
+            raise failures[0]
+    finally:
+        close_sessions(sessions)
+
+
+def scale_locks(client, path, latencies):
+    """n = ops - 1 independent locks acquired one after another and held; slot n: Python memory
+    held per lock (tracemalloc). tracemalloc slows Python down, so the timed pass runs without
+    it and a second pass (after releasing everything) measures the memory."""
+    n = len(latencies) - 1
+    held = []
+    for i in range(n):
+        lock = client.Lock("%s/l%d" % (path, i))
+        t = time.perf_counter_ns()
+        lock.acquire()
+        latencies[i] = time.perf_counter_ns() - t
+        held.append(lock)
+    for lock in held:
+        lock.release()
+    held = []
+    gc.collect()
+    tracemalloc.start()
+    for i in range(n):
+        lock = client.Lock("%s/l%d" % (path, i))
+        lock.acquire()
+        held.append(lock)
+    gc.collect()
+    used, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    latencies[n] = used // max(n, 1)
+    for lock in held:
+        lock.release()
+
+
+def scale_cache(client, path, latencies, n):
+    """A TreeCache loads the tree at path: slot 0 the load (timed without tracemalloc), slot 1
+    Python memory per node (tracemalloc, a second load in the same process)."""
+    t = time.perf_counter_ns()
+    cache = loaded_tree_cache(client, path, None)
+    latencies[0] = time.perf_counter_ns() - t
+    cache.close()
+    del cache
+    gc.collect()
+    tracemalloc.start()
+    cache = loaded_tree_cache(client, path, None)
+    gc.collect()
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    loaded = sum(1 for _ in walk(cache, path))
+    cache.close()
+    latencies[1] = held // max(loaded, 1)
+    if loaded < n:
+        raise RuntimeError("loaded only %d of %d nodes" % (loaded, n))
+
+
+def walk(cache, path):
+    """Every node of a TreeCache under path (path included)."""
+    stack = [path]
+    while stack:
+        node = stack.pop()
+        yield node
+        children = cache.get_children(node) or ()
+        stack.extend(node.rstrip("/") + "/" + child for child in children)
+
+
+def scale_queue(client, path, latencies):
+    """k = ops / 2 puts then k gets on a Kazoo Queue holding a backlog put there by the harness."""
+    shared = client.Queue(path)
+    k = len(latencies) // 2
+    for i in range(k):
+        t = time.perf_counter_ns()
+        shared.put(b"x")
+        latencies[i] = time.perf_counter_ns() - t
+    for i in range(k):
+        t = time.perf_counter_ns()
+        if shared.get() is None:
+            raise RuntimeError("the queue was empty")
+        latencies[k + i] = time.perf_counter_ns() - t
+
+
+def run_scale(client, scenario, path, latencies):
+    family, n = scenario.rsplit("_", 1)
+    n = int(n)
+    if family == "scale_election":
+        scale_election(path, latencies, n)
+    elif family == "scale_mutex":
+        scale_mutex(path, latencies, n)
+    elif family == "scale_locks":
+        scale_locks(client, path, latencies)
+    elif family == "scale_cache":
+        scale_cache(client, path, latencies, n)
+    elif family == "scale_queue":
+        scale_queue(client, path, latencies)
     else:
         raise ValueError("unknown scenario " + scenario)
 

@@ -29,3 +29,5 @@ pub fn median(samples: &mut [Duration]) -> Duration {
 pub fn rate(ops: usize, elapsed: Duration) -> f64 {
     ops as f64 / elapsed.as_secs_f64()
 }
+
+pub mod harness;

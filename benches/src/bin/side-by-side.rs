@@ -22,115 +22,16 @@
 //! TLS server instead, as `ZK_CONNECT` does for the plaintext one.
 
 use std::future::IntoFuture;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use curator_benches::harness::{
+    CHART_FONTS, Driver, Sample, java_driver_command, machine, percentile, today, workspace_root,
+};
 use curator_framework::CuratorFramework;
 use curator_framework::security::TlsConfig;
-use curator_test::{
-    CURATOR_CLASSPATH, JvmOptions, TestCertificates, TestingServer, four_letter_word, unique_root,
-};
-
-/// One measured round: how long the driver took for all operations, and each operation's latency.
-struct Sample {
-    elapsed_ns: u64,
-    latencies_ns: Vec<u64>,
-}
-
-struct Driver {
-    name: &'static str,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Driver {
-    fn start(name: &'static str, mut command: Command) -> Result<Driver, String> {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting the {name} driver: {e}"))?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut line = String::new();
-        stdout
-            .read_line(&mut line)
-            .map_err(|e| format!("{name}: {e}"))?;
-        if line.trim() != "ready" {
-            return Err(format!("the {name} driver did not start: {line:?}"));
-        }
-        Ok(Driver {
-            name,
-            child,
-            stdin,
-            stdout,
-        })
-    }
-
-    /// `None` when the driver does not implement the scenario.
-    fn run(&mut self, scenario: &str, ops: usize, path: &str) -> Result<Option<Sample>, String> {
-        self.send(scenario, ops, path)?;
-        self.reply(scenario)
-    }
-
-    /// Asks for a run without waiting for its reply (see [`reply`](Self::reply)).
-    fn send(&mut self, scenario: &str, ops: usize, path: &str) -> Result<(), String> {
-        writeln!(self.stdin, "run {scenario} {ops} {path}")
-            .map_err(|e| format!("{}: {e}", self.name))?;
-        self.stdin
-            .flush()
-            .map_err(|e| format!("{}: {e}", self.name))
-    }
-
-    /// The reply to the run [`send`](Self::send) asked for.
-    fn reply(&mut self, scenario: &str) -> Result<Option<Sample>, String> {
-        let mut line = String::new();
-        self.stdout
-            .read_line(&mut line)
-            .map_err(|e| format!("{}: {e}", self.name))?;
-        let mut words = line.trim().splitn(3, ' ');
-        match (words.next(), words.next(), words.next()) {
-            (Some("ok"), Some(elapsed), Some(latencies)) => Ok(Some(Sample {
-                elapsed_ns: elapsed
-                    .parse()
-                    .map_err(|_| format!("{}: bad reply", self.name))?,
-                latencies_ns: latencies
-                    .split(',')
-                    .filter_map(|x| x.parse().ok())
-                    .collect(),
-            })),
-            (Some("err"), Some("unsupported"), None) => Ok(None),
-            // A driver that predates a scenario (the Java and Python drivers know no
-            // curator-rs-only rows such as queue_4x4_exactly_once) does not implement it.
-            (Some("err"), _, _) if line.contains("unknown scenario") => Ok(None),
-            _ => Err(format!(
-                "the {} driver failed {scenario}: {}",
-                self.name,
-                line.trim()
-            )),
-        }
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use curator_test::{JvmOptions, TestCertificates, TestingServer, four_letter_word, unique_root};
 
 /// The size of the tree `cache_initial_load` reads: 100 directories of 99 leaves, plus the
 /// directories themselves.
@@ -267,14 +168,6 @@ struct Summary {
     p99_us: f64,
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[rank] as f64 / 1000.0
-}
-
 fn summarize(driver: &'static str, ops: usize, samples: &[Sample]) -> Summary {
     if samples.is_empty() {
         return Summary {
@@ -357,6 +250,10 @@ fn tls_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
     report
 }
 
+fn java_driver(root: &Path, target: &Target) -> Result<Command, String> {
+    java_driver_command(root, &target.jvm(), "512m", &target.connect)
+}
+
 /// The session timeout every driver's `crash_join` asks for.
 const CRASH_SESSION_MS: u64 = 2000;
 
@@ -412,7 +309,8 @@ fn crash_once(
     let mut leader = Driver::start(name, command()?)?;
     leader.run("crash_join", 1, path)?.ok_or("unsupported")?;
     let mut next = Driver::start(name, command()?)?;
-    next.send("crash_join", 1, path)?;
+    next.send("crash_join", 1, path)
+        .map_err(|failure| failure.to_string())?;
     // Both in line: the next one's node is there (it watches the leader's right after). Both
     // nodes are watched here too: the first to go is the dead leader's, when its session
     // expires.
@@ -447,12 +345,12 @@ fn crash_once(
         }))
     })?;
     let killed = Instant::now();
-    leader.child.kill().map_err(|e| e.to_string())?;
-    let _ = leader.child.wait();
-    next.reply("crash_join")?.ok_or("unsupported")?;
+    leader.kill();
+    next.reply(Some(Duration::from_secs(60)))
+        .map_err(|failure| failure.to_string())?;
     let led = Instant::now();
     // A throwaway process whose session holds the election: no orderly quit needed.
-    let _ = next.child.kill();
+    next.kill();
     let expired = runtime
         .block_on(async { tokio::time::timeout(Duration::from_secs(10), gone).await })
         .map_err(|_| "the leader's node never went".to_owned())?
@@ -505,78 +403,6 @@ fn crash_report(results: &[(&'static str, Vec<Crash>)]) -> String {
     text
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("benches/ sits in the workspace")
-        .to_owned()
-}
-
-fn java_driver(root: &Path, target: &Target) -> Result<Command, String> {
-    let out = root.join("target/bench/java");
-    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
-    let classpath = CURATOR_CLASSPATH.join(":");
-    let source = root.join("benches/drivers/CuratorDriver.java");
-    // Compiled once per change of the source (fresh processes start often: memory, crashes).
-    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    let compiled = modified(&out.join("CuratorDriver.class"));
-    if compiled.is_none() || compiled < modified(&source) {
-        let status = Command::new("javac")
-            .args(["-nowarn", "-d"])
-            .arg(&out)
-            .args(["-cp", &classpath])
-            .arg(&source)
-            .status()
-            .map_err(|e| format!("javac: {e} (run `just setup`)"))?;
-        if !status.success() {
-            return Err("javac failed on CuratorDriver.java".into());
-        }
-    }
-    let jvm = target.jvm();
-    let mut classpath = vec![classpath];
-    for entry in jvm.classpath() {
-        if !entry.exists() {
-            return Err(format!("{} is missing (run `just setup`)", entry.display()));
-        }
-        classpath.push(entry.display().to_string());
-    }
-    classpath.push(out.display().to_string());
-    let mut command = Command::new("java");
-    command
-        .args(["-Xms256m", "-Xmx512m"])
-        .args(jvm.args())
-        .arg("-cp")
-        .arg(classpath.join(":"))
-        .arg("CuratorDriver")
-        .arg(&target.connect);
-    Ok(command)
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    let memory = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .next()
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map(|kb| format!("{} GiB", kb / 1024 / 1024))
-        .unwrap_or_default();
-    format!("{cores} cores ({cpu}), {memory}")
-}
-
 /// One bar group of the chart: a scenario and curator-rs's throughput divided by Curator's and
 /// by Kazoo's (NaN where either side did not run it).
 struct ChartRow {
@@ -601,14 +427,6 @@ impl ChartRow {
         }
     }
 }
-
-/// The font of the chart, the first of these the machine has. plotters (`ttf` feature, through
-/// font-kit and fontconfig) rasterizes each glyph on a canvas that starts at the glyph's origin,
-/// so whatever a glyph draws left of it is cut off: "sans-serif" is DejaVu Sans on Debian, whose
-/// 'J' hooks left and came out as a comma ("Curator (,ava)"). Liberation Sans (Debian's
-/// `fonts-liberation`) draws 'J' whole; its 'j' still hooks left, so the chart's own text avoids
-/// a lowercase 'j'. DejaVu Sans (`fonts-dejavu-core`) and "sans-serif" are the fallbacks.
-const CHART_FONTS: &[&str] = &["Liberation Sans", "DejaVu Sans", "sans-serif"];
 
 /// Draws `rows` as a PNG at `path` in the first of [`CHART_FONTS`] the machine has.
 fn chart(path: &Path, subtitle: &str, rows: &[ChartRow]) -> Result<(), String> {
@@ -1300,12 +1118,7 @@ fn run() -> Result<(), String> {
     }
 
     // The report.
-    let date = Command::new("date")
-        .arg("+%Y-%m-%d")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
+    let date = today();
     let mut report = String::new();
     report.push_str(&format!(
         "Run of {date}: {}; ZooKeeper {version} on loopback; {rounds} measured rounds per driver after one warm-up, \
