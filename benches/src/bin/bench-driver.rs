@@ -701,20 +701,20 @@ enum QueueVariant {
 
 /// A queue the `scale_queue*` scenarios put to and take from.
 enum ScaleQueue {
-    Flat(SimpleDistributedQueue),
+    Simple(SimpleDistributedQueue),
 }
 
 impl ScaleQueue {
     async fn offer(&self, item: &[u8]) -> Result<(), String> {
         match self {
-            ScaleQueue::Flat(queue) => queue.offer(item).await.map_err(|e| e.to_string()),
+            ScaleQueue::Simple(queue) => queue.offer(item).await.map_err(|e| e.to_string()),
         }
     }
 
     /// Takes one item; an empty queue is an error (the backlog never runs dry).
     async fn take_one(&self) -> Result<(), String> {
         match self {
-            ScaleQueue::Flat(queue) => match queue.poll().await.map_err(|e| e.to_string())? {
+            ScaleQueue::Simple(queue) => match queue.poll().await.map_err(|e| e.to_string())? {
                 Some(_) => Ok(()),
                 None => Err("the queue was empty".into()),
             },
@@ -971,19 +971,19 @@ async fn scale_queue(
     variant: QueueVariant,
 ) -> Result<(), String> {
     let queue = match variant {
-        QueueVariant::Flat => ScaleQueue::Flat(
+        QueueVariant::Flat => ScaleQueue::Simple(
             SimpleDistributedQueue::new(client.clone(), path).map_err(|e| e.to_string())?,
         ),
         QueueVariant::Bucketed => {
-            // BUCKETED-QUEUE PLUG-IN (the one place to wire the bucketed curator-queues layout):
-            // 1. add `ScaleQueue::Bucketed(<the bucketed queue>)` with its `offer` and
-            //    `take_one` arms above;
-            // 2. build it here on `client` at `path`;
-            // 3. fill its backlog, untimed: `fill_own_backlog(&queue, backlog).await?`.
-            // The harness already runs this variant as "curator-rs (bucketed)" and leaves its
-            // backlog to the driver; until then its points read "unsupported".
-            let _ = backlog;
-            return Err("unsupported".into());
+            // Buckets of BUCKET_CAPACITY items; the backlog is filled here, untimed.
+            let queue = ScaleQueue::Simple(
+                SimpleDistributedQueue::builder(client.clone(), path)
+                    .bucketed(BUCKET_CAPACITY)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            );
+            fill_own_backlog(&queue, backlog).await?;
+            queue
         }
     };
     let k = latencies.len() / 2;
@@ -1001,9 +1001,11 @@ async fn scale_queue(
     Ok(())
 }
 
+/// The capacity of the bucketed queue's buckets in `scale_queue`.
+const BUCKET_CAPACITY: usize = 10_000;
+
 /// Offers `backlog` items, `IN_FLIGHT` at a time (for a queue variant that fills its own
 /// backlog).
-#[allow(dead_code)] // used once the bucketed queue is wired (see BUCKETED-QUEUE PLUG-IN)
 async fn fill_own_backlog(queue: &ScaleQueue, backlog: usize) -> Result<(), String> {
     let mut left = backlog;
     while left > 0 {

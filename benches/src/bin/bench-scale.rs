@@ -24,7 +24,7 @@
 //!   per node, each load in a fresh driver process.
 //! - **queues**: put and take throughput at a backlog of B items (K puts, then K takes). The
 //!   backlog is created by this harness with pipelined creates in each library's own layout;
-//!   "curator-rs (bucketed)" fills its own (see `BUCKETED-QUEUE PLUG-IN` in `bench-driver.rs`).
+//!   "curator-rs (bucketed)" fills its own (buckets of 10,000 items; `scale_queue` in `bench-driver.rs`).
 //!
 //! Each point has a time budget: a driver that does not answer in time is killed and the point
 //! reads "failed: timeout after S s"; a driver's error (out of memory, a packet too large, ...)
