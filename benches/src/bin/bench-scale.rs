@@ -28,7 +28,7 @@
 //!
 //! Each point has a time budget: a driver that does not answer in time is killed and the point
 //! reads "failed: timeout after S s"; a driver's error (out of memory, a packet too large, ...)
-//! reads "failed: <its message>". Either way the run goes on, and that driver skips the larger
+//! reads "failed: &lt;its message&gt;". Either way the run goes on, and that driver skips the larger
 //! points of the family. Results: `target/bench/scale.json`, one PNG per family and a markdown
 //! report. Full runs (no `--quick`, `--only`, `--libs` or `--max-n`) write the PNGs to `docs/` and the
 //! report between `<!-- bench-scale:begin -->` and `<!-- bench-scale:end -->` in
@@ -278,7 +278,7 @@ struct Point {
     /// The library's name, with " (one directory)" for the caches' flat directory.
     series: String,
     n: usize,
-    /// "ok", "failed: <reason>", "skipped: ..." or "unsupported".
+    /// "ok", `"failed: <reason>"`, "skipped: ..." or "unsupported".
     status: String,
     metrics: BTreeMap<String, f64>,
 }
