@@ -539,7 +539,14 @@ public final class CuratorDriver {
                 long firedBefore = watchCounters()[1];
                 for (int i = 0; i < k; i++) {
                     // The last participant is never closed (k < n): it lists for everyone.
-                    List<Participant> order = new ArrayList<>(latches.get(n - 1).getParticipants());
+                    // A closed latch's node can still be listed (Curator deletes it in the
+                    // background): only open latches are in line.
+                    List<Participant> order = new ArrayList<>();
+                    for (Participant p : latches.get(n - 1).getParticipants()) {
+                        if (latches.get(Integer.parseInt(p.getId().substring(1))) != null) {
+                            order.add(p);
+                        }
+                    }
                     int leader = Integer.parseInt(order.get(0).getId().substring(1));
                     int next = Integer.parseInt(order.get(1).getId().substring(1));
                     long t = System.nanoTime();
