@@ -538,11 +538,19 @@ public final class CuratorDriver {
                 }
                 long firedBefore = watchCounters()[1];
                 for (int i = 0; i < k; i++) {
-                    // The last participant is never closed (k < n): it lists for everyone.
-                    // A closed latch's node can still be listed (Curator deletes it in the
-                    // background): only open latches are in line.
+                    // Any open latch lists for everyone (Curator's start makes the node in the
+                    // background, so the line's order is not the index order). A closed latch's
+                    // node can still be listed (Curator deletes it in the background): only open
+                    // latches are in line.
+                    LeaderLatch lister = null;
+                    for (LeaderLatch open : latches) {
+                        if (open != null) {
+                            lister = open;
+                            break;
+                        }
+                    }
                     List<Participant> order = new ArrayList<>();
-                    for (Participant p : latches.get(n - 1).getParticipants()) {
+                    for (Participant p : lister.getParticipants()) {
                         if (latches.get(Integer.parseInt(p.getId().substring(1))) != null) {
                             order.add(p);
                         }

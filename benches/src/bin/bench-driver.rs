@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use curator_caches::{CuratorCache, CuratorCacheListener};
 use curator_counters::DistributedAtomicLong;
-use curator_election::{CloseMode, LeaderLatch};
+use curator_election::{CloseMode, LatchEvent, LeaderLatch};
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
 use curator_framework::security::TlsConfig;
@@ -382,13 +382,16 @@ impl Driver {
         let mut follower = join(1).await?;
         for slot in latencies.iter_mut() {
             wait_for_participants(&follower, 2).await?;
+            // The hand-over ends when the follower leads, whether or not the leader's close has
+            // had its delete's reply yet (Curator's close does not wait for it at all).
             let t = Instant::now();
-            leader.close().await.map_err(|e| e.to_string())?;
-            follower
-                .await_leadership()
-                .await
-                .map_err(|e| e.to_string())?;
-            *slot = elapsed_ns(t);
+            let led = async {
+                follower.await_leadership().await?;
+                Ok::<_, curator_framework::Error>(elapsed_ns(t))
+            };
+            let (closed, led) = futures::join!(leader.close(), led);
+            closed.map_err(|e| e.to_string())?;
+            *slot = led.map_err(|e| e.to_string())?;
             leader_index = 1 - leader_index;
             let rejoined = join(1 - leader_index).await?;
             leader = std::mem::replace(&mut follower, rejoined);
@@ -803,11 +806,25 @@ async fn scale_election(
     let (watches_before, _) = watch_counters(server).await?;
     let clients = connect_sessions(server, n).await;
     let mut latches = Vec::with_capacity(n);
+    // Followers that have set their watch (`LatchEvent::Ready`).
+    let ready = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     for (i, client) in clients.iter().enumerate() {
         let latch = LeaderLatch::builder(client.clone(), path, format!("p{i}"))
             .close_mode(CloseMode::Silent)
             .build()
             .map_err(|e| e.to_string())?;
+        let once = std::sync::atomic::AtomicBool::new(false);
+        let ready = std::sync::Arc::clone(&ready);
+        latch
+            .listenable()
+            .add_listener(move |event| {
+                if event == LatchEvent::Ready
+                    && !once.swap(true, std::sync::atomic::Ordering::SeqCst)
+                {
+                    ready.add_permits(1);
+                }
+            })
+            .detach();
         // `start` returns once the participant's node exists, so the order is the index's.
         latch.start().await.map_err(|e| e.to_string())?;
         latches.push(latch);
@@ -816,17 +833,25 @@ async fn scale_election(
         .await_leadership()
         .await
         .map_err(|e| e.to_string())?;
-    // Every participant but the leader watches something once it has settled.
+    // Every participant but the leader is in line, watching the one before it.
+    let followers = u32::try_from(n - 1).map_err(|e| e.to_string())?;
+    tokio::time::timeout(Duration::from_secs(120), ready.acquire_many(followers))
+        .await
+        .map_err(|_| "not every follower got ready".to_owned())?
+        .map_err(|e| e.to_string())?
+        .forget();
     let registered = settle_watches(server, watches_before, n - 1).await?;
     let (_, fired_before) = watch_counters(server).await?;
     for i in 0..k {
+        // As in `leader_handover`: until the next one leads.
         let t = Instant::now();
-        latches[i].close().await.map_err(|e| e.to_string())?;
-        latches[i + 1]
-            .await_leadership()
-            .await
-            .map_err(|e| e.to_string())?;
-        latencies[i] = elapsed_ns(t);
+        let led = async {
+            latches[i + 1].await_leadership().await?;
+            Ok::<_, curator_framework::Error>(elapsed_ns(t))
+        };
+        let (closed, led) = futures::join!(latches[i].close(), led);
+        closed.map_err(|e| e.to_string())?;
+        latencies[i] = led.map_err(|e| e.to_string())?;
     }
     let (_, fired_after) = watch_counters(server).await?;
     latencies[k] = fired_after.saturating_sub(fired_before);

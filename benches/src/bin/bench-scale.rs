@@ -1314,10 +1314,8 @@ fn y_text(v: f64) -> String {
         format!("{}M", v / 1e6)
     } else if v >= 1e4 {
         format!("{}k", v / 1e3)
-    } else if v >= 1.0 || v == 0.0 {
-        grouped_f(v)
     } else {
-        format!("{v}")
+        grouped_f(v)
     }
 }
 
@@ -1325,7 +1323,11 @@ fn grouped_f(v: f64) -> String {
     if v.fract() == 0.0 {
         grouped(v as usize)
     } else {
-        format!("{v}")
+        // Three significant digits at most: tick values such as 0.7000000000000001 read 0.7.
+        let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+        let text = format!("{v:.decimals$}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        text.to_owned()
     }
 }
 
