@@ -88,7 +88,8 @@ pub(crate) struct Child {
 
 impl Child {
     /// Starts the sentinel, then `command` (program and arguments) with our stdin, stdout and
-    /// stderr, and `env` added to our environment, in a process group of its own.
+    /// stderr, and `env` added to our environment, in a process group of its own; reports
+    /// `started` (its pid and command).
     ///
     /// # Errors
     /// Exit code 127 when the program is not found, 126 when it cannot be run, 1 when the
@@ -140,15 +141,20 @@ impl Child {
             .id()
             .ok_or_else(|| CliError::new(codes::OTHER, "the command exited before it started"))?;
         let group = Pid::from_raw(pid as i32);
-        let relay = process
-            .stderr
-            .take()
-            .map(|stderr| tokio::spawn(relay_stderr(stderr, report)));
+        let stderr = process.stderr.take();
         let (paused, pauses) = mpsc::unbounded_channel();
         *running = Some((group, paused));
         let mut sentinel = sentinel;
         let guarded = sentinel.guard(group);
         drop(running);
+        // Said before the relay of CMD's stderr starts, so `started` precedes CMD's lines in
+        // the JSON stream. A failed write marks stderr gone; the caller's wait then stops CMD.
+        let _ = report.status(
+            "started",
+            json!({ "pid": group.as_raw(), "command": command }),
+            format!("running {program} (pid {})", group.as_raw()),
+        );
+        let relay = stderr.map(|stderr| tokio::spawn(relay_stderr(stderr, report)));
         let mut child = Self {
             process,
             group,

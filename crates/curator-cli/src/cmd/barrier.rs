@@ -78,12 +78,6 @@ pub(crate) async fn run(
         }
     } else {
         let mut child = Child::spawn(command, &[], grace, report).await?;
-        // A failed write marks stderr gone; the wait below then stops CMD.
-        let _ = report.status(
-            "started",
-            json!({ "pid": child.pid(), "command": command }),
-            format!("running {} (pid {})", child.name(), child.pid()),
-        );
         loop {
             tokio::select! {
                 event = child.next() => match event {

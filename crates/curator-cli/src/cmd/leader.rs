@@ -119,12 +119,6 @@ async fn lead(
             ("CURATOR_LEADER_NODE", node.node_path().to_owned()),
         ];
         let mut child = Child::spawn(&run.command, &env, run.grace, report).await?;
-        // A failed write marks stderr gone; the wait below then stops CMD.
-        let _ = report.status(
-            "started",
-            json!({ "pid": child.pid(), "command": run.command }),
-            format!("running {} (pid {})", child.name(), child.pid()),
-        );
         output::watch_pipes();
         loop {
             let next = tokio::select! {

@@ -79,11 +79,6 @@ pub(crate) async fn run(
         ("CURATOR_LEASE_HOLDER", grant.holder().to_owned()),
     ];
     let mut child = Child::spawn(&run.command, &env, run.grace, report).await?;
-    let _ = report.status(
-        "started",
-        json!({ "pid": child.pid(), "command": run.command }),
-        format!("running {} (pid {})", child.name(), child.pid()),
-    );
     output::watch_pipes();
     let until_end = || deadline.saturating_duration_since(Instant::now());
     loop {

@@ -78,12 +78,6 @@ pub(crate) async fn run(
             return Err(error);
         }
     };
-    // A failed write marks stderr gone; the wait below then stops CMD.
-    let _ = report.status(
-        "started",
-        json!({ "pid": child.pid(), "command": run.command }),
-        format!("running {} (pid {})", child.name(), child.pid()),
-    );
     output::watch_pipes();
     loop {
         let next = tokio::select! {
