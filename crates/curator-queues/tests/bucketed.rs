@@ -4,6 +4,8 @@
 //! in order), the bucket deletion races, the DistributedQueue consumer (plain and lock-safe),
 //! exactly-once mode under cuts and session expiry, a server restart, and bad settings.
 
+mod support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,6 +15,7 @@ use curator_framework::{CuratorFramework, Error};
 use curator_queues::{DistributedPriorityQueue, DistributedQueue, SimpleDistributedQueue};
 use curator_test::{FaultProxy, TestingServer, Timing, eventually, unique_root};
 use curator_testkit::{children, client};
+use support::{assert_each_once, chaos};
 
 fn bucketed(client: CuratorFramework, path: &str, capacity: usize) -> SimpleDistributedQueue {
     SimpleDistributedQueue::builder(client, path)
@@ -32,16 +35,6 @@ async fn buckets(client: &CuratorFramework, path: &str) -> Vec<String> {
 
 fn bucket_number(name: &str) -> u64 {
     name.trim_start_matches("bucket-").parse().unwrap()
-}
-
-fn assert_each_once(taken: &[String], expected: usize) {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for item in taken {
-        *counts.entry(item).or_default() += 1;
-    }
-    let duplicates: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(duplicates.is_empty(), "duplicates: {duplicates:?}");
-    assert_eq!(counts.len(), expected, "no item lost");
 }
 
 /// Each consumer saw each producer's items (`p<p>-<i>`) in the producer's order.
@@ -405,32 +398,6 @@ async fn distributed_queue_consumers_plain_and_lock_safe_take_every_item_once() 
     }
 }
 
-/// Cuts every proxy's connections over and over (half the time after holding replies a
-/// moment, so requests are applied with their replies lost), and expires the session of the
-/// client behind the first and second proxies once each, until `done`.
-async fn chaos(
-    proxies: Vec<(Arc<FaultProxy>, CuratorFramework)>,
-    server: String,
-    done: Arc<AtomicBool>,
-) -> usize {
-    let mut cuts = 0;
-    while !done.load(Ordering::SeqCst) {
-        // Fault timing, not synchronisation: how long a link works between cuts.
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        let (proxy, client) = &proxies[cuts % proxies.len()];
-        if cuts == 3 || cuts == 4 + proxies.len() {
-            curator_testkit::expire_behind(client, proxy, &server).await;
-        } else if cuts % 2 == 0 {
-            proxy.pause_replies();
-            tokio::time::sleep(Duration::from_millis(30)).await;
-        }
-        proxy.drop_connections();
-        proxy.resume();
-        cuts += 1;
-    }
-    cuts
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_under_cuts_and_session_expiry_delivers_each_item_once() {
     const PRODUCERS: usize = 3;
@@ -455,7 +422,7 @@ async fn exactly_once_under_cuts_and_session_expiry_delivers_each_item_once() {
         let proxy = Arc::new(FaultProxy::start(&server.connect_string()).await.unwrap());
         let client = client(&proxy.connect_string()).await;
         let queue = queue_on(client.clone());
-        proxies.push((proxy, client));
+        proxies.push((proxy, Some(client)));
         let (taken, count) = (Arc::clone(&taken), Arc::clone(&count));
         consumers.push(tokio::spawn(async move {
             while count.load(Ordering::SeqCst) < total {
@@ -472,7 +439,7 @@ async fn exactly_once_under_cuts_and_session_expiry_delivers_each_item_once() {
         let proxy = Arc::new(FaultProxy::start(&server.connect_string()).await.unwrap());
         let client = client(&proxy.connect_string()).await;
         let queue = queue_on(client.clone());
-        proxies.push((proxy, client));
+        proxies.push((proxy, Some(client)));
         producers.push(tokio::spawn(async move {
             for i in 0..PER_PRODUCER {
                 let item = format!("p{p}-{i}");
@@ -484,7 +451,13 @@ async fn exactly_once_under_cuts_and_session_expiry_delivers_each_item_once() {
         }));
     }
     let done = Arc::new(AtomicBool::new(false));
-    let chaos = tokio::spawn(chaos(proxies, server.connect_string(), Arc::clone(&done)));
+    // Two of the sessions expire on the way (the 4th cut's and the 11th's).
+    let chaos = tokio::spawn(chaos(
+        proxies,
+        &[3, 10],
+        server.connect_string(),
+        Arc::clone(&done),
+    ));
     for task in producers.into_iter().chain(consumers) {
         tokio::time::timeout(Timing::new().forever(), task)
             .await

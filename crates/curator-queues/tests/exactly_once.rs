@@ -4,7 +4,8 @@
 //! competing producers and consumers under repeated cuts deliver every item exactly once and
 //! leave no outcome marker behind.
 
-use std::collections::HashMap;
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -12,6 +13,7 @@ use std::time::Duration;
 use curator_queues::{DistributedQueue, SimpleDistributedQueue};
 use curator_test::{FaultProxy, TestingServer, Timing, eventually, expire_session, unique_root};
 use curator_testkit::{children, client};
+use support::{assert_each_once, chaos};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 
 /// Holds the proxy's replies the moment the next transaction (a multi) is created, before it is
@@ -272,35 +274,6 @@ async fn a_distributed_queue_consumer_whose_take_reply_is_lost_consumes_once() {
     );
 }
 
-/// Cuts every proxy's connections over and over (half the time after holding replies a
-/// moment, so requests are applied with their replies lost) until `done`.
-async fn chaos(proxies: Vec<Arc<FaultProxy>>, done: Arc<AtomicBool>) -> usize {
-    let mut cuts = 0;
-    while !done.load(Ordering::SeqCst) {
-        // Fault timing, not synchronisation: how long a link works between cuts.
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        let proxy = &proxies[cuts % proxies.len()];
-        if cuts % 2 == 0 {
-            proxy.pause_replies();
-            tokio::time::sleep(Duration::from_millis(30)).await;
-        }
-        proxy.drop_connections();
-        proxy.resume();
-        cuts += 1;
-    }
-    cuts
-}
-
-fn assert_each_once(taken: &[String], expected: usize) {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for item in taken {
-        *counts.entry(item).or_default() += 1;
-    }
-    let duplicates: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(duplicates.is_empty(), "duplicates: {duplicates:?}");
-    assert_eq!(counts.len(), expected, "no item lost");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simple_producers_and_consumers_under_cuts_deliver_each_item_exactly_once() {
     const PRODUCERS: usize = 3;
@@ -320,7 +293,7 @@ async fn simple_producers_and_consumers_under_cuts_deliver_each_item_exactly_onc
             .exactly_once()
             .build()
             .unwrap();
-        proxies.push(proxy);
+        proxies.push((proxy, None));
         producers.push(tokio::spawn(async move {
             for i in 0..PER_PRODUCER {
                 let item = format!("p{p}-{i}");
@@ -338,7 +311,7 @@ async fn simple_producers_and_consumers_under_cuts_deliver_each_item_exactly_onc
             .exactly_once()
             .build()
             .unwrap();
-        proxies.push(proxy);
+        proxies.push((proxy, None));
         let (taken, count) = (Arc::clone(&taken), Arc::clone(&count));
         consumers.push(tokio::spawn(async move {
             while count.load(Ordering::SeqCst) < total {
@@ -351,7 +324,12 @@ async fn simple_producers_and_consumers_under_cuts_deliver_each_item_exactly_onc
         }));
     }
     let done = Arc::new(AtomicBool::new(false));
-    let chaos = tokio::spawn(chaos(proxies, Arc::clone(&done)));
+    let chaos = tokio::spawn(chaos(
+        proxies,
+        &[],
+        server.connect_string(),
+        Arc::clone(&done),
+    ));
     for task in producers.into_iter().chain(consumers) {
         tokio::time::timeout(Timing::new().forever(), task)
             .await
@@ -396,7 +374,7 @@ async fn distributed_queue_consumers_under_cuts_consume_each_item_exactly_once()
                 .build()
                 .unwrap();
         queue.start().await.unwrap();
-        proxies.push(proxy);
+        proxies.push((proxy, None));
         queues.push(queue);
     }
     let mut producers = Vec::new();
@@ -408,7 +386,7 @@ async fn distributed_queue_consumers_under_cuts_consume_each_item_exactly_once()
                 .build()
                 .unwrap();
         queue.start().await.unwrap();
-        proxies.push(proxy);
+        proxies.push((proxy, None));
         producers.push(tokio::spawn(async move {
             for i in 0..PER_PRODUCER {
                 let item = format!("p{p}-{i}");
@@ -419,7 +397,12 @@ async fn distributed_queue_consumers_under_cuts_consume_each_item_exactly_once()
         }));
     }
     let done = Arc::new(AtomicBool::new(false));
-    let chaos = tokio::spawn(chaos(proxies, Arc::clone(&done)));
+    let chaos = tokio::spawn(chaos(
+        proxies,
+        &[],
+        server.connect_string(),
+        Arc::clone(&done),
+    ));
     for task in producers {
         tokio::time::timeout(Timing::new().forever(), task)
             .await
