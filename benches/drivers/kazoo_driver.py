@@ -146,34 +146,7 @@ def run(client, scenario, path, latencies):
             other = new_client()
             other.start(timeout=30)
             contenders.append(other)
-        counter = {"next": 0}
-        guard = threading.Lock()
-        failures = []
-
-        def contend(session):
-            lock = session.Lock(path)
-            try:
-                while True:
-                    t = time.perf_counter_ns()
-                    lock.acquire()
-                    with guard:
-                        slot = counter["next"]
-                        counter["next"] += 1
-                    if slot < ops:
-                        latencies[slot] = time.perf_counter_ns() - t
-                    lock.release()
-                    if slot >= ops - 1:
-                        break
-            except Exception as error:  # reported after the join
-                failures.append(error)
-
-        threads = [threading.Thread(target=contend, args=(c,)) for c in contenders]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
+        contend(contenders, path, latencies, ops)
     elif scenario == "crash_join":
         # A role of the crash failover: join the election at path on a new session
         # (CRASH_SESSION_S, as every driver) and return once leading; the session stays open
@@ -414,16 +387,14 @@ def scale_election(path, latencies, n):
             event.set()
 
 
-def scale_mutex(path, latencies, n):
-    """n sessions loop on one lock until the hand-overs add up to ops = len - 1; the last slot
-    holds the contended window."""
-    ops = len(latencies) - 1
-    sessions = scale_sessions(n)
+def contend(sessions, path, latencies, ops):
+    """Each session loops acquire -> release on the lock at path until the acquisitions add up
+    to ops; slot i gets the i-th acquisition's wait."""
     counter = {"next": 0}
     guard = threading.Lock()
     failures = []
 
-    def contend(session):
+    def loop(session):
         lock = session.Lock(path)
         try:
             while True:
@@ -440,16 +411,24 @@ def scale_mutex(path, latencies, n):
         except Exception as error:  # reported after the join
             failures.append(error)
 
+    threads = [threading.Thread(target=loop, args=(s,)) for s in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
+def scale_mutex(path, latencies, n):
+    """n sessions loop on one lock until the hand-overs add up to ops = len - 1; the last slot
+    holds the contended window."""
+    ops = len(latencies) - 1
+    sessions = scale_sessions(n)
     try:
-        threads = [threading.Thread(target=contend, args=(s,)) for s in sessions]
         window = time.perf_counter_ns()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        contend(sessions, path, latencies, ops)
         latencies[ops] = time.perf_counter_ns() - window
-        if failures:
-            raise failures[0]
     finally:
         close_sessions(sessions)
 

@@ -211,33 +211,51 @@ impl Driver {
         let Driver::Framework(_, connect) = self else {
             return Err("unsupported".into());
         };
-        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let total = latencies.len();
-        let mut tasks = Vec::new();
+        let mut clients = Vec::new();
         for _ in 0..CONTENDERS {
-            let client = connect_framework(connect).await;
-            let (next, path) = (std::sync::Arc::clone(&next), path.to_owned());
-            tasks.push(tokio::spawn(async move {
-                let mutex = InterProcessMutex::builder(client.clone(), &path)
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                let mut mine = Vec::new();
-                loop {
-                    let t = Instant::now();
-                    let guard = mutex.acquire().await.map_err(|e| e.to_string())?;
-                    let slot = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    mine.push((slot, elapsed_ns(t)));
-                    guard.release().await.map_err(|e| e.to_string())?;
-                    if slot + 1 >= total {
-                        break;
-                    }
-                }
-                client.close().await;
-                Ok::<_, String>(mine)
-            }));
+            clients.push(connect_framework(connect).await);
         }
-        fill_slots(tasks, latencies).await
+        let result = contend(&clients, path, latencies).await;
+        join_all(clients.iter().map(CuratorFramework::close)).await;
+        result
     }
+}
+
+/// Each of `clients` loops acquire → release on the mutex at `path` until the acquisitions add
+/// up to the slots; each slot gets one acquisition's wait.
+async fn contend(
+    clients: &[CuratorFramework],
+    path: &str,
+    latencies: &mut [u64],
+) -> Result<(), String> {
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let total = latencies.len();
+    let mut tasks = Vec::new();
+    for client in clients {
+        let (next, path, client) = (
+            std::sync::Arc::clone(&next),
+            path.to_owned(),
+            client.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mutex = InterProcessMutex::builder(client, &path)
+                .build()
+                .map_err(|e| e.to_string())?;
+            let mut mine = Vec::new();
+            loop {
+                let t = Instant::now();
+                let guard = mutex.acquire().await.map_err(|e| e.to_string())?;
+                let slot = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                mine.push((slot, elapsed_ns(t)));
+                guard.release().await.map_err(|e| e.to_string())?;
+                if slot + 1 >= total {
+                    break;
+                }
+            }
+            Ok::<_, String>(mine)
+        }));
+    }
+    fill_slots(tasks, latencies).await
 }
 
 impl Driver {
@@ -891,34 +909,8 @@ async fn scale_mutex(
         .checked_sub(1)
         .ok_or("needs at least 1 op")?;
     let clients = connect_sessions(server, n).await;
-    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let window = Instant::now();
-    let mut tasks = Vec::new();
-    for client in &clients {
-        let (next, path, client) = (
-            std::sync::Arc::clone(&next),
-            path.to_owned(),
-            client.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let mutex = InterProcessMutex::builder(client, &path)
-                .build()
-                .map_err(|e| e.to_string())?;
-            let mut mine = Vec::new();
-            loop {
-                let t = Instant::now();
-                let guard = mutex.acquire().await.map_err(|e| e.to_string())?;
-                let slot = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                mine.push((slot, elapsed_ns(t)));
-                guard.release().await.map_err(|e| e.to_string())?;
-                if slot + 1 >= total {
-                    break;
-                }
-            }
-            Ok::<_, String>(mine)
-        }));
-    }
-    fill_slots(tasks, &mut latencies[..total]).await?;
+    contend(&clients, path, &mut latencies[..total]).await?;
     latencies[total] = elapsed_ns(window);
     join_all(clients.iter().map(CuratorFramework::close)).await;
     Ok(())
