@@ -198,7 +198,9 @@ async fn produce_and_consume(
     during: impl std::future::Future<Output = ()>,
 ) -> Vec<Vec<String>> {
     let total = producers * per_producer;
-    let count = Arc::new(AtomicUsize::new(0));
+    // Distinct items taken: across a restart an item may be delivered twice (at least once),
+    // so the consumers stop when every item was seen, not after `total` deliveries.
+    let seen = Arc::new(parking_lot::Mutex::new(std::collections::HashSet::new()));
     let mut tasks = Vec::new();
     for p in 0..producers {
         let queue = bucketed(client(connect).await, path, capacity);
@@ -211,17 +213,18 @@ async fn produce_and_consume(
     let mut consumer_tasks = Vec::new();
     for _ in 0..consumers {
         let queue = bucketed(client(connect).await, path, capacity);
-        let count = Arc::clone(&count);
+        let seen = Arc::clone(&seen);
         consumer_tasks.push(tokio::spawn(async move {
             let mut taken = Vec::new();
-            while count.load(Ordering::SeqCst) < total {
+            while seen.lock().len() < total {
                 if let Some(item) = queue
                     .poll_timeout(Duration::from_millis(200))
                     .await
                     .unwrap()
                 {
-                    taken.push(String::from_utf8(item).unwrap());
-                    count.fetch_add(1, Ordering::SeqCst);
+                    let item = String::from_utf8(item).unwrap();
+                    seen.lock().insert(item.clone());
+                    taken.push(item);
                 }
             }
             taken
