@@ -313,17 +313,21 @@ impl LeaderLatch {
             return Ok(());
         }
         let notify = inner.close_mode == CloseMode::NotifyLeader;
-        // The task is never polled again once cancelled, so leadership ends here, before the
-        // delete goes out, and the delete need not wait for the task to be gone: the next
-        // participant's hand-over starts one task wake-up sooner.
-        inner.tasks.cancel();
+        // Leadership ends before the delete goes out, and the delete is the first thing sent:
+        // the task is cancelled only once the delete has its reply. By then the watch on our own
+        // node has fired (a session hears a write's notifications before its reply), so a
+        // leader's task has ended by itself (it stops once the latch is closed) and no removal
+        // of that watch goes to the server; the next participant's hand-over starts at once.
         inner.step_down(notify);
         let node = inner.node.lock().take();
-        let (_, result) = futures::join!(inner.tasks.close(), inner.delete_own(node));
+        // Cancels the task however this future ends, dropped half-way included.
+        let _cancel_if_dropped = inner.tasks.handle_guard();
+        let deleted = inner.delete_own(node).await;
+        inner.tasks.close().await;
         // A look that was under way on another thread may have made an offer meanwhile.
         let late = inner.node.lock().take();
         inner.step_down(notify);
-        let result = result.and(inner.delete_own(late).await);
+        let result = deleted.and(inner.delete_own(late).await);
         inner.events.publish(LatchEvent::Stopped);
         result
     }
@@ -569,6 +573,10 @@ impl Inner {
     fn lead(&self, node: &str, token: i64, version: i32) {
         // The hold first: whoever sees `has_leadership()` finds it.
         let mut leadership = self.leadership.lock();
+        // Under the lock `close()`'s step-down takes: a closed latch never leads again.
+        if self.lifecycle.state() == RecipeState::Closed {
+            return;
+        }
         let leadership = leadership.get_or_insert_with(|| {
             let (end, lost) = watch::channel(false);
             let hold = Hold::with_signal(node.to_owned(), token, lost).for_leadership();
@@ -749,6 +757,10 @@ async fn run(inner: Arc<Inner>) {
     // A position known without a look: the one before us went while we were second in line.
     let mut succeeded: Option<(String, Position)> = None;
     loop {
+        // `close()` ends leadership and deletes the node itself; the task only stops.
+        if inner.lifecycle.state() == RecipeState::Closed {
+            return;
+        }
         let step = async {
             if let Some(found) = succeeded.take() {
                 return Ok(found);

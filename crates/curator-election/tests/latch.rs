@@ -286,6 +286,75 @@ async fn close_modes() {
     }
 }
 
+/// A leader's close ends its leadership before its node goes, and leaves nothing behind: the
+/// latch's task stops by itself once closed (it hears of its own node's deletion before the
+/// delete's reply) and makes no new offer, and the next in line leads. A close dropped after
+/// its first poll stops the latch all the same (the delete goes on in the background).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_leader_leaves_nothing_behind() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("latch-closed");
+    let clients = [
+        testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
+    ];
+    let join = |i: usize| {
+        let latch = LeaderLatch::builder(clients[i].clone(), &path, format!("p{i}"))
+            .build()
+            .unwrap();
+        async move {
+            latch.start().await.unwrap();
+            latch
+        }
+    };
+    // What the session of `client` sees under the election: any request the closed latch's
+    // task sent before `close()` returned was sent on that session before this listing.
+    let nodes_seen_by = |i: usize| {
+        let client = clients[i].clone();
+        let path = path.clone();
+        async move {
+            let (mut children, _) = client.get_children().for_path(&path).await.unwrap();
+            children.sort();
+            children
+        }
+    };
+    let wait = Timing::new().wait();
+    let mut leader = join(0).await;
+    assert!(leader.await_leadership_timeout(wait).await.unwrap());
+    let (mut leader_index, mut follower) = (0, join(1).await);
+    for round in 0..10 {
+        let hold = leader.hold().expect("the leader's hold");
+        if round % 2 == 0 {
+            leader.close().await.unwrap();
+        } else {
+            let closing = leader.close();
+            futures::pin_mut!(closing);
+            assert!(futures::poll!(closing.as_mut()).is_pending());
+        }
+        assert!(
+            hold.is_lost(),
+            "leadership ends before close returns (round {round})"
+        );
+        assert!(!leader.has_leadership());
+        assert!(follower.await_leadership_timeout(wait).await.unwrap());
+        let next = paths::node_name(&follower.node_path().unwrap()).to_owned();
+        assert_eq!(
+            nodes_seen_by(leader_index).await,
+            vec![next],
+            "round {round}"
+        );
+        assert!(
+            leader.await_leadership().await.is_err(),
+            "a closed latch never leads"
+        );
+        leader_index = 1 - leader_index;
+        leader = std::mem::replace(&mut follower, join(1 - leader_index).await);
+    }
+    leader.close().await.unwrap();
+    follower.close().await.unwrap();
+    assert!(nodes_seen_by(0).await.is_empty());
+}
+
 /// An empty participant id (Curator's default) is the client's identity, in the latch's node
 /// and in the selector's: the nodes say who made them, and that is the id others read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
