@@ -7,9 +7,14 @@
 //! `run <scenario> <ops> <path>` with `ok <elapsed-ns> <latency-ns,...>` (or `err <message>`);
 //! `quit` ends it. The Java and Python drivers in `benches/drivers/` speak the same protocol and
 //! do the same work.
+//!
+//! Each scenario runs in a task spawned on the runtime's worker threads, as a service's
+//! handlers run, rather than on the main thread inside `block_on` (where every reply would
+//! also have to wake the main thread).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_caches::{CuratorCache, CuratorCacheListener};
@@ -654,14 +659,14 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let driver = match kind {
+    let driver = Arc::new(match kind {
         "framework" => Driver::Framework(connect_framework(&server).await, server),
         "bare" => Driver::Bare(connect_bare(&server).await),
         other => {
             eprintln!("unknown driver {other}");
             std::process::exit(2);
         }
-    };
+    });
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "ready");
     let _ = out.flush();
@@ -672,10 +677,18 @@ async fn main() {
             ["quit"] | [] => break,
             ["run", scenario, ops, path] => match ops.parse::<usize>() {
                 Ok(ops) => {
-                    let mut latencies = vec![0u64; ops];
                     let start = Instant::now();
-                    match driver.run(scenario, path, &mut latencies).await {
-                        Ok(()) => {
+                    let (driver, scenario, path) =
+                        (Arc::clone(&driver), scenario.to_string(), path.to_string());
+                    let run = tokio::spawn(async move {
+                        let mut latencies = vec![0u64; ops];
+                        driver
+                            .run(&scenario, &path, &mut latencies)
+                            .await
+                            .map(|()| latencies)
+                    });
+                    match run.await.unwrap_or_else(|e| Err(e.to_string())) {
+                        Ok(latencies) => {
                             let elapsed = elapsed_ns(start);
                             let list: Vec<String> = latencies.iter().map(u64::to_string).collect();
                             format!("ok {elapsed} {}", list.join(","))
@@ -690,7 +703,7 @@ async fn main() {
         let _ = writeln!(out, "{reply}");
         let _ = out.flush();
     }
-    if let Driver::Framework(client, _) = driver {
+    if let Driver::Framework(client, _) = &*driver {
         client.close().await;
     }
 }
