@@ -7,7 +7,16 @@
 //! cargo run --release -p curator-queues --example backlog -- 100000
 //! cargo run --release -p curator-queues --example backlog -- 100000 --flat
 //! cargo run --release -p curator-queues --example backlog -- 1000000 --capacity 10000 --window 2000
+//! cargo run --release -p curator-queues --example backlog -- 1000,100000,1000000 --rounds 20 --window 500
 //! ```
+//!
+//! With several backlogs (a comma-separated list), every backlog's queue is filled first and the
+//! windows then run in rounds, a window of puts and as many takes on each queue in turn (the
+//! order rotating): the machine's drift over minutes (GC, snapshots, neighbours) hits every
+//! backlog alike, so what differs between them is what a queue's own size costs. It prints, per
+//! backlog, the median put and take rates over the rounds (and their lowest and highest), then
+//! `spread`: the highest median over the lowest, for puts and for takes. All the queues live on
+//! the server together throughout.
 //!
 //! Prints one line per run, `layout=… backlog=… fill_ops_s=… put_ops_s=… take_ops_s=…
 //! drain_ops_s=…` (or `error=…` where the layout failed). Put and take in the window are
@@ -25,7 +34,9 @@ use futures::StreamExt;
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 struct Args {
-    backlog: usize,
+    /// One backlog, or several measured in interleaved rounds.
+    backlogs: Vec<usize>,
+    rounds: usize,
     capacity: usize,
     window: usize,
     flat: bool,
@@ -34,7 +45,8 @@ struct Args {
 
 fn args() -> Result<Args> {
     let mut args = Args {
-        backlog: 1000,
+        backlogs: vec![1000],
+        rounds: 10,
         capacity: 10_000,
         window: 2000,
         flat: false,
@@ -47,7 +59,13 @@ fn args() -> Result<Args> {
             "--no-drain" => args.drain = false,
             "--capacity" => args.capacity = it.next().ok_or("--capacity needs a value")?.parse()?,
             "--window" => args.window = it.next().ok_or("--window needs a value")?.parse()?,
-            n => args.backlog = n.replace('_', "").parse()?,
+            "--rounds" => args.rounds = it.next().ok_or("--rounds needs a value")?.parse()?,
+            list => {
+                args.backlogs = list
+                    .split(',')
+                    .map(|n| n.replace('_', "").parse())
+                    .collect::<std::result::Result<_, _>>()?;
+            }
         }
     }
     Ok(args)
@@ -94,48 +112,63 @@ async fn main() -> Result {
             server.connect_string()
         }
     };
-    let path = unique_root("backlog");
     let c = client(&connect).await?;
-    let q = queue(c.clone(), &path, &args)?;
     let layout = if args.flat {
         "flat".to_owned()
     } else {
         format!("bucketed({})", args.capacity)
     };
-    print!(
-        "layout={layout} backlog={} window={}",
-        args.backlog, args.window
-    );
-
     // Fill: 4 sessions with 64 offers in flight each.
     let mut clients = Vec::new();
     for _ in 0..4 {
         clients.push(client(&connect).await?);
     }
+    warm_up(&clients, &args).await?;
+    if let [backlog] = args.backlogs[..] {
+        print!("layout={layout} backlog={backlog} window={}", args.window);
+        let path = unique_root("backlog");
+        let started = Instant::now();
+        fill(&clients, &path, backlog, &args).await?;
+        print!(" fill_ops_s={}", rate(backlog, started.elapsed()));
+        let q = queue(c.clone(), &path, &args)?;
+        print!(" put_ops_s={}", put_window(&q, args.window).await?);
+        // From a fresh handle (its first take lists).
+        let taker = queue(c.clone(), &path, &args)?;
+        match take_window(&taker, args.window).await? {
+            Ok(rate) => print!(" take_ops_s={rate}"),
+            Err(error) => {
+                println!(" take_error={error}");
+                return Ok(());
+            }
+        }
+        if args.drain {
+            drain(&connect, &path, &args).await?;
+        }
+        println!();
+    } else {
+        interleaved(&c, &clients, &layout, &args).await?;
+    }
+    c.close().await;
+    Ok(())
+}
+
+/// 10,000 offers and takes on a path of their own, not measured: a fresh server's JIT would
+/// otherwise make the first backlog measured look slow.
+async fn warm_up(clients: &[CuratorFramework], args: &Args) -> Result {
+    let warm = unique_root("backlog-warm-up");
+    fill(clients, &warm, 10_000, args).await?;
+    let q = queue(clients[0].clone(), &warm, args)?;
+    while q.poll().await?.is_some() {}
+    Ok(())
+}
+
+/// Offers `n` items to the queue at `path`, 64 in flight on each of `clients`.
+async fn fill(clients: &[CuratorFramework], path: &str, n: usize, args: &Args) -> Result {
     let fillers = clients
         .iter()
-        .map(|c| queue(c.clone(), &path, &args))
+        .map(|c| queue(c.clone(), path, args))
         .collect::<Result<Vec<_>>>()?;
-    // Warm-up (a fresh server's JIT would otherwise make small backlogs look slow): 10,000
-    // offers and takes on another path, not measured.
-    let warm = unique_root("backlog-warm-up");
-    let warm_queues = clients
-        .iter()
-        .map(|c| queue(c.clone(), &warm, &args))
-        .collect::<Result<Vec<_>>>()?;
-    let mut offers = futures::stream::iter(0..10_000usize)
-        .map(|i| {
-            let q = &warm_queues[i % warm_queues.len()];
-            async move { q.offer(b"warm-up").await }
-        })
-        .buffer_unordered(256);
-    while let Some(offered) = offers.next().await {
-        offered?;
-    }
-    drop(offers);
-    while warm_queues[0].poll().await?.is_some() {}
-    let started = Instant::now();
-    let mut offers = futures::stream::iter(0..args.backlog)
+    let mut offers = futures::stream::iter(0..n)
         .map(|i| {
             let q = &fillers[i % fillers.len()];
             async move { q.offer(format!("item-{i:08}").as_bytes()).await }
@@ -144,58 +177,128 @@ async fn main() -> Result {
     while let Some(offered) = offers.next().await {
         offered?;
     }
-    drop(offers);
-    print!(" fill_ops_s={}", rate(args.backlog, started.elapsed()));
+    Ok(())
+}
 
-    // Put window: one offer at a time, at a backlog of `backlog`.
+/// `n` offers, one at a time: the rate.
+async fn put_window(q: &SimpleDistributedQueue, n: usize) -> Result<f64> {
     let started = Instant::now();
-    for i in 0..args.window {
+    for i in 0..n {
         q.offer(format!("window-{i:08}").as_bytes()).await?;
     }
-    print!(" put_ops_s={}", rate(args.window, started.elapsed()));
+    Ok(rate(n, started.elapsed()))
+}
 
-    // Take window: one take at a time, from a fresh handle (its first take lists).
-    let taker = queue(c.clone(), &path, &args)?;
+/// `n` takes, one at a time: the rate, or why a take failed (an error, or no item in 60 s).
+async fn take_window(
+    q: &SimpleDistributedQueue,
+    n: usize,
+) -> Result<std::result::Result<f64, String>> {
     let started = Instant::now();
-    for _ in 0..args.window {
-        match tokio::time::timeout(Duration::from_secs(60), taker.take()).await {
+    for _ in 0..n {
+        match tokio::time::timeout(Duration::from_secs(60), q.take()).await {
             Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                println!(" take_error={error:?}");
-                return Ok(());
-            }
-            Err(_) => {
-                println!(" take_error=no-item-within-60s");
-                return Ok(());
-            }
+            Ok(Err(error)) => return Ok(Err(format!("{error:?}"))),
+            Err(_) => return Ok(Err("no-item-within-60s".into())),
         }
     }
-    print!(" take_ops_s={}", rate(args.window, started.elapsed()));
+    Ok(Ok(rate(n, started.elapsed())))
+}
 
-    if args.drain {
-        // Drain: 4 competing consumers on their own sessions.
-        let started = Instant::now();
-        let mut consumers = Vec::new();
-        for _ in 0..4 {
-            let q = queue(client(&connect).await?, &path, &args)?;
-            consumers.push(tokio::spawn(async move {
-                let mut n = 0usize;
-                while q.poll().await?.is_some() {
-                    n += 1;
-                }
-                Ok::<_, curator_framework::Error>(n)
-            }));
-        }
-        let mut drained = 0;
-        for consumer in consumers {
-            drained += consumer.await??;
-        }
-        print!(
-            " drained={drained} drain_ops_s={}",
-            rate(drained, started.elapsed())
-        );
+/// Drains the queue at `path` with 4 competing consumers on their own sessions.
+async fn drain(connect: &str, path: &str, args: &Args) -> Result {
+    let started = Instant::now();
+    let mut consumers = Vec::new();
+    for _ in 0..4 {
+        let q = queue(client(connect).await?, path, args)?;
+        consumers.push(tokio::spawn(async move {
+            let mut n = 0usize;
+            while q.poll().await?.is_some() {
+                n += 1;
+            }
+            Ok::<_, curator_framework::Error>(n)
+        }));
     }
-    println!();
-    c.close().await;
+    let mut drained = 0;
+    for consumer in consumers {
+        drained += consumer.await??;
+    }
+    print!(
+        " drained={drained} drain_ops_s={}",
+        rate(drained, started.elapsed())
+    );
     Ok(())
+}
+
+/// Fills a queue per backlog, then measures a put window and a take window on each in turn,
+/// `rounds` times (the order rotating), and prints each backlog's median rates and the spread.
+async fn interleaved(
+    c: &CuratorFramework,
+    clients: &[CuratorFramework],
+    layout: &str,
+    args: &Args,
+) -> Result {
+    let mut queues = Vec::new();
+    for &backlog in &args.backlogs {
+        let path = unique_root(&format!("backlog-{backlog}"));
+        let started = Instant::now();
+        fill(clients, &path, backlog, args).await?;
+        println!(
+            "layout={layout} backlog={backlog} fill_ops_s={}",
+            rate(backlog, started.elapsed())
+        );
+        queues.push((backlog, queue(c.clone(), &path, args)?));
+    }
+    let mut puts = vec![Vec::new(); queues.len()];
+    let mut takes = vec![Vec::new(); queues.len()];
+    for round in 0..args.rounds {
+        for turn in 0..queues.len() {
+            let at = (round + turn) % queues.len();
+            let q = &queues[at].1;
+            puts[at].push(put_window(q, args.window).await?);
+            match take_window(q, args.window).await? {
+                Ok(rate) => takes[at].push(rate),
+                Err(error) => {
+                    println!("backlog={} take_error={error}", queues[at].0);
+                    return Ok(());
+                }
+            }
+        }
+    }
+    let mut put_medians = Vec::new();
+    let mut take_medians = Vec::new();
+    for (at, (backlog, _)) in queues.iter().enumerate() {
+        let (put, take) = (summary(&mut puts[at]), summary(&mut takes[at]));
+        println!(
+            "layout={layout} backlog={backlog} window={} rounds={} put_ops_s={} (lowest {}, highest {}) take_ops_s={} (lowest {}, highest {})",
+            args.window, args.rounds, put.0, put.1, put.2, take.0, take.1, take.2
+        );
+        put_medians.push(put.0);
+        take_medians.push(take.0);
+    }
+    println!(
+        "spread put={:.2} take={:.2}",
+        spread(&put_medians),
+        spread(&take_medians)
+    );
+    Ok(())
+}
+
+/// The median, lowest and highest of `rates`.
+fn summary(rates: &mut [f64]) -> (f64, f64, f64) {
+    rates.sort_by(f64::total_cmp);
+    let n = rates.len();
+    let median = if n % 2 == 1 {
+        rates[n / 2]
+    } else {
+        ((rates[n / 2 - 1] + rates[n / 2]) / 2.0).round()
+    };
+    (median, rates[0], rates[n - 1])
+}
+
+/// The highest of `values` over the lowest.
+fn spread(values: &[f64]) -> f64 {
+    let highest = values.iter().copied().fold(f64::MIN, f64::max);
+    let lowest = values.iter().copied().fold(f64::MAX, f64::min);
+    highest / lowest
 }
