@@ -355,6 +355,54 @@ async fn a_closed_leader_leaves_nothing_behind() {
     assert!(nodes_seen_by(0).await.is_empty());
 }
 
+/// A leader closed while its connection is down steps down at once; its delete goes through
+/// once the client is back (on the same session), and its task, which sees the reconnection
+/// while the close is still waiting for the delete, makes no new offer: the other leads, and
+/// the closed one's node is the only thing gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_closed_while_disconnected_leaves_once_back_and_offers_nothing() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("latch-close-cut");
+    let leader_client = testkit::client(&proxy.connect_string()).await;
+    let leader = LeaderLatch::builder(leader_client.clone(), &path, "cut-off")
+        .build()
+        .unwrap();
+    leader.start().await.unwrap();
+    let wait = Timing::new().wait();
+    assert!(leader.await_leadership_timeout(wait).await.unwrap());
+    let other = LeaderLatch::builder(
+        testkit::client(&server.connect_string()).await,
+        &path,
+        "other",
+    )
+    .build()
+    .unwrap();
+    other.start().await.unwrap();
+    let hold = leader.hold().expect("the leader's hold");
+
+    proxy.pause();
+    let closing = leader.close();
+    futures::pin_mut!(closing);
+    assert!(futures::poll!(closing.as_mut()).is_pending());
+    assert!(hold.is_lost() && !leader.has_leadership());
+    // The link breaks; the client reconnects through the proxy on the same session.
+    proxy.drop_connections();
+    proxy.resume();
+    tokio::time::timeout(wait, closing)
+        .await
+        .expect("close returns once the delete went through")
+        .unwrap();
+    assert!(other.await_leadership_timeout(wait).await.unwrap());
+    let (children, _) = leader_client.get_children().for_path(&path).await.unwrap();
+    assert_eq!(
+        children,
+        vec![paths::node_name(&other.node_path().unwrap()).to_owned()]
+    );
+    assert!(leader.await_leadership().await.is_err());
+    other.close().await.unwrap();
+}
+
 /// An empty participant id (Curator's default) is the client's identity, in the latch's node
 /// and in the selector's: the nodes say who made them, and that is the id others read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -68,6 +68,9 @@ fn args() -> Result<Args> {
             }
         }
     }
+    if args.rounds == 0 || args.window == 0 {
+        return Err("--rounds and --window need at least 1".into());
+    }
     Ok(args)
 }
 
