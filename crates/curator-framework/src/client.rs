@@ -42,6 +42,10 @@ pub(crate) struct Inner {
     pub(crate) namespaces: Namespaces,
     /// Raw transitions, and the wake-ups of circuit breakers' periods.
     state_listeners: ListenerContainer<StateEvent>,
+    /// How many connection states the error policy counts as errors were published: a
+    /// [`Hold`](crate::recipe::Hold) made at count `n` is lost once it moves past `n` (one
+    /// counter for every hold of the client, instead of a channel and a listener each).
+    pub(crate) error_states: tokio::sync::watch::Sender<u64>,
     errors: ListenerContainer<UnhandledError>,
     pub(crate) counters: Counters,
     /// Cancels everything the client runs: the session task, background deletes, listener
@@ -112,6 +116,10 @@ impl Inner {
 
     pub(crate) fn publish_state(&self, state: ConnectionState) {
         self.slot.set_state(state);
+        if self.settings.error_policy.is_error_state(state) {
+            // Before the listeners hear it: every hold of the client is lost from now on.
+            self.error_states.send_modify(|count| *count += 1);
+        }
         Counters::bump(&self.counters.state_transitions);
         crate::metrics::state_published(state);
         tracing::info!(%state, "connection state");
@@ -272,6 +280,7 @@ impl CuratorFramework {
                 &cancel,
                 &tasks,
             ),
+            error_states: tokio::sync::watch::Sender::new(0),
             errors,
             counters: Counters::default(),
             cancel,

@@ -70,7 +70,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
-use crate::listen::{ListenerContainer, ListenerHandle, UnhandledError};
+use crate::listen::{ListenerContainer, UnhandledError};
 
 /// The background work of one recipe instance, spawned inside its client's task tree.
 ///
@@ -587,10 +587,21 @@ pub struct Hold {
     kind: HoldKind,
     /// The session that made the node, when known: guarded writes go on it or not at all.
     session: Option<i64>,
-    lost: watch::Receiver<bool>,
+    lost: LostSignal,
     /// The client's close, which ends a hold made with [`Hold::new`].
     client_closed: Option<CancellationToken>,
-    _listener: Option<Arc<ListenerHandle>>,
+}
+
+/// What tells a [`Hold`] it is lost.
+#[derive(Clone)]
+enum LostSignal {
+    /// `true`, or its sender gone ([`Hold::with_signal`]).
+    Flag(watch::Receiver<bool>),
+    /// The client's count of error states moving past `at` ([`Hold::new`]), or the client gone.
+    ErrorStates {
+        count: watch::Receiver<u64>,
+        at: u64,
+    },
 }
 
 impl fmt::Debug for Hold {
@@ -611,23 +622,17 @@ impl Hold {
     /// `Suspended`), or when the client closes. A lock's hold ([`HoldKind::Lock`]) on the
     /// client's current session (the one that made `node`).
     pub fn new(client: &CuratorFramework, node: String, token: i64) -> Self {
-        let policy = client.connection_state_error_policy();
-        let (lost_tx, lost) = watch::channel(false);
-        let listener = client
-            .connection_state_listenable()
-            .add_listener(move |state| {
-                if policy.is_error_state(state) {
-                    lost_tx.send_replace(true);
-                }
-            });
+        // Every hold of the client watches one counter, bumped as each error state is
+        // published (before the client's listeners hear it): no channel or listener per hold.
+        let count = client.inner.error_states.subscribe();
+        let at = *count.borrow();
         Self {
             node: Arc::from(node),
             token,
             kind: HoldKind::Lock,
             session: client.session_id(),
-            lost,
+            lost: LostSignal::ErrorStates { count, at },
             client_closed: Some(client.inner.cancel.clone()),
-            _listener: Some(Arc::new(listener)),
         }
     }
 
@@ -641,9 +646,8 @@ impl Hold {
             token,
             kind: HoldKind::Lock,
             session: None,
-            lost,
+            lost: LostSignal::Flag(lost),
             client_closed: None,
-            _listener: None,
         }
     }
 
@@ -694,8 +698,13 @@ impl Hold {
 
     /// Whether the hold may be lost already (see [`lost`](Self::lost)).
     pub fn is_lost(&self) -> bool {
-        *self.lost.borrow()
-            || self.lost.has_changed().is_err()
+        let signalled = match &self.lost {
+            LostSignal::Flag(lost) => *lost.borrow() || lost.has_changed().is_err(),
+            LostSignal::ErrorStates { count, at } => {
+                *count.borrow() != *at || count.has_changed().is_err()
+            }
+        };
+        signalled
             || self
                 .client_closed
                 .as_ref()
@@ -707,9 +716,15 @@ impl Hold {
     /// # Cancellation safety
     /// Safe.
     pub async fn lost(&self) {
-        let mut lost = self.lost.clone();
         let signalled = async {
-            let _ = lost.wait_for(|lost| *lost).await;
+            match self.lost.clone() {
+                LostSignal::Flag(mut lost) => {
+                    let _ = lost.wait_for(|lost| *lost).await;
+                }
+                LostSignal::ErrorStates { mut count, at } => {
+                    let _ = count.wait_for(|count| *count != at).await;
+                }
+            }
         };
         match &self.client_closed {
             Some(closed) => {

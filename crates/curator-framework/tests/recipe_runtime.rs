@@ -128,6 +128,12 @@ async fn a_hold_is_lost_when_the_connection_is_suspended() {
     assert_eq!(hold.fencing_token(), path.1.czxid);
     assert!(!hold.is_lost());
     let mut states = client.connection_state_stream();
+    // What a state listener finds when it hears of an error state: the hold already lost.
+    let seen_lost = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let _listening = client.connection_state_listenable().add_listener({
+        let (hold, seen_lost) = (hold.clone(), Arc::clone(&seen_lost));
+        move |state: ConnectionState| seen_lost.lock().push((state, hold.is_lost()))
+    });
     proxy.pause();
     support::expect_states(&mut states, &[ConnectionState::Suspended]).await;
     tokio::time::timeout(Timing::new().wait(), hold.lost())
@@ -135,6 +141,29 @@ async fn a_hold_is_lost_when_the_connection_is_suspended() {
         .expect("the hold is lost at Suspended");
     assert!(hold.is_lost());
     assert!(hold.clone().is_lost(), "clones share the signal");
+
+    // Back on the same session: the old hold stays lost; one made now is not, until the next
+    // error state.
+    proxy.resume();
+    support::expect_states(&mut states, &[ConnectionState::Reconnected]).await;
+    assert!(hold.is_lost());
+    let again = Hold::new(&client, path.0.clone(), path.1.czxid);
+    assert!(!again.is_lost());
+    proxy.pause();
+    support::expect_states(&mut states, &[ConnectionState::Suspended]).await;
+    tokio::time::timeout(Timing::new().wait(), again.lost())
+        .await
+        .expect("the new hold is lost at the next Suspended");
+    proxy.resume();
+    support::expect_states(&mut states, &[ConnectionState::Reconnected]).await;
+    assert_eq!(
+        seen_lost.lock()[..2],
+        [
+            (ConnectionState::Suspended, true),
+            (ConnectionState::Reconnected, true)
+        ],
+        "a listener hearing Suspended finds the hold lost already"
+    );
 }
 
 #[tokio::test]

@@ -81,7 +81,8 @@ struct Held {
     count: u32,
     /// When the node came to hold the lock (its hold time ends with its last release).
     since: Instant,
-    revoke: watch::Receiver<bool>,
+    /// Revocation requests: only for a revocable mutex (none otherwise, and no channel).
+    revoke: Option<watch::Receiver<bool>>,
     /// Stops the revocation watch when the hold ends.
     _revocation: Option<TaskHandle>,
 }
@@ -483,15 +484,19 @@ impl InterProcessMutex {
     fn hold(&self, node: String, token: i64) -> LockGuard {
         let shared = &self.shared;
         let hold = Hold::new(&shared.client, node, token);
-        let (revoke_tx, revoke) = watch::channel(false);
-        let revocation = shared.revocable.clone().map(|on_revoke| {
-            shared.tasks.spawn(watch_for_revocation(
-                shared.client.clone(),
-                hold.node_path().to_owned(),
-                on_revoke,
-                revoke_tx,
-            ))
-        });
+        let (revoke, revocation) = match shared.revocable.clone() {
+            Some(on_revoke) => {
+                let (revoke_tx, revoke) = watch::channel(false);
+                let task = shared.tasks.spawn(watch_for_revocation(
+                    shared.client.clone(),
+                    hold.node_path().to_owned(),
+                    on_revoke,
+                    revoke_tx,
+                ));
+                (Some(revoke), Some(task))
+            }
+            None => (None, None),
+        };
         *shared.held.lock() = Some(Held {
             hold: hold.clone(),
             count: 1,
@@ -697,7 +702,7 @@ fn sorted(mut children: Vec<String>) -> Vec<String> {
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
     holding: Holding,
-    revoke: watch::Receiver<bool>,
+    revoke: Option<watch::Receiver<bool>>,
 }
 
 impl fmt::Debug for LockGuard {
@@ -723,7 +728,9 @@ impl LockGuard {
     /// # Cancellation safety
     /// Safe.
     pub async fn revocation_requested(&self) {
-        let mut revoke = self.revoke.clone();
+        let Some(mut revoke) = self.revoke.clone() else {
+            return std::future::pending().await;
+        };
         if revoke.wait_for(|r| *r).await.is_err() {
             std::future::pending::<()>().await;
         }
