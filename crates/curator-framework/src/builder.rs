@@ -361,7 +361,8 @@ impl CuratorFrameworkBuilder {
     /// been steady for a period. Only delivery to listeners changes:
     /// [`connection_state`](crate::CuratorFramework::connection_state),
     /// [`is_connected`](crate::CuratorFramework::is_connected) and operations follow the real
-    /// connection. A listener added while others' circuits are open starts with a closed
+    /// connection, and so do holds ([`Hold::new`](crate::recipe::Hold::new)): a hold is lost at
+    /// the first error state published, which no breaker holds back. A listener added while others' circuits are open starts with a closed
     /// circuit of its own.
     ///
     /// ```
