@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::{CloseMode, LatchEvent, LeaderLatch};
+use curator_framework::CuratorFramework;
 use curator_framework::listen::ListenerStream;
 use curator_framework::paths;
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
@@ -46,6 +47,13 @@ async fn one_leader(latches: &[LeaderLatch]) -> usize {
         assert!(Instant::now() < end, "no leader in time");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A started latch (default options) of `client` on `path` for participant `id`.
+async fn started(client: CuratorFramework, path: &str, id: &str) -> LeaderLatch {
+    let latch = LeaderLatch::builder(client, path, id).build().unwrap();
+    latch.start().await.unwrap();
+    latch
 }
 
 #[tokio::test]
@@ -181,28 +189,24 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let path = unique_root("latch-partition");
     let session_timeout = Timing::new().scale(Duration::from_secs(4));
-    let leader = LeaderLatch::builder(
+    let leader = started(
         testkit::client_with(&proxy.connect_string(), session_timeout).await,
         &path,
         "cut-off",
     )
-    .build()
-    .unwrap();
-    leader.start().await.unwrap();
+    .await;
     assert!(
         leader
             .await_leadership_timeout(Timing::new().wait())
             .await
             .unwrap()
     );
-    let other = LeaderLatch::builder(
+    let other = started(
         testkit::client(&server.connect_string()).await,
         &path,
         "other",
     )
-    .build()
-    .unwrap();
-    other.start().await.unwrap();
+    .await;
 
     let mut events = leadership(&leader);
     let cut_at = Instant::now();
@@ -365,20 +369,15 @@ async fn a_leader_closed_while_disconnected_leaves_once_back_and_offers_nothing(
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let path = unique_root("latch-close-cut");
     let leader_client = testkit::client(&proxy.connect_string()).await;
-    let leader = LeaderLatch::builder(leader_client.clone(), &path, "cut-off")
-        .build()
-        .unwrap();
-    leader.start().await.unwrap();
+    let leader = started(leader_client.clone(), &path, "cut-off").await;
     let wait = Timing::new().wait();
     assert!(leader.await_leadership_timeout(wait).await.unwrap());
-    let other = LeaderLatch::builder(
+    let other = started(
         testkit::client(&server.connect_string()).await,
         &path,
         "other",
     )
-    .build()
-    .unwrap();
-    other.start().await.unwrap();
+    .await;
     let hold = leader.hold().expect("the leader's hold");
 
     proxy.pause();
