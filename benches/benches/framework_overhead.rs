@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use curator_benches::harness::server_or_env;
 use curator_benches::{median, rate, time};
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
@@ -32,16 +33,9 @@ async fn main() {
         .unwrap_or(if quick { 3 } else { 9 });
     let scale = if quick { 1 } else { 4 };
 
-    let server;
-    let connect = match std::env::var("ZK_CONNECT") {
-        Ok(connect) => connect,
-        Err(_) => {
-            server = TestingServer::start_dedicated()
-                .await
-                .expect("a ZooKeeper server (run `just setup`)");
-            server.connect_string()
-        }
-    };
+    let (_server, connect) = server_or_env(TestingServer::start_dedicated())
+        .await
+        .expect("a ZooKeeper server (run `just setup`)");
     let framework = CuratorFramework::builder()
         .connect_string(&connect)
         .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))

@@ -236,40 +236,7 @@ public final class CuratorDriver {
                     c.blockUntilConnected(30, TimeUnit.SECONDS);
                     contenders.add(c);
                 }
-                AtomicInteger next = new AtomicInteger();
-                List<Thread> threads = new ArrayList<>();
-                List<Exception> failures = new ArrayList<>();
-                for (CuratorFramework c : contenders) {
-                    InterProcessMutex mutex = new InterProcessMutex(c, path);
-                    Thread thread = new Thread(() -> {
-                        try {
-                            while (true) {
-                                long t = System.nanoTime();
-                                mutex.acquire();
-                                int slot = next.getAndIncrement();
-                                if (slot < latencies.length) {
-                                    latencies[slot] = System.nanoTime() - t;
-                                }
-                                mutex.release();
-                                if (slot >= latencies.length - 1) {
-                                    break;
-                                }
-                            }
-                        } catch (Exception e) {
-                            synchronized (failures) {
-                                failures.add(e);
-                            }
-                        }
-                    });
-                    thread.start();
-                    threads.add(thread);
-                }
-                for (Thread thread : threads) {
-                    thread.join();
-                }
-                if (!failures.isEmpty()) {
-                    throw failures.get(0);
-                }
+                contend(contenders, path, latencies, latencies.length);
                 break;
             }
             case "leader_handover": {
@@ -438,6 +405,48 @@ public final class CuratorDriver {
     }
 
     /** The scale scenarios (bench-scale): scale_<family>_<n>; see bench-driver.rs for each. */
+    /**
+     * Every session loops acquire then release on one mutex at path, on a thread of its own,
+     * until count acquisitions were made: latencies[0..count) get each acquisition's wait.
+     */
+    static void contend(List<CuratorFramework> sessions, String path, long[] latencies, int count)
+            throws Exception {
+        AtomicInteger next = new AtomicInteger();
+        List<Thread> threads = new ArrayList<>();
+        List<Exception> failures = new ArrayList<>();
+        for (CuratorFramework c : sessions) {
+            InterProcessMutex mutex = new InterProcessMutex(c, path);
+            Thread thread = new Thread(() -> {
+                try {
+                    while (true) {
+                        long t = System.nanoTime();
+                        mutex.acquire();
+                        int slot = next.getAndIncrement();
+                        if (slot < count) {
+                            latencies[slot] = System.nanoTime() - t;
+                        }
+                        mutex.release();
+                        if (slot >= count - 1) {
+                            break;
+                        }
+                    }
+                } catch (Exception e) {
+                    synchronized (failures) {
+                        failures.add(e);
+                    }
+                }
+            });
+            thread.start();
+            threads.add(thread);
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (!failures.isEmpty()) {
+            throw failures.get(0);
+        }
+    }
+
     static final class Scale {
         static void run(CuratorFramework client, String scenario, String path, long[] latencies)
                 throws Exception {
@@ -590,41 +599,8 @@ public final class CuratorDriver {
                 // Slots 0..total: each acquisition's wait; slot total: the contended window.
                 int total = latencies.length - 1;
                 long window = System.nanoTime();
-                AtomicInteger next = new AtomicInteger();
-                List<Thread> threads = new ArrayList<>();
-                List<Exception> failures = new ArrayList<>();
-                for (CuratorFramework c : sessions) {
-                    InterProcessMutex mutex = new InterProcessMutex(c, path);
-                    Thread thread = new Thread(() -> {
-                        try {
-                            while (true) {
-                                long t = System.nanoTime();
-                                mutex.acquire();
-                                int slot = next.getAndIncrement();
-                                if (slot < total) {
-                                    latencies[slot] = System.nanoTime() - t;
-                                }
-                                mutex.release();
-                                if (slot >= total - 1) {
-                                    break;
-                                }
-                            }
-                        } catch (Exception e) {
-                            synchronized (failures) {
-                                failures.add(e);
-                            }
-                        }
-                    });
-                    thread.start();
-                    threads.add(thread);
-                }
-                for (Thread thread : threads) {
-                    thread.join();
-                }
+                contend(sessions, path, latencies, total);
                 latencies[total] = System.nanoTime() - window;
-                if (!failures.isEmpty()) {
-                    throw failures.get(0);
-                }
             } finally {
                 for (CuratorFramework c : sessions) {
                     c.close();

@@ -208,33 +208,9 @@ def run(client, scenario, path, latencies):
             other = new_client()
             other.start(timeout=30)
             contenders.append(other)
-        counter = {"next": 0}
-        guard = threading.Lock()
-        failures = []
-
-        def increment(session):
-            shared = session.Counter(path)
-            try:
-                while True:
-                    t = time.perf_counter_ns()
-                    shared += 1
-                    with guard:
-                        slot = counter["next"]
-                        counter["next"] += 1
-                    if slot < ops:
-                        latencies[slot] = time.perf_counter_ns() - t
-                    if slot >= ops - 1:
-                        break
-            except Exception as error:  # reported after the join
-                failures.append(error)
-
-        threads = [threading.Thread(target=increment, args=(c,)) for c in contenders]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
+        # Counter's += increments at the server (the new value is read back).
+        race(contenders, latencies, ops, lambda session: session.Counter(path),
+             lambda shared: shared + 1)
     elif scenario in ("queue_1x1", "queue_4x4"):
         # n producer and n consumer sessions on one Kazoo Queue; one op = an item taken. Kazoo's
         # Queue.get does not wait, so an empty poll sleeps 1 ms before trying again.
@@ -387,25 +363,26 @@ def scale_election(path, latencies, n):
             event.set()
 
 
-def contend(sessions, path, latencies, ops):
-    """Each session loops acquire -> release on the lock at path until the acquisitions add up
-    to ops; slot i gets the i-th acquisition's wait."""
+def race(sessions, latencies, ops, prepare, timed, after=None):
+    """Each session, on a thread of its own, loops on timed(prepare(session)) (then
+    after(...)) until the calls add up to ops; slot i gets the i-th call's time."""
     counter = {"next": 0}
     guard = threading.Lock()
     failures = []
 
     def loop(session):
-        lock = session.Lock(path)
+        item = prepare(session)
         try:
             while True:
                 t = time.perf_counter_ns()
-                lock.acquire()
+                timed(item)
                 with guard:
                     slot = counter["next"]
                     counter["next"] += 1
                 if slot < ops:
                     latencies[slot] = time.perf_counter_ns() - t
-                lock.release()
+                if after is not None:
+                    after(item)
                 if slot >= ops - 1:
                     break
         except Exception as error:  # reported after the join
@@ -418,6 +395,13 @@ def contend(sessions, path, latencies, ops):
         thread.join()
     if failures:
         raise failures[0]
+
+
+def contend(sessions, path, latencies, ops):
+    """Each session loops acquire -> release on the lock at path until the acquisitions add up
+    to ops; slot i gets the i-th acquisition's wait."""
+    race(sessions, latencies, ops, lambda session: session.Lock(path),
+         lambda lock: lock.acquire(), after=lambda lock: lock.release())
 
 
 def scale_mutex(path, latencies, n):

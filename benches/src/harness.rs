@@ -400,3 +400,28 @@ impl Progress {
         }
     }
 }
+
+/// The server to measure against: `ZK_CONNECT` when it is set (then `start` is never run and
+/// there is no server of ours), else the one `start` starts. Keep the server for as long as
+/// its connect string is used.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), String> {
+/// let (_server, connect) =
+///     curator_benches::harness::server_or_env(curator_test::TestingServer::start()).await?;
+/// println!("measuring against {connect}");
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// Why the server did not start.
+pub async fn server_or_env(
+    start: impl std::future::Future<Output = curator_test::Result<curator_test::TestingServer>>,
+) -> Result<(Option<curator_test::TestingServer>, String), String> {
+    if let Ok(connect) = std::env::var("ZK_CONNECT") {
+        return Ok((None, connect));
+    }
+    let server = start.await.map_err(|e| e.to_string())?;
+    let connect = server.connect_string();
+    Ok((Some(server), connect))
+}

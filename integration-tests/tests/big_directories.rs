@@ -64,6 +64,28 @@ async fn fill(client: &CuratorFramework, path: &str, marker: &str) {
     assert!(big_listing_bytes() > JAVA_MAX_BUFFER);
 }
 
+/// A server, a client, and a new directory (a unique path named after `name`) filled by
+/// [`fill`] with names of `marker`.
+async fn big_directory(name: &str, marker: &str) -> (TestingServer, CuratorFramework, String) {
+    let server = TestingServer::start().await.unwrap();
+    let client = curator_testkit::client(&server.connect_string()).await;
+    let path = unique_root(name);
+    fill(&client, &path, marker).await;
+    (server, client, path)
+}
+
+/// Closes `limited`, deletes `path` and everything under it, and closes `client`.
+async fn tear_down(client: CuratorFramework, limited: CuratorFramework, path: &str) {
+    limited.close().await;
+    client
+        .delete()
+        .deleting_children_if_needed()
+        .for_path(path)
+        .await
+        .unwrap();
+    client.close().await;
+}
+
 /// Counts how often the framework asks whether to retry after `ResponseTooLarge` (and lets a
 /// loaded machine's connection trouble be retried for a while).
 #[derive(Debug, Default)]
@@ -108,10 +130,7 @@ fn assert_too_large(error: &Error, path: &str) {
 
 #[tokio::test]
 async fn a_listing_past_one_mib_arrives_whole_and_a_limit_fails_it_once_without_retrying() {
-    let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
-    let path = unique_root("big-listing");
-    fill(&client, &path, "n-").await;
+    let (server, client, path) = big_directory("big-listing", "n-").await;
 
     // No limit (the default): the reply is received whole, plainly, watched and in a multi-read.
     let (children, stat) = client.get_children().for_path(&path).await.unwrap();
@@ -178,22 +197,12 @@ async fn a_listing_past_one_mib_arrives_whole_and_a_limit_fails_it_once_without_
         .await
         .unwrap();
     assert_eq!(limited.session_id(), session);
-    limited.close().await;
-    client
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&path)
-        .await
-        .unwrap();
-    client.close().await;
+    tear_down(client, limited, &path).await;
 }
 
 #[tokio::test]
 async fn a_lock_works_past_one_mib_and_fails_acquire_with_the_typed_error_over_a_limit() {
-    let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
-    let path = unique_root("big-lock");
-    fill(&client, &path, "-lock-").await;
+    let (server, client, path) = big_directory("big-lock", "-lock-").await;
 
     // No limit: the contender's node is first in line and the 1.1 MB listing is read.
     let lock = InterProcessMutex::builder(client.clone(), &path)
@@ -220,22 +229,12 @@ async fn a_lock_works_past_one_mib_and_fails_acquire_with_the_typed_error_over_a
         children.len() == CHILDREN
     })
     .await;
-    limited.close().await;
-    client
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&path)
-        .await
-        .unwrap();
-    client.close().await;
+    tear_down(client, limited, &path).await;
 }
 
 #[tokio::test]
 async fn a_latch_leads_past_one_mib_and_an_election_over_a_limit_gives_up_with_the_typed_error() {
-    let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
-    let path = unique_root("big-latch");
-    fill(&client, &path, "-latch-").await;
+    let (server, client, path) = big_directory("big-latch", "-latch-").await;
 
     let latch = LeaderLatch::builder(client.clone(), &path, "big")
         .build()
@@ -311,22 +310,12 @@ async fn a_latch_leads_past_one_mib_and_an_election_over_a_limit_gives_up_with_t
     })
     .await;
     selector.close().await.unwrap();
-    limited.close().await;
-    client
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&path)
-        .await
-        .unwrap();
-    client.close().await;
+    tear_down(client, limited, &path).await;
 }
 
 #[tokio::test]
 async fn a_cache_loads_past_one_mib_and_reports_max_children_and_the_limit_as_errors() {
-    let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
-    let path = unique_root("big-cache");
-    fill(&client, &path, "n-").await;
+    let (server, client, path) = big_directory("big-cache", "n-").await;
 
     async fn first_outcome(cache: &PathChildrenCache) -> PathChildrenCacheEvent {
         let mut events = cache.stream();
@@ -389,22 +378,12 @@ async fn a_cache_loads_past_one_mib_and_reports_max_children_and_the_limit_as_er
     }
     assert!(cache.current_data().is_empty());
     cache.close().await.unwrap();
-    limited.close().await;
-    client
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&path)
-        .await
-        .unwrap();
-    client.close().await;
+    tear_down(client, limited, &path).await;
 }
 
 #[tokio::test]
 async fn the_inspector_reads_past_one_mib_and_fails_with_the_typed_error_over_a_limit() {
-    let server = TestingServer::start().await.unwrap();
-    let client = curator_testkit::client(&server.connect_string()).await;
-    let path = unique_root("big-inspect");
-    fill(&client, &path, "n-").await;
+    let (server, client, path) = big_directory("big-inspect", "n-").await;
 
     let report = curator_inspect::inspect(&client, &path).await.unwrap();
     assert_eq!(report.children, CHILDREN);
@@ -412,14 +391,7 @@ async fn the_inspector_reads_past_one_mib_and_fails_with_the_typed_error_over_a_
     let limited = limited_client(&server, SMALL_LIMIT).await;
     let error = curator_inspect::inspect(&limited, &path).await.unwrap_err();
     assert_too_large(&error, &path);
-    limited.close().await;
-    client
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&path)
-        .await
-        .unwrap();
-    client.close().await;
+    tear_down(client, limited, &path).await;
 }
 
 #[tokio::test]
@@ -484,12 +456,5 @@ async fn group_membership_and_a_service_cache_over_a_limit_report_the_typed_erro
     assert_too_large(&error, &path);
     cache.close().await.unwrap();
     discovery.close().await.unwrap();
-    limited.close().await;
-    client
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&base)
-        .await
-        .unwrap();
-    client.close().await;
+    tear_down(client, limited, &base).await;
 }

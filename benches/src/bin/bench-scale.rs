@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use curator_benches::harness::{
     CHART_FONTS, Driver, Failure, Progress, Sample, java_driver_command, machine, percentile,
-    today, workspace_root,
+    server_or_env, today, workspace_root,
 };
 use curator_framework::{CreateMode, CuratorFramework};
 use curator_test::{JvmOptions, TestingServer, four_letter_word, unique_root};
@@ -974,22 +974,13 @@ fn run() -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let server;
-    let connect = match std::env::var("ZK_CONNECT") {
-        Ok(connect) => connect,
-        Err(_) => {
-            // The default test heap (384 MB) holds a few hundred thousand nodes; a 1M-node tree
-            // plus a 1M-item backlog need several GB.
-            server = runtime
-                .block_on(
-                    TestingServer::builder()
-                        .jvm_arg(format!("-Xmx{}", settings.server_heap))
-                        .start(),
-                )
-                .map_err(|e| e.to_string())?;
-            server.connect_string()
-        }
-    };
+    // The default test heap (384 MB) holds a few hundred thousand nodes; a 1M-node tree plus a
+    // 1M-item backlog need several GB.
+    let (_server, connect) = runtime.block_on(server_or_env(
+        TestingServer::builder()
+            .jvm_arg(format!("-Xmx{}", settings.server_heap))
+            .start(),
+    ))?;
     let version = runtime
         .block_on(four_letter_word(&connect, "srvr", Duration::from_secs(10)))
         .ok()

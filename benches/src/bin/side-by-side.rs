@@ -27,7 +27,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use curator_benches::harness::{
-    CHART_FONTS, Driver, Sample, java_driver_command, machine, percentile, today, workspace_root,
+    CHART_FONTS, Driver, Sample, java_driver_command, machine, percentile, server_or_env, today,
+    workspace_root,
 };
 use curator_framework::CuratorFramework;
 use curator_framework::security::TlsConfig;
@@ -868,16 +869,7 @@ fn run() -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
 
-    let server;
-    let connect = match std::env::var("ZK_CONNECT") {
-        Ok(connect) => connect,
-        Err(_) => {
-            server = runtime
-                .block_on(TestingServer::start_dedicated())
-                .map_err(|e| e.to_string())?;
-            server.connect_string()
-        }
-    };
+    let (_server, connect) = runtime.block_on(server_or_env(TestingServer::start_dedicated()))?;
     // The TLS server: `ZK_TLS_CONNECT` with the CA file `ZK_TLS_CA` (and its plaintext port
     // `ZK_TLS_PLAIN_CONNECT`, else no Netty baseline), or one of our own with a fresh test CA
     // (its certificate names `localhost`, the host of its connect string).
