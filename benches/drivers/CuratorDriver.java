@@ -286,41 +286,14 @@ public final class CuratorDriver {
                     c.blockUntilConnected(30, TimeUnit.SECONDS);
                     contenders.add(c);
                 }
-                AtomicInteger next = new AtomicInteger();
-                List<Thread> threads = new ArrayList<>();
-                List<Exception> failures = new ArrayList<>();
-                for (CuratorFramework c : contenders) {
-                    DistributedAtomicLong counter = new DistributedAtomicLong(c, path, new RetryNTimes(100000, 0));
-                    Thread thread = new Thread(() -> {
-                        try {
-                            while (true) {
-                                long t = System.nanoTime();
-                                if (!counter.increment().succeeded()) {
-                                    throw new IllegalStateException("an increment gave up");
-                                }
-                                int slot = next.getAndIncrement();
-                                if (slot < latencies.length) {
-                                    latencies[slot] = System.nanoTime() - t;
-                                }
-                                if (slot >= latencies.length - 1) {
-                                    break;
-                                }
+                race(contenders, latencies, latencies.length,
+                        c -> new DistributedAtomicLong(c, path, new RetryNTimes(100000, 0)),
+                        counter -> {
+                            if (!counter.increment().succeeded()) {
+                                throw new IllegalStateException("an increment gave up");
                             }
-                        } catch (Exception e) {
-                            synchronized (failures) {
-                                failures.add(e);
-                            }
-                        }
-                    });
-                    thread.start();
-                    threads.add(thread);
-                }
-                for (Thread thread : threads) {
-                    thread.join();
-                }
-                if (!failures.isEmpty()) {
-                    throw failures.get(0);
-                }
+                        },
+                        null);
                 break;
             }
             case "queue_1x1":
@@ -405,27 +378,40 @@ public final class CuratorDriver {
     }
 
     /** The scale scenarios (bench-scale): scale_<family>_<n>; see bench-driver.rs for each. */
+    /** What each session of a race makes once (a mutex, a counter). */
+    interface Prepare<T> {
+        T make(CuratorFramework session) throws Exception;
+    }
+
+    /** A step of a race on what a session made. */
+    interface Step<T> {
+        void run(T item) throws Exception;
+    }
+
     /**
-     * Every session loops acquire then release on one mutex at path, on a thread of its own,
-     * until count acquisitions were made: latencies[0..count) get each acquisition's wait.
+     * Every session, on a thread of its own, loops on timed (then after, if any) on what
+     * prepare made for it, until count timed calls were made: latencies[0..count) get each
+     * call's time.
      */
-    static void contend(List<CuratorFramework> sessions, String path, long[] latencies, int count)
-            throws Exception {
+    static <T> void race(List<CuratorFramework> sessions, long[] latencies, int count,
+            Prepare<T> prepare, Step<T> timed, Step<T> after) throws Exception {
         AtomicInteger next = new AtomicInteger();
         List<Thread> threads = new ArrayList<>();
         List<Exception> failures = new ArrayList<>();
         for (CuratorFramework c : sessions) {
-            InterProcessMutex mutex = new InterProcessMutex(c, path);
+            T item = prepare.make(c);
             Thread thread = new Thread(() -> {
                 try {
                     while (true) {
                         long t = System.nanoTime();
-                        mutex.acquire();
+                        timed.run(item);
                         int slot = next.getAndIncrement();
                         if (slot < count) {
                             latencies[slot] = System.nanoTime() - t;
                         }
-                        mutex.release();
+                        if (after != null) {
+                            after.run(item);
+                        }
                         if (slot >= count - 1) {
                             break;
                         }
@@ -445,6 +431,16 @@ public final class CuratorDriver {
         if (!failures.isEmpty()) {
             throw failures.get(0);
         }
+    }
+
+    /**
+     * Every session loops acquire then release on one mutex at path until count acquisitions
+     * were made: latencies[0..count) get each acquisition's wait.
+     */
+    static void contend(List<CuratorFramework> sessions, String path, long[] latencies, int count)
+            throws Exception {
+        race(sessions, latencies, count, c -> new InterProcessMutex(c, path),
+                InterProcessMutex::acquire, InterProcessMutex::release);
     }
 
     static final class Scale {

@@ -255,12 +255,7 @@ def run(client, scenario, path, latencies):
             threading.Thread(target=produce, args=(contenders[p], ops // n + (1 if p < ops % n else 0)))
             for p in range(n)
         ] + [threading.Thread(target=consume, args=(contenders[4 + k],)) for k in range(n)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
+        run_threads(threads, failures)
     else:
         raise ValueError("unknown scenario " + scenario)
 
@@ -388,7 +383,11 @@ def race(sessions, latencies, ops, prepare, timed, after=None):
         except Exception as error:  # reported after the join
             failures.append(error)
 
-    threads = [threading.Thread(target=loop, args=(s,)) for s in sessions]
+    run_threads([threading.Thread(target=loop, args=(s,)) for s in sessions], failures)
+
+
+def run_threads(threads, failures):
+    """Starts threads, waits for all of them, then raises the first failure they recorded."""
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -425,3 +425,16 @@ pub async fn server_or_env(
     let connect = server.connect_string();
     Ok((Some(server), connect))
 }
+
+/// The version line the server at `connect` reports (`srvr`), or `unknown`.
+pub async fn server_version(connect: &str) -> String {
+    curator_test::four_letter_word(connect, "srvr", Duration::from_secs(10))
+        .await
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .map(|l| l.trim_start_matches("Zookeeper version: ").to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

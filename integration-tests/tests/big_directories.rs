@@ -128,6 +128,17 @@ fn assert_too_large(error: &Error, path: &str) {
     }
 }
 
+/// A cache's read error for `path` carrying [`assert_too_large`]'s error.
+fn assert_read_too_large(error: CacheError, path: &str) {
+    match error {
+        CacheError::Read { path: read, error } => {
+            assert_eq!(read, path);
+            assert_too_large(&error, path);
+        }
+        other => panic!("expected a read error, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn a_listing_past_one_mib_arrives_whole_and_a_limit_fails_it_once_without_retrying() {
     let (server, client, path) = big_directory("big-listing", "n-").await;
@@ -370,10 +381,7 @@ async fn a_cache_loads_past_one_mib_and_reports_max_children_and_the_limit_as_er
         .build()
         .unwrap();
     match first_outcome(&cache).await {
-        PathChildrenCacheEvent::Error(CacheError::Read { path: read, error }) => {
-            assert_eq!(read, path);
-            assert_too_large(&error, &path);
-        }
+        PathChildrenCacheEvent::Error(error) => assert_read_too_large(error, &path),
         other => panic!("expected a read error, got {other:?}"),
     }
     assert!(cache.current_data().is_empty());
@@ -416,13 +424,7 @@ async fn group_membership_and_a_service_cache_over_a_limit_report_the_typed_erro
     })
     .await
     .expect("an Error event within the deadline");
-    match error {
-        CacheError::Read { path: read, error } => {
-            assert_eq!(read, path);
-            assert_too_large(&error, &path);
-        }
-        other => panic!("expected a read error, got {other:?}"),
-    }
+    assert_read_too_large(error, &path);
     member.close().await.unwrap();
 
     let discovery = ServiceDiscovery::builder(limited.clone(), &base)
@@ -444,13 +446,7 @@ async fn group_membership_and_a_service_cache_over_a_limit_report_the_typed_erro
     })
     .await
     .expect("an Error event within the deadline");
-    match error {
-        CacheError::Read { path: read, error } => {
-            assert_eq!(read, path);
-            assert_too_large(&error, &path);
-        }
-        other => panic!("expected a read error, got {other:?}"),
-    }
+    assert_read_too_large(error, &path);
     // A one-off query fails the same way.
     let error = discovery.query_for_instances("api").await.unwrap_err();
     assert_too_large(&error, &path);

@@ -42,10 +42,10 @@ use std::time::{Duration, Instant};
 
 use curator_benches::harness::{
     CHART_FONTS, Driver, Failure, Progress, Sample, java_driver_command, machine, percentile,
-    server_or_env, today, workspace_root,
+    server_or_env, server_version, today, workspace_root,
 };
 use curator_framework::{CreateMode, CuratorFramework};
-use curator_test::{JvmOptions, TestingServer, four_letter_word, unique_root};
+use curator_test::{JvmOptions, TestingServer, unique_root};
 use serde_json::json;
 
 /// A family of curves: one chart, one table.
@@ -981,15 +981,7 @@ fn run() -> Result<(), String> {
             .jvm_arg(format!("-Xmx{}", settings.server_heap))
             .start(),
     ))?;
-    let version = runtime
-        .block_on(four_letter_word(&connect, "srvr", Duration::from_secs(10)))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .next()
-                .map(|l| l.trim_start_matches("Zookeeper version: ").to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into());
+    let version = runtime.block_on(server_version(&connect));
     let version = version.split(['-', ',']).next().unwrap_or("?").to_owned();
     let setup = runtime.block_on(async {
         let client = CuratorFramework::builder()

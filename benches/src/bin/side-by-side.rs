@@ -27,12 +27,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use curator_benches::harness::{
-    CHART_FONTS, Driver, Sample, java_driver_command, machine, percentile, server_or_env, today,
-    workspace_root,
+    CHART_FONTS, Driver, Sample, java_driver_command, machine, percentile, server_or_env,
+    server_version, today, workspace_root,
 };
 use curator_framework::CuratorFramework;
 use curator_framework::security::TlsConfig;
-use curator_test::{JvmOptions, TestCertificates, TestingServer, four_letter_word, unique_root};
+use curator_test::{JvmOptions, TestCertificates, TestingServer, unique_root};
 
 /// The size of the tree `cache_initial_load` reads: 100 directories of 99 leaves, plus the
 /// directories themselves.
@@ -911,15 +911,7 @@ fn run() -> Result<(), String> {
         connect: connect.clone(),
         tls_ca: None,
     };
-    let version = runtime
-        .block_on(four_letter_word(&connect, "srvr", Duration::from_secs(10)))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .next()
-                .map(|l| l.trim_start_matches("Zookeeper version: ").to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into());
+    let version = runtime.block_on(server_version(&connect));
 
     // The nodes every driver works on: one data node, one directory per driver for creates
     // (under a root of each group's own; the Netty and TLS groups share a server).

@@ -4,7 +4,7 @@
 use curator_counters::{SharedCount, SharedValue, VersionedValue};
 use curator_framework::Error;
 use curator_framework::codec::Raw;
-use curator_test::{TestingServer, Timing, unique_root};
+use curator_test::{TestingServer, Timing, patterned_bytes, unique_root};
 use curator_testkit::{client, raw};
 use futures::StreamExt;
 
@@ -199,19 +199,6 @@ async fn the_view_follows_the_node_through_restart_and_expiry() {
     assert_eq!(follower.count().unwrap(), 3);
 }
 
-/// `len` bytes that differ by `seed` and by position.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
     use curator_framework::chunked::ChunkSettings;
@@ -219,7 +206,7 @@ async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
     let path = format!("{}/blob", unique_root("shared-chunked"));
     let settings = ChunkSettings::new().with_max_size(8 << 20);
     let make = |client| {
-        SharedValue::builder(client, &path, bytes(0, 1_500_000))
+        SharedValue::builder(client, &path, patterned_bytes(0, 1_500_000))
             .codec(Raw)
             .chunked_with(settings)
             .build()
@@ -230,7 +217,7 @@ async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
     writer.start().await.unwrap();
     reader.start().await.unwrap();
     assert!(
-        reader.value().unwrap() == bytes(0, 1_500_000),
+        reader.value().unwrap() == patterned_bytes(0, 1_500_000),
         "the seed, whole"
     );
     // The node itself is a small manifest.
@@ -243,15 +230,15 @@ async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
 
     let mut seen = reader.stream();
     let mut written = std::collections::HashSet::new();
-    written.insert(bytes(0, 1_500_000));
+    written.insert(patterned_bytes(0, 1_500_000));
     for n in 1..=6u64 {
-        let value = bytes(n, (n as usize) * 700_000);
+        let value = patterned_bytes(n, (n as usize) * 700_000);
         written.insert(value.clone());
         writer.set_value(value).await.unwrap();
     }
     // Listeners get whole values (some may be skipped when writes are quicker than reads),
     // and end at the last one.
-    let last = bytes(6, 6 * 700_000);
+    let last = patterned_bytes(6, 6 * 700_000);
     loop {
         let heard = next(&mut seen).await;
         assert!(
@@ -267,25 +254,33 @@ async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
 
     // Compare-and-set on the manifest's version.
     let seen_now = writer.versioned_value().unwrap();
-    assert!(writer.try_set_value(&seen_now, bytes(7, 10)).await.unwrap());
     assert!(
-        !reader
-            .try_set_value(&seen_now, bytes(8, 2_000_000))
+        writer
+            .try_set_value(&seen_now, patterned_bytes(7, 10))
             .await
             .unwrap()
     );
-    assert_eq!(reader.read().await.unwrap().value, bytes(7, 10));
+    assert!(
+        !reader
+            .try_set_value(&seen_now, patterned_bytes(8, 2_000_000))
+            .await
+            .unwrap()
+    );
+    assert_eq!(reader.read().await.unwrap().value, patterned_bytes(7, 10));
 
     // Over the limit: a typed error, nothing written.
-    let error = writer.set_value(bytes(9, 9 << 20)).await.unwrap_err();
+    let error = writer
+        .set_value(patterned_bytes(9, 9 << 20))
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, Error::ValueTooLarge { size, limit, .. } if size == 9 << 20 && limit == 8 << 20)
     );
-    assert_eq!(reader.read().await.unwrap().value, bytes(7, 10));
+    assert_eq!(reader.read().await.unwrap().value, patterned_bytes(7, 10));
     let too_big_seed = SharedValue::builder(
         client(&server.connect_string()).await,
         &path,
-        bytes(1, 9 << 20),
+        patterned_bytes(1, 9 << 20),
     )
     .codec(Raw)
     .chunked_with(settings)

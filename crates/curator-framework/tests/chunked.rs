@@ -10,19 +10,19 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use curator_framework::chunked::{ChunkSettings, ChunkedValue};
 use curator_framework::{CreateMode, CuratorFramework, Error};
-use curator_test::{FaultProxy, TestingServer, Timing};
+use curator_test::{FaultProxy, TestingServer, Timing, patterned_bytes};
 
-/// `len` bytes that differ by `seed` and by position (so a mix of two values never equals one).
-fn value(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
+/// Waits until a writer's marker is under the value's chunk container (a write is under way).
+async fn writer_marker(client: &CuratorFramework, value: &ChunkedValue) {
+    support::eventually_within("the writer's marker", Timing::new().wait(), || async {
+        let (names, _) = client
+            .get_children()
+            .for_path(value.chunk_dir())
+            .await
+            .unwrap();
+        names.iter().any(|name| name.starts_with("w-"))
+    })
+    .await;
 }
 
 /// The generations (not the markers) under the value's chunk container.
@@ -49,7 +49,7 @@ async fn values_round_trip_at_every_size_around_chunk_boundaries() {
         0, 1, 100, 101, 999, 1000, 1001, 2000, 2999, 3000, 10_001, 0, 50,
     ];
     for (seed, len) in sizes.into_iter().enumerate() {
-        let data = value(seed as u64, len);
+        let data = patterned_bytes(seed as u64, len);
         let stat = blob.set(&data).await.unwrap();
         let (read, read_stat) = blob.read().await.unwrap();
         assert_eq!(read.len(), len);
@@ -79,7 +79,7 @@ async fn a_five_mib_value_with_the_default_settings() {
     let blob = ChunkedValue::new(client.clone(), &format!("{root}/a/b"), ChunkSettings::new())
         .unwrap()
         .creating_parent_containers_if_needed();
-    let big = value(5, 5 * 1024 * 1024);
+    let big = patterned_bytes(5, 5 * 1024 * 1024);
     blob.create_or_set(&big).await.unwrap();
     assert!(blob.read().await.unwrap().0 == big);
     let gens = generations(&client, &blob).await;
@@ -97,7 +97,7 @@ async fn a_five_mib_value_with_the_default_settings() {
     assert!(generations(&client, &blob).await.is_empty());
     // The exact default boundary: 1 000 000 bytes stay inline, one more is chunked.
     for len in [1_000_000, 1_000_001, 2_000_000] {
-        let data = value(len as u64, len);
+        let data = patterned_bytes(len as u64, len);
         blob.set(&data).await.unwrap();
         assert!(blob.read().await.unwrap().0 == data, "size {len}");
     }
@@ -178,35 +178,42 @@ async fn compare_and_set_and_watches() {
         .with_chunk_size(1000)
         .with_inline_limit(10);
     let blob = ChunkedValue::new(client.clone(), &format!("{root}/v"), settings).unwrap();
-    let first = blob.create(&value(1, 5000)).await.unwrap();
+    let first = blob.create(&patterned_bytes(1, 5000)).await.unwrap();
     assert_eq!(blob.create(b"again").await, Err(Error::NodeExists));
     let (_, _, watcher) = blob.read_watched().await.unwrap();
     let second = blob
-        .set_with_version(&value(2, 7000), first.version)
+        .set_with_version(&patterned_bytes(2, 7000), first.version)
         .await
         .unwrap();
     watcher.changed().await;
     // A stale version loses and leaves nothing behind.
     assert_eq!(
-        blob.set_with_version(&value(3, 9000), first.version).await,
+        blob.set_with_version(&patterned_bytes(3, 9000), first.version)
+            .await,
         Err(Error::BadVersion)
     );
-    assert!(blob.read().await.unwrap().0 == value(2, 7000));
+    assert!(blob.read().await.unwrap().0 == patterned_bytes(2, 7000));
     assert_eq!(generations(&client, &blob).await.len(), 1);
     blob.set_with_version(b"tiny", second.version)
         .await
         .unwrap();
     assert_eq!(blob.read().await.unwrap().0, b"tiny");
     let missing = ChunkedValue::new(client.clone(), &format!("{root}/none"), settings).unwrap();
-    assert_eq!(missing.set(&value(4, 3000)).await, Err(Error::NoNode));
     assert_eq!(
-        missing.set_with_version(&value(4, 3000), 0).await,
+        missing.set(&patterned_bytes(4, 3000)).await,
+        Err(Error::NoNode)
+    );
+    assert_eq!(
+        missing.set_with_version(&patterned_bytes(4, 3000), 0).await,
         Err(Error::NoNode)
     );
     assert!(generations(&client, &missing).await.is_empty());
     // Parents are required unless asked for.
     let deep = ChunkedValue::new(client.clone(), &format!("{root}/x/y"), settings).unwrap();
-    assert_eq!(deep.create(&value(5, 3000)).await, Err(Error::NoNode));
+    assert_eq!(
+        deep.create(&patterned_bytes(5, 3000)).await,
+        Err(Error::NoNode)
+    );
 }
 
 /// Writers and readers hammer one value; every read is exactly one of the written values.
@@ -224,7 +231,7 @@ async fn concurrent_writers_and_readers_never_see_a_mix() {
     const WRITES: u64 = 15;
     // Sizes from inline to a dozen chunks; every value distinct.
     let written = |writer: u64, n: u64| {
-        value(
+        patterned_bytes(
             writer * 1000 + n,
             ((writer * 7 + n * 13) % 50) as usize * 1000,
         )
@@ -330,7 +337,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
         .with_chunk_size(1000)
         .with_inline_limit(10);
     let blob = ChunkedValue::new(client.clone(), &path, settings).unwrap();
-    let old = value(1, 4500);
+    let old = patterned_bytes(1, 4500);
     blob.create(&old).await.unwrap();
     let current = generations(&client, &blob).await;
 
@@ -353,7 +360,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
             for index in 0..3 {
                 dying
                     .create()
-                    .for_path(&format!("{dir}/{name}/{index}"), value(9, 1000))
+                    .for_path(&format!("{dir}/{name}/{index}"), patterned_bytes(9, 1000))
                     .await
                     .unwrap();
             }
@@ -371,7 +378,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     // The next write removes what an abandoned writer left (its session still alive).
     let dying = support::connected(&server.connect_string()).await;
     abandon(dying.clone(), "abandoned2").await;
-    let new = value(2, 2500);
+    let new = patterned_bytes(2, 2500);
     blob.set(&new).await.unwrap();
     let left = generations(&client, &blob).await;
     assert_eq!(left.len(), 1);
@@ -382,20 +389,12 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     // A real write whose client closes mid-way: the value is the old or the new one, whole.
     let writer_client = support::connected(&server.connect_string()).await;
     let writer = ChunkedValue::new(writer_client.clone(), &path, ChunkSettings::new()).unwrap();
-    let huge = value(3, 16 << 20);
+    let huge = patterned_bytes(3, 16 << 20);
     let write = tokio::spawn({
         let huge = huge.clone();
         async move { writer.set(&huge).await }
     });
-    support::eventually_within("the writer's marker", Timing::new().wait(), || async {
-        let (names, _) = client
-            .get_children()
-            .for_path(blob.chunk_dir())
-            .await
-            .unwrap();
-        names.iter().any(|name| name.starts_with("w-"))
-    })
-    .await;
+    writer_marker(&client, &blob).await;
     writer_client.close().await;
     let outcome = write.await.unwrap();
     let (now, _) = blob.read().await.unwrap();
@@ -422,30 +421,18 @@ async fn session_expiry_and_server_restart_during_writes() {
         .with_inline_limit(10);
     let blob = ChunkedValue::new(client.clone(), &path, settings).unwrap();
     let watcher = ChunkedValue::new(observer.clone(), &path, settings).unwrap();
-    let first = value(1, 3_000_000);
+    let first = patterned_bytes(1, 3_000_000);
     blob.create(&first).await.unwrap();
 
     // Expire the writer's session once its marker is there.
-    let second = value(2, 8_000_000);
+    let second = patterned_bytes(2, 8_000_000);
     let write = tokio::spawn({
         let (blob, second) = (blob.clone(), second.clone());
         async move { blob.set(&second).await }
     });
-    support::eventually_within("the writer's marker", Timing::new().wait(), || async {
-        let (names, _) = observer
-            .get_children()
-            .for_path(watcher.chunk_dir())
-            .await
-            .unwrap();
-        names.iter().any(|name| name.starts_with("w-"))
-    })
-    .await;
+    writer_marker(&observer, &watcher).await;
     let session = client.session_id().unwrap();
-    let credentials = proxy
-        .sessions()
-        .into_iter()
-        .find(|s| s.id == session)
-        .unwrap();
+    let credentials = proxy.session(session).unwrap();
     proxy.pause();
     let expiry =
         curator_test::expire_session(&server.connect_string(), &credentials, Timing::new().wait())
@@ -466,7 +453,7 @@ async fn session_expiry_and_server_restart_during_writes() {
     }
 
     // A server restart between writes and reads.
-    let third = value(3, 5_000_000);
+    let third = patterned_bytes(3, 5_000_000);
     let write = tokio::spawn({
         let (blob, third) = (blob.clone(), third.clone());
         async move { blob.set(&third).await }
@@ -485,7 +472,7 @@ async fn session_expiry_and_server_restart_during_writes() {
         }
     }
     // After one more write and a purge, only the current generation is left.
-    blob.set(&value(4, 1_000_000)).await.unwrap();
+    blob.set(&patterned_bytes(4, 1_000_000)).await.unwrap();
     blob.purge().await.unwrap();
     support::eventually_within(
         "abandoned generations purged",
@@ -496,7 +483,7 @@ async fn session_expiry_and_server_restart_during_writes() {
         },
     )
     .await;
-    assert!(watcher.read().await.unwrap().0 == value(4, 1_000_000));
+    assert!(watcher.read().await.unwrap().0 == patterned_bytes(4, 1_000_000));
 }
 
 /// Write and read times of a 16 MiB value, repeated (run with `--run-ignored only`; the
@@ -517,7 +504,7 @@ async fn measure_sixteen_mib() {
         ChunkedValue::new(client.clone(), &format!("{root}/v"), ChunkSettings::new()).unwrap();
     blob.create(b"").await.unwrap();
     for round in 0..12u64 {
-        let data = value(round, 16 << 20);
+        let data = patterned_bytes(round, 16 << 20);
         let start = std::time::Instant::now();
         if let Err(error) = blob.set(&data).await {
             let log = server.data_dir().unwrap().join("zookeeper.log");

@@ -164,11 +164,7 @@ async fn a_commit_whose_reply_is_lost_applies_once() {
         let before = read(&observer, &a).await;
         let (_, _, changed) = observer.get_data().watched().for_path(&a).await.unwrap();
         let session = client.session_id().unwrap();
-        let credentials = proxy
-            .sessions()
-            .into_iter()
-            .find(|s| s.id == session)
-            .unwrap();
+        let credentials = proxy.session(session).unwrap();
         let (connect, unblock) = (server.connect_string(), Arc::clone(&proxy));
         let fault = tokio::spawn(async move {
             // Once the server applied the commit, lose its reply with the connection.
@@ -313,7 +309,7 @@ async fn transfers_under_faults_conserve_the_total_and_apply_once() {
             }
             6..=8 => {
                 if let Some(session) = clients[k].session_id() {
-                    let credentials = proxies[k].sessions().into_iter().find(|s| s.id == session);
+                    let credentials = proxies[k].session(session);
                     if let Some(credentials) = credentials {
                         proxies[k].pause();
                         let _ = expire_session(

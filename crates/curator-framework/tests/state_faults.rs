@@ -246,11 +246,7 @@ async fn a_session_expired_by_the_server_is_lost_then_replaced() {
         .await
         .unwrap();
     let old_session = client.session_id().unwrap();
-    let credentials = proxy
-        .sessions()
-        .into_iter()
-        .find(|s| s.id == old_session)
-        .unwrap();
+    let credentials = proxy.session(old_session).unwrap();
 
     let outcome = expire_session(&server.connect_string(), &credentials, Timing::new().wait())
         .await

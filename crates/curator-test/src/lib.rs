@@ -4,6 +4,7 @@ mod certificates;
 mod cluster;
 mod config;
 mod curator_java;
+mod data;
 mod error;
 mod four_letter;
 mod guard;
@@ -25,6 +26,7 @@ pub use certificates::{
 };
 pub use cluster::{TestingCluster, TestingClusterBuilder};
 pub use curator_java::{CURATOR_CLASSPATH, CuratorProgram, JavaPeer, JvmOptions, NETTY_CLASSPATH};
+pub use data::patterned_bytes;
 pub use error::{Error, Result};
 pub use four_letter::{ServerMode, four_letter_word};
 pub use kdc::{DEFAULT_REALM, KerberosPrincipal, TestingKdc, TestingKdcBuilder};

@@ -223,6 +223,12 @@ impl FaultProxy {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+
+    /// The credentials of session `id`, if it was seen through this proxy (see
+    /// [`sessions`](Self::sessions)).
+    pub fn session(&self, id: i64) -> Option<SessionCredentials> {
+        self.sessions().into_iter().find(|s| s.id == id)
+    }
 }
 
 impl Drop for FaultProxy {
