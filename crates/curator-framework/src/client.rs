@@ -247,6 +247,7 @@ impl CuratorFramework {
     }
 
     pub(crate) fn from_settings(settings: Settings) -> Self {
+        let cancel = CancellationToken::new();
         let connect_settings = ConnectSettings {
             session_timeout: settings.session_timeout,
             connection_timeout: settings.connection_timeout,
@@ -255,8 +256,8 @@ impl CuratorFramework {
             auth: settings.auth.clone(),
             tls: settings.tls.clone(),
             sasl: settings.sasl.clone(),
+            closed: cancel.clone(),
         };
-        let cancel = CancellationToken::new();
         let tasks = TaskTracker::new();
         let errors = ListenerContainer::tracked("unhandled error", None, &cancel, &tasks);
         let namespace = settings.namespace.clone();

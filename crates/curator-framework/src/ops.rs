@@ -136,10 +136,15 @@ where
     let mut submitted = first;
     let mut retry_count = 0u32;
     loop {
-        let error = match Dispatch::outcome(submitted, timeout)
-            .instrument(tracing::debug_span!("attempt", attempt = retry_count))
-            .await
-        {
+        let outcome = Dispatch::outcome(submitted, timeout)
+            .instrument(tracing::debug_span!("attempt", attempt = retry_count));
+        // The client's close ends the wait at once: with the connection down, the wire client
+        // would hold a sent request until it gives the session up. A reply already there wins.
+        let error = match tokio::select! {
+            biased;
+            outcome = outcome => outcome,
+            () = inner.cancel.cancelled() => Err(Error::Closed),
+        } {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };

@@ -22,8 +22,9 @@ fn unfix(namespace: Option<&str>, mut event: WatchedEvent) -> WatchedEvent {
 
 /// A one-shot watch: resolves with the first event on its node. If the session ends first, it
 /// resolves with a [`EventType::Session`](crate::types::EventType::Session) event whose state is
-/// `Expired` or `Closed`: the watch is gone with the session. A watch survives reconnects within
-/// the session.
+/// `Expired` or `Closed`: the watch is gone with the session. The client's `close()` resolves it
+/// at once with a `Closed` session event, also while the connection is down. A watch survives
+/// reconnects within the session.
 ///
 /// Await it directly, or call [`changed`](Self::changed); [`remove`](Self::remove) removes it at
 /// the server and reports errors (dropping it removes it too).
@@ -95,7 +96,8 @@ impl PersistentWatcher {
         Self { wire, namespace }
     }
 
-    /// The next event; `None` once the session ended.
+    /// The next event; `None` once the session ended or the client closed (at once, also while
+    /// the connection is down).
     ///
     /// # Cancellation safety
     /// Safe: an event is never lost by dropping this future.

@@ -28,6 +28,8 @@ pub(crate) struct ConnectSettings {
     pub(crate) auth: Vec<(String, Vec<u8>)>,
     pub(crate) tls: Option<WireTls>,
     pub(crate) sasl: Option<SaslConfig>,
+    /// Cancelled when the client closes: watches end at once, whatever the connection does.
+    pub(crate) closed: tokio_util::sync::CancellationToken,
 }
 
 /// The client's TLS certificates, as the wire client takes them: a cell every new connection
@@ -220,6 +222,8 @@ pub(crate) struct WireSession {
     /// Cancelled when the session moved to another wire client: watches set through this one
     /// end at once.
     retired: tokio_util::sync::CancellationToken,
+    /// The client's close (see [`ConnectSettings::closed`]).
+    closed: tokio_util::sync::CancellationToken,
     /// See `CuratorFrameworkBuilder::max_listing_bytes`.
     max_listing_bytes: Option<usize>,
 }
@@ -241,6 +245,7 @@ impl WireSession {
             client,
             connect_string: connect_string.to_owned(),
             retired: tokio_util::sync::CancellationToken::new(),
+            closed: settings.closed.clone(),
             max_listing_bytes: settings.max_listing_bytes,
         })
     }
@@ -265,6 +270,7 @@ impl WireSession {
             client,
             connect_string: connect_string.to_owned(),
             retired: tokio_util::sync::CancellationToken::new(),
+            closed: settings.closed.clone(),
             max_listing_bytes: settings.max_listing_bytes,
         })
     }
@@ -356,7 +362,7 @@ impl WireSession {
             .map_err(convert_error)?;
         Ok((
             stat.as_ref().map(convert_stat),
-            WireWatcher(watcher, self.retired.clone()),
+            WireWatcher::new(watcher, self),
         ))
     }
 
@@ -377,7 +383,7 @@ impl WireSession {
         Ok((
             data,
             convert_stat(&stat),
-            WireWatcher(watcher, self.retired.clone()),
+            WireWatcher::new(watcher, self),
         ))
     }
 
@@ -419,7 +425,7 @@ impl WireSession {
         Ok((
             children,
             convert_stat(&stat),
-            WireWatcher(watcher, self.retired.clone()),
+            WireWatcher::new(watcher, self),
         ))
     }
 
@@ -496,6 +502,7 @@ impl WireSession {
             watcher: Some(watcher),
             session: Arc::downgrade(self),
             retired: self.retired.clone(),
+            closed: self.closed.clone(),
             path: path.to_owned(),
             mode,
             rewatch: false,
@@ -554,7 +561,7 @@ impl WireSession {
         Ok((
             data,
             convert_stat(&stat),
-            WireWatcher(watcher, self.retired.clone()),
+            WireWatcher::new(watcher, self),
         ))
     }
 
@@ -654,26 +661,43 @@ impl WireSession {
 
 /// A one-shot watch.
 #[derive(Debug)]
-pub(crate) struct WireWatcher(zk::OneshotWatcher, tokio_util::sync::CancellationToken);
+pub(crate) struct WireWatcher {
+    watcher: zk::OneshotWatcher,
+    /// The session's connection was retired (the session moved).
+    retired: tokio_util::sync::CancellationToken,
+    /// The client closed.
+    closed: tokio_util::sync::CancellationToken,
+}
 
 impl WireWatcher {
+    fn new(watcher: zk::OneshotWatcher, session: &WireSession) -> Self {
+        Self {
+            watcher,
+            retired: session.retired.clone(),
+            closed: session.closed.clone(),
+        }
+    }
+
+    /// The event; a `Closed` session event as soon as the client closes, even while the
+    /// connection is down (the wire client would hold the watch until it gives the session up).
     pub(crate) async fn changed(self) -> WatchedEvent {
-        let retired = self.1;
+        let session_event = |session_state| WatchedEvent {
+            event_type: EventType::Session,
+            session_state,
+            path: String::new(),
+            zxid: None,
+        };
         tokio::select! {
             biased;
-            event = self.0.changed() => convert_event(event),
-            () = retired.cancelled() => WatchedEvent {
-                event_type: EventType::Session,
-                session_state: KeeperState::Disconnected,
-                path: String::new(),
-                zxid: None,
-            },
+            event = self.watcher.changed() => convert_event(event),
+            () = self.closed.cancelled() => session_event(KeeperState::Closed),
+            () = self.retired.cancelled() => session_event(KeeperState::Disconnected),
         }
     }
 
     #[allow(deprecated)] // The wire client prefers Drop; this variant reports the server's answer.
     pub(crate) async fn remove(self) -> Result<()> {
-        self.0.remove().await.map_err(convert_error)
+        self.watcher.remove().await.map_err(convert_error)
     }
 }
 
@@ -694,6 +718,8 @@ pub(crate) struct WirePersistentWatcher {
     session: Weak<WireSession>,
     /// The session's connection was retired (the session moved): the watch ends.
     retired: tokio_util::sync::CancellationToken,
+    /// The client closed: the watch ends.
+    closed: tokio_util::sync::CancellationToken,
     path: String,
     mode: zk::AddWatchMode,
     /// The connection was lost since the watch was last registered.
@@ -710,13 +736,18 @@ impl WirePersistentWatcher {
         let event = match self.pending.take() {
             Some(event) => event,
             None => {
-                let retired = self.retired.clone();
+                let (retired, closed) = (self.retired.clone(), self.closed.clone());
                 let watcher = self.watcher.as_mut()?;
                 tokio::select! {
                     biased;
                     event = watcher.changed() => convert_event(event),
+                    // Its registration lives on a connection the session left, or the client
+                    // closed (the session ends with it, even while the connection is down).
                     () = retired.cancelled() => {
-                        // Its registration lives on a connection the session left.
+                        self.watcher = None;
+                        return None;
+                    }
+                    () = closed.cancelled() => {
                         self.watcher = None;
                         return None;
                     }

@@ -269,3 +269,53 @@ async fn listeners_hear_every_transition_in_order_and_a_panicking_one_is_reporte
     );
     assert_eq!(client.metrics().state_transitions, 3);
 }
+
+/// With the link black-holed (the wire client does not know it is down), `close()` ends what
+/// waits at once: a one-shot watch resolves with a `Closed` session event, a persistent watch
+/// ends, and a read whose request went out fails with `Closed`. Before, each waited until the
+/// wire client gave the session up (a read 2/3 of the session timeout, a watch about 1.4 of it:
+/// here 40 s and 84 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_watches_and_requests_while_the_link_is_down() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = curator_test::FaultProxy::start(&server.connect_string())
+        .await
+        .unwrap();
+    let root = unique_root("close-link-down");
+    let client = CuratorFramework::builder()
+        .connect_string(proxy.connect_string())
+        .session_timeout(Duration::from_secs(60))
+        .connection_timeout(Timing::new().connection_timeout())
+        .max_close_wait(Duration::from_millis(500))
+        .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&root, b"")
+        .await
+        .unwrap();
+    let (_, watcher) = client.check_exists().watched().for_path(&root).await.unwrap();
+    let mut persistent = client.add_watch().for_path(&root).await.unwrap();
+
+    proxy.pause();
+    let read = tokio::spawn(client.get_data().for_path(&root).into_future());
+    let watch = tokio::spawn(watcher.changed());
+    let persistent = tokio::spawn(async move { persistent.next().await });
+    client.close().await;
+
+    // Far below the 40 s the wire client would take, and far above what the close takes.
+    let bound = Timing::new().wait();
+    let event = tokio::time::timeout(bound, watch).await.unwrap().unwrap();
+    assert_eq!(
+        (event.event_type, event.session_state),
+        (EventType::Session, curator_framework::types::KeeperState::Closed)
+    );
+    let next = tokio::time::timeout(bound, persistent).await.unwrap().unwrap();
+    assert!(next.is_none(), "a persistent watch ends with the client: {next:?}");
+    let read = tokio::time::timeout(bound, read).await.unwrap().unwrap();
+    assert_eq!(read.unwrap_err(), Error::Closed);
+    proxy.resume();
+}

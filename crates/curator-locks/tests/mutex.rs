@@ -295,3 +295,38 @@ async fn a_waiter_whose_session_expires_while_waiting_holds_only_with_a_new_node
     assert_eq!(Some(stat.ephemeral_owner), waiter_client.session_id());
     held.release().await.unwrap();
 }
+
+/// A waiter queued behind a holder of the same client fails with `Closed` as soon as the client
+/// closes, also while the link is black-holed (before, it waited until the wire client gave the
+/// session up: about 1.4 session timeouts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_waiter_fails_with_closed_when_the_client_closes_with_the_link_down() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = curator_test::FaultProxy::start(&server.connect_string())
+        .await
+        .unwrap();
+    let path = format!("{}/lock", unique_root("mutex-close-link-down"));
+    let builder = testkit::builder(&proxy.connect_string(), Duration::from_secs(60))
+        .max_close_wait(Duration::from_millis(500));
+    let client = testkit::started(builder).await;
+    let holder = InterProcessMutex::builder(client.clone(), &path).build().unwrap();
+    let _guard = holder.acquire().await.unwrap();
+    let waiter = InterProcessMutex::builder(client.clone(), &path).build().unwrap();
+    let queued = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+    // Queued: its node is the second one, and it waits on a watch of the first.
+    let observer = testkit::client(&server.connect_string()).await;
+    testkit::eventually("the waiter's node", || async {
+        testkit::children(&observer, &path).await.len() == 2
+    })
+    .await;
+
+    proxy.pause();
+    client.close().await;
+    let outcome = tokio::time::timeout(Timing::new().wait(), queued)
+        .await
+        .expect("the waiter must end with the client, not with the session")
+        .unwrap();
+    assert_eq!(outcome.unwrap_err(), curator_framework::Error::Closed);
+    proxy.resume();
+    observer.close().await;
+}
