@@ -340,7 +340,8 @@ impl LeaseGrant {
     }
 
     /// Ends the interval now, when the lease is still this grant's (nobody wrote it since):
-    /// `true` then, `false` when it had already passed to someone else (or was renewed).
+    /// `true` then, also when the release's reply was lost and a retry finds it applied;
+    /// `false` when it had already passed to someone else (or was renewed).
     ///
     /// ```no_run
     /// # async fn demo(grant: curator_locks::LeaseGrant) -> curator_framework::Result<()> {
@@ -358,10 +359,15 @@ impl LeaseGrant {
     pub async fn release(self) -> Result<bool> {
         // Duration 0: the interval ended at this write, so the next contender finds it free.
         let data = format!("{FORMAT} 0 {}", self.holder);
+        // Idempotent: a retry after a lost reply that meets `BadVersion` reads the node, and the
+        // release did apply when the node is one version on with exactly this data. Nobody else
+        // writes that: a renewal writes a duration, another holder its own id, and only this
+        // grant knew the version.
         match self
             .client
             .set_data()
             .with_version(self.version)
+            .idempotent()
             .for_path(&self.path, data)
             .await
         {

@@ -242,3 +242,41 @@ async fn a_server_restart_never_gives_one_interval_to_two_holders() {
         client.close().await;
     }
 }
+
+/// A release whose write applied but whose reply was lost still reports `true`: the retry meets
+/// `BadVersion` from its own first attempt, and the node holds exactly the release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_whose_reply_was_lost_reports_that_it_applied() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = curator_test::FaultProxy::start(&server.connect_string())
+        .await
+        .unwrap();
+    let path = format!("{}/lease", unique_root("lease-lost-release-reply"));
+    let client = testkit::client(&proxy.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
+    let lease = NonBlockingLease::new(client.clone(), &path, "cron@host-1").unwrap();
+    let grant = lease
+        .try_acquire(Duration::from_secs(600))
+        .await
+        .unwrap()
+        .expect("a free lease is won");
+
+    proxy.pause_replies();
+    let release = tokio::spawn(grant.release());
+    eventually("the release reaches the server", || async {
+        testkit::raw(&observer, &path).await == b"lease-v1 0 cron@host-1"
+    })
+    .await;
+    proxy.drop_connections();
+    proxy.resume();
+    let released = tokio::time::timeout(Timing::new().wait(), release)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(released.unwrap(), "the release applied: nobody else wrote the lease");
+    // And the lease is free for the next contender at once.
+    let other = NonBlockingLease::new(observer.clone(), &path, "cron@host-2").unwrap();
+    assert!(other.try_acquire(Duration::from_secs(1)).await.unwrap().is_some());
+    client.close().await;
+    observer.close().await;
+}
