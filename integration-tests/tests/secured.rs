@@ -510,6 +510,33 @@ async fn sasl_digest_logins_are_identities_acls_admit_and_refuse_and_every_sessi
     bob.close().await;
 }
 
+/// A SASL login asked of a server that has no SASL gives no anonymous session: the wire client
+/// makes one without a word, and `whoAmI` then lists only `ip:`. Waiting and operations fail at
+/// once with `IdentityNotGranted`, naming what was asked and what the server gave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sasl_login_to_a_server_without_sasl_is_refused_not_anonymous() {
+    let server = TestingServer::start().await.unwrap();
+    let (client, error) =
+        refused(builder(&server.connect_string()).sasl(SaslConfig::digest_md5("bob", "secret")))
+            .await;
+    let Error::IdentityNotGranted { requested, granted } = &error else {
+        panic!("expected IdentityNotGranted, got {error:?}");
+    };
+    assert_eq!(requested, "sasl:bob");
+    assert!(
+        granted
+            .iter()
+            .all(|identity| !identity.starts_with("sasl:")),
+        "{granted:?}"
+    );
+    assert!(error.to_string().contains("sasl:bob"), "{error}");
+    assert_eq!(
+        client.check_exists().for_path("/").await.unwrap_err(),
+        error
+    );
+    client.close().await;
+}
+
 #[tokio::test]
 async fn over_tls_losing_an_ensemble_member_keeps_the_session_and_its_lock() {
     let certs = TestCertificates::generate().unwrap();

@@ -126,6 +126,19 @@ fn not_connected(settings: &Settings, connect: &str, error: Error) -> CliError {
             };
             (codes::CONNECTION, why.to_owned())
         }
+        // The server has no SASL: it made an anonymous session, which the framework refused.
+        Error::IdentityNotGranted { requested, granted } => (
+            codes::CONNECTION,
+            format!(
+                "the server did not log this client in as {requested} (it gave {}): SASL is \
+                 not enabled on that server, or on that port",
+                if granted.is_empty() {
+                    "no identity".to_owned()
+                } else {
+                    granted.join(", ")
+                }
+            ),
+        ),
         // A Kerberos login that cannot even start (no ticket, a principal the KDC does not
         // know, no KDC): GSSAPI's words, and where to look.
         error @ Error::SaslLogin { .. } => (

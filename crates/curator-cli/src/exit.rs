@@ -85,6 +85,7 @@ impl CliError {
             | Error::NotConnected { .. }
             | Error::Tls(_)
             | Error::SaslLogin { .. }
+            | Error::IdentityNotGranted { .. }
             | Error::AuthFailed => codes::CONNECTION,
             Error::InvalidPath { .. } | Error::InvalidArgument(_) => codes::USAGE,
             _ => codes::OTHER,

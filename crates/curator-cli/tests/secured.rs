@@ -496,6 +496,29 @@ async fn a_sasl_login_is_the_sasl_identity_and_its_password_is_never_printed() {
     );
 }
 
+/// `--sasl-user` against a server that has no SASL: no anonymous session and exit 0, but exit 3
+/// at once saying that the server did not log the client in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sasl_login_to_a_server_without_sasl_exits_3_not_anonymous() {
+    let server = TestingServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let password_file = dir.path().join("bob.password");
+    std::fs::write(&password_file, "bob's secret\n").unwrap();
+    let mut args = vec![
+        "--sasl-user",
+        "bob",
+        "--sasl-password-file",
+        path(&password_file),
+    ];
+    args.extend_from_slice(&PATIENT);
+    args.push("whoami");
+    failed(
+        &zk(curator(&server.connect_string(), &args)),
+        3,
+        &["did not log this client in as sasl:bob", "ip:127.0.0.1"],
+    );
+}
+
 /// Kerberos (SASL GSSAPI) with a real KDC. `curator` runs itself again with the Kerberos
 /// environment its flags ask for, so every login here is a process of its own, as in use.
 #[cfg(feature = "kerberos")]

@@ -122,6 +122,34 @@ pub enum Error {
         /// What the mechanism's library said.
         reason: String,
     },
+    /// The server made a session without the identity this client asked for: SASL was
+    /// configured, but `whoAmI` lists no matching `sasl:` identity (the server does not require
+    /// or offer SASL, so the wire client's login never happened and the session is anonymous).
+    /// The session is closed at once and the client keeps trying, as for a refused login; not
+    /// retried: the server's configuration must change first.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// let error = Error::IdentityNotGranted {
+    ///     requested: "sasl:bob".into(),
+    ///     granted: vec!["ip:127.0.0.1".into()],
+    /// };
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "the server did not grant the identity sasl:bob (the session had ip:127.0.0.1): is SASL enabled on the server?"
+    /// );
+    /// ```
+    #[error(
+        "the server did not grant the identity {requested} (the session had {}): is SASL enabled on the server?",
+        if granted.is_empty() { "no identity".to_owned() } else { granted.join(", ") }
+    )]
+    IdentityNotGranted {
+        /// The identity asked for (`sasl:<user>`, or `sasl:` for a Kerberos login whose
+        /// principal the server names).
+        requested: String,
+        /// What the server's `whoAmI` listed (`scheme:id`).
+        granted: Vec<String>,
+    },
     /// A listing of children is longer than the client's
     /// [`max_listing_bytes`](crate::CuratorFrameworkBuilder::max_listing_bytes): the directory
     /// holds more children than this client is configured to take in one reply. Not retryable:

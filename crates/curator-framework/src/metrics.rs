@@ -353,6 +353,7 @@ pub(crate) fn error_kind(error: &crate::Error) -> &'static str {
         BadArguments => "bad_arguments",
         Tls(_) => "tls",
         SaslLogin { .. } => "sasl_login",
+        IdentityNotGranted { .. } => "identity_not_granted",
         Closed => "closed",
         NotStarted => "not_started",
         AlreadyStarted => "already_started",

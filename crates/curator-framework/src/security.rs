@@ -11,7 +11,9 @@
 //! refuses; TLS to a plaintext port; no TLS settings for a port that speaks only TLS) is
 //! [`Error::Tls`] with a [`TlsFailure`] saying which; a refused SASL login is
 //! [`Error::AuthFailed`]; a Kerberos login that cannot start (no
-//! credentials, no ticket for the service) is [`Error::SaslLogin`]. Waiting operations and
+//! credentials, no ticket for the service) is [`Error::SaslLogin`]; a server that makes an
+//! anonymous session although SASL was asked for (it has no SASL configured) is
+//! [`Error::IdentityNotGranted`], checked with `whoAmI` on every new session. Waiting operations and
 //! [`block_until_connected`](crate::CuratorFramework::block_until_connected) get that error as
 //! soon as a connection attempt to every server failed that way, instead of waiting out the
 //! connection timeout; the client keeps trying in the background (the server may be fixed).

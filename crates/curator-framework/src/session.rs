@@ -392,12 +392,52 @@ async fn connect(inner: &Inner, connect_string: &str) -> Result<WireSession, Opt
             .map_err(Some)?;
     }
     match WireSession::connect(&inner.connect_settings, connect_string).await {
-        Ok(session) => Ok(session),
+        Ok(session) => match check_identity(inner, &session).await {
+            Ok(()) => Ok(session),
+            // Dropping the session closes it: nothing may run on a session that is not the
+            // one asked for.
+            Err(error) => Err(Some(error)),
+        },
         Err(error) => {
             tracing::warn!(%error, connect_string, "could not establish a ZooKeeper session");
             Err(why_not(inner, connect_string, &error).await)
         }
     }
+}
+
+/// With SASL configured, the server must know the new session by a `sasl:` identity (the user's
+/// name for DIGEST-MD5): a server without SASL makes an anonymous session instead, and the wire
+/// client says nothing. Asked with `whoAmI`; a server too old for it (before 3.7) is trusted.
+/// A connection error while asking is not a verdict: the session is kept, as without SASL.
+async fn check_identity(inner: &Inner, session: &WireSession) -> Result<(), Error> {
+    let Some(sasl) = &inner.connect_settings.sasl else {
+        return Ok(());
+    };
+    let user = match &sasl.kind {
+        crate::security::SaslKind::DigestMd5 { user, .. } => Some(user.as_str()),
+        #[cfg(feature = "kerberos")]
+        crate::security::SaslKind::Kerberos { .. } => None,
+    };
+    let identities = match session.who_am_i().await {
+        Ok(identities) => identities,
+        Err(Error::Unimplemented) => return Ok(()),
+        Err(error) => {
+            tracing::debug!(%error, "could not ask the server for this session's identities");
+            return Ok(());
+        }
+    };
+    let granted = identities
+        .iter()
+        .any(|identity| identity.scheme == "sasl" && user.is_none_or(|user| identity.id == user));
+    if granted {
+        return Ok(());
+    }
+    let error = Error::IdentityNotGranted {
+        requested: format!("sasl:{}", user.unwrap_or_default()),
+        granted: identities.iter().map(ToString::to_string).collect(),
+    };
+    tracing::warn!(%error, "closing a session without the requested identity");
+    Err(error)
 }
 
 /// Why a connection attempt that ended in `error` failed, when retrying cannot fix it: a

@@ -380,11 +380,7 @@ impl WireSession {
             .get_and_watch_data(path)
             .await
             .map_err(convert_error)?;
-        Ok((
-            data,
-            convert_stat(&stat),
-            WireWatcher::new(watcher, self),
-        ))
+        Ok((data, convert_stat(&stat), WireWatcher::new(watcher, self)))
     }
 
     pub(crate) async fn set_data(
@@ -558,11 +554,7 @@ impl WireSession {
             .get_and_watch_config()
             .await
             .map_err(convert_error)?;
-        Ok((
-            data,
-            convert_stat(&stat),
-            WireWatcher::new(watcher, self),
-        ))
+        Ok((data, convert_stat(&stat), WireWatcher::new(watcher, self)))
     }
 
     /// Sends `reads` as one multi-read request.

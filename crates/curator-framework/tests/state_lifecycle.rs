@@ -297,7 +297,12 @@ async fn close_ends_watches_and_requests_while_the_link_is_down() {
         .for_path(&root, b"")
         .await
         .unwrap();
-    let (_, watcher) = client.check_exists().watched().for_path(&root).await.unwrap();
+    let (_, watcher) = client
+        .check_exists()
+        .watched()
+        .for_path(&root)
+        .await
+        .unwrap();
     let mut persistent = client.add_watch().for_path(&root).await.unwrap();
 
     proxy.pause();
@@ -311,10 +316,19 @@ async fn close_ends_watches_and_requests_while_the_link_is_down() {
     let event = tokio::time::timeout(bound, watch).await.unwrap().unwrap();
     assert_eq!(
         (event.event_type, event.session_state),
-        (EventType::Session, curator_framework::types::KeeperState::Closed)
+        (
+            EventType::Session,
+            curator_framework::types::KeeperState::Closed
+        )
     );
-    let next = tokio::time::timeout(bound, persistent).await.unwrap().unwrap();
-    assert!(next.is_none(), "a persistent watch ends with the client: {next:?}");
+    let next = tokio::time::timeout(bound, persistent)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        next.is_none(),
+        "a persistent watch ends with the client: {next:?}"
+    );
     let read = tokio::time::timeout(bound, read).await.unwrap().unwrap();
     assert_eq!(read.unwrap_err(), Error::Closed);
     proxy.resume();

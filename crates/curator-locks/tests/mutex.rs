@@ -309,9 +309,13 @@ async fn a_queued_waiter_fails_with_closed_when_the_client_closes_with_the_link_
     let builder = testkit::builder(&proxy.connect_string(), Duration::from_secs(60))
         .max_close_wait(Duration::from_millis(500));
     let client = testkit::started(builder).await;
-    let holder = InterProcessMutex::builder(client.clone(), &path).build().unwrap();
+    let holder = InterProcessMutex::builder(client.clone(), &path)
+        .build()
+        .unwrap();
     let _guard = holder.acquire().await.unwrap();
-    let waiter = InterProcessMutex::builder(client.clone(), &path).build().unwrap();
+    let waiter = InterProcessMutex::builder(client.clone(), &path)
+        .build()
+        .unwrap();
     let queued = tokio::spawn(async move { waiter.acquire().await.map(drop) });
     // Queued: its node is the second one, and it waits on a watch of the first.
     let observer = testkit::client(&server.connect_string()).await;

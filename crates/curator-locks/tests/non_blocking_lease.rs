@@ -273,10 +273,19 @@ async fn a_release_whose_reply_was_lost_reports_that_it_applied() {
         .await
         .unwrap()
         .unwrap();
-    assert!(released.unwrap(), "the release applied: nobody else wrote the lease");
+    assert!(
+        released.unwrap(),
+        "the release applied: nobody else wrote the lease"
+    );
     // And the lease is free for the next contender at once.
     let other = NonBlockingLease::new(observer.clone(), &path, "cron@host-2").unwrap();
-    assert!(other.try_acquire(Duration::from_secs(1)).await.unwrap().is_some());
+    assert!(
+        other
+            .try_acquire(Duration::from_secs(1))
+            .await
+            .unwrap()
+            .is_some()
+    );
     client.close().await;
     observer.close().await;
 }
