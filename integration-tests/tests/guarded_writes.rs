@@ -13,6 +13,7 @@ use curator_locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases,
 };
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use curator_values::Guarded;
 use tokio::sync::{mpsc, watch};
 
 async fn data(client: &CuratorFramework, path: &str) -> Vec<u8> {
@@ -21,8 +22,7 @@ async fn data(client: &CuratorFramework, path: &str) -> Vec<u8> {
 
 /// Writes `value` guarded by `hold`, then checks it is there.
 async fn write_while_held(client: &CuratorFramework, hold: &Hold, target: &str, value: &str) {
-    client
-        .guarded(hold)
+    Guarded::new(client.clone(), hold)
         .set_data(target, value)
         .await
         .unwrap_or_else(|error| panic!("{value}: {error}"));
@@ -33,7 +33,9 @@ async fn write_while_held(client: &CuratorFramework, hold: &Hold, target: &str, 
 async fn refused_after(client: &CuratorFramework, hold: &Hold, target: &str, expected: Error) {
     let before = data(client, target).await;
     assert_eq!(
-        client.guarded(hold).set_data(target, "late").await,
+        Guarded::new(client.clone(), hold)
+            .set_data(target, "late")
+            .await,
         Err(expected)
     );
     assert_eq!(data(client, target).await, before);
@@ -180,7 +182,9 @@ async fn a_paused_holder_cannot_write_after_the_next_holder() {
 
     for hold in [&believed, &*guard] {
         assert_eq!(
-            a.guarded(hold).set_data(&target, "a, late").await,
+            Guarded::new(a.clone(), hold)
+                .set_data(&target, "a, late")
+                .await,
             Err(Error::LockLost {
                 node: believed.node_path().to_owned()
             })
@@ -237,8 +241,7 @@ async fn guarded_writes_land_in_token_order_across_hand_overs() {
                     let (bytes, stat) = client.get_data().for_path(&target).await.unwrap();
                     let current: i64 = String::from_utf8_lossy(&bytes).parse().unwrap();
                     let token = hold.fencing_token();
-                    match client
-                        .guarded(&hold)
+                    match Guarded::new(client.clone(), &hold)
                         .set_data_with_version(&target, token.to_string(), stat.version)
                         .await
                     {

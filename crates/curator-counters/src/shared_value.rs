@@ -4,11 +4,11 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use curator_framework::chunked::{ChunkSettings, ChunkedValue};
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
 use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, Stat, paths};
+use curator_values::chunked::{ChunkSettings, ChunkedValue};
 use parking_lot::Mutex;
 
 /// A value together with the node version it was read at: the token for
@@ -66,7 +66,7 @@ struct Inner<T, C> {
 ///
 /// **Values over 1 MiB:** with [`chunked`](SharedValueBuilder::chunked) the node holds a small
 /// manifest and the encoded value lives in immutable chunks beside it
-/// ([`curator_framework::chunked`] says how, what it costs and the size limit, 64 MiB by
+/// ([`curator_values::chunked`] says how, what it costs and the size limit, 64 MiB by
 /// default). Every read, `start`, listener event and `value()` is then a whole value exactly as
 /// one writer wrote it, never a mix of two; versions are the manifest's, so
 /// [`try_set_value`](Self::try_set_value) works the same. Such a node is not readable by
@@ -371,7 +371,7 @@ where
     }
 
     /// Stores the value chunked, so it may be larger than ZooKeeper's 1 MiB (up to 64 MiB
-    /// encoded): see [`SharedValue`]'s docs and [`curator_framework::chunked`].
+    /// encoded): see [`SharedValue`]'s docs and [`curator_values::chunked`].
     ///
     /// ```no_run
     /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {

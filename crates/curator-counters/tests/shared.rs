@@ -201,7 +201,7 @@ async fn the_view_follows_the_node_through_restart_and_expiry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_values_over_a_mib_are_whole_for_readers_and_listeners() {
-    use curator_framework::chunked::ChunkSettings;
+    use curator_values::chunked::ChunkSettings;
     let server = TestingServer::start().await.unwrap();
     let path = format!("{}/blob", unique_root("shared-chunked"));
     let settings = ChunkSettings::new().with_max_size(8 << 20);

@@ -805,19 +805,6 @@ impl CuratorFramework {
         crate::ops::multi_read::MultiReadBuilder::new(self.clone())
     }
 
-    /// A view of this client whose writes land only while `hold` (a lock guard, semaphore
-    /// lease or leadership) is held, checked by the server in the same transaction; see
-    /// [`guarded`](crate::guarded).
-    ///
-    /// ```no_run
-    /// # async fn demo(client: curator_framework::CuratorFramework, hold: curator_framework::recipe::Hold) -> curator_framework::Result<()> {
-    /// client.guarded(&hold).set_data("/reports/latest", b"2026-11-24").await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn guarded(&self, hold: &crate::recipe::Hold) -> crate::guarded::Guarded {
-        crate::guarded::Guarded::new(self.clone(), hold.clone())
-    }
-
     /// Starts an all-or-nothing transaction: `client.transaction().create(..).commit().await`.
     pub fn transaction(&self) -> crate::ops::transaction::TransactionBuilder {
         crate::ops::transaction::TransactionBuilder::new(self.clone())

@@ -259,7 +259,8 @@ pub enum Error {
         violation: crate::schema::Violation,
     },
     /// A write guarded by a lock or semaphore lease ([`Hold`](crate::recipe::Hold), see
-    /// [`CuratorFramework::guarded`](crate::CuratorFramework::guarded)) was refused because the
+    /// [`TransactionBuilder::guarded_by`](crate::ops::transaction::TransactionBuilder::guarded_by)
+    /// and curator-values' `Guarded`) was refused because the
     /// hold is lost: its node is gone, its session ended, or the hold was signalled lost. Nothing
     /// was written. Not retryable: acquire again.
     ///
@@ -289,9 +290,9 @@ pub enum Error {
         node: String,
     },
 
-    /// A value is larger than a [`ChunkedValue`](crate::chunked::ChunkedValue)'s settings
-    /// allow ([`ChunkSettings::max_size`](crate::chunked::ChunkSettings::max_size)). Nothing was
-    /// written. Not retryable.
+    /// A value is larger than a chunked value's settings allow (curator-values'
+    /// `ChunkSettings::max_size`; the variant is here so recipes that store chunked values
+    /// report it as the framework's error). Nothing was written. Not retryable.
     ///
     /// ```
     /// use curator_framework::Error;
@@ -310,7 +311,7 @@ pub enum Error {
         /// The limit in bytes.
         limit: usize,
     },
-    /// A [`ChunkedValue`](crate::chunked::ChunkedValue) could not be read as one whole value:
+    /// A chunked value (curator-values' `ChunkedValue`) could not be read as one whole value:
     /// newer writes replaced it under every attempt, or its chunks are missing or corrupt
     /// (removed or changed by hand). Reading again may succeed once the writes calm down.
     #[error("cannot read the chunked value at {path:?}: {reason}")]

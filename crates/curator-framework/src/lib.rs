@@ -9,16 +9,13 @@ mod session;
 mod wire;
 
 pub mod acl;
-pub mod chunked;
 pub mod codec;
 pub mod compression;
 pub mod ensemble;
-pub mod guarded;
 pub mod identity;
 pub mod listen;
 pub mod metrics;
 pub mod ops;
-pub mod optimistic;
 pub mod paths;
 pub mod recipe;
 pub mod retry;

@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use curator_framework::chunked::{CHUNK_DIR_SUFFIX, ChunkedValue};
 use curator_framework::codec::{self, Codec};
 use curator_framework::ops::transaction::{TransactionOp, TransactionResult};
 use curator_framework::{CuratorFramework, Error, Result, Stat};
+use curator_values::chunked::{CHUNK_DIR_SUFFIX, ChunkedValue};
 use futures::future::try_join_all;
 
 use crate::cached::CachedModeled;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::acl::Acl;
-use curator_framework::chunked::{self, ChunkSettings};
 use curator_framework::codec::{Codec, Json};
 use curator_framework::schema::{Allowance, DataValidator, Schema, SchemaSet};
 use curator_framework::{CreateMode, Error, Result};
+use curator_values::chunked::{self, ChunkSettings};
 
 use crate::zpath::{NodeName, PathParams, ZPath};
 
@@ -358,7 +358,7 @@ impl<T, C: Codec<T>> ModelSpecBuilder<T, C> {
 
     /// Stores each value chunked, so it may be larger than ZooKeeper's 1 MiB (up to 64 MiB
     /// encoded by default): the node holds a small manifest and the value lives in immutable
-    /// chunks under the sibling `<node>-chunks` ([`curator_framework::chunked`] has the layout,
+    /// chunks under the sibling `<node>-chunks` ([`curator_values::chunked`] has the layout,
     /// the guarantees and the cost). `set`, `read`, `update` (with or without a version),
     /// `delete`, `children_as_znodes` and `list` handle it, and a read is always one whole
     /// written value; `children`/`list` leave the `…-chunks` siblings out. Only the persistent

@@ -486,8 +486,8 @@ async fn transactions_of_models() {
 /// delete; the chunk containers stay out of listings; what cannot work is refused.
 #[tokio::test]
 async fn chunked_models_hold_values_over_a_mib() {
-    use curator_framework::chunked::{CHUNK_DIR_SUFFIX, ChunkSettings};
     use curator_framework::codec::Raw;
+    use curator_values::chunked::{CHUNK_DIR_SUFFIX, ChunkSettings};
     let server = TestingServer::start().await.unwrap();
     let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("modeled-chunked");
@@ -577,5 +577,5 @@ async fn chunked_models_hold_values_over_a_mib() {
         .for_path(&format!("{root}/blobs/b"))
         .await
         .unwrap();
-    assert!(curator_framework::chunked::is_manifest(&manifest));
+    assert!(curator_values::chunked::is_manifest(&manifest));
 }

@@ -145,3 +145,24 @@ pub async fn expire_behind(
         "the session was alive"
     );
 }
+
+/// Creates a fresh [`curator_test::unique_root`]`(name)` (and its parents) and returns its path.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) {
+/// let root = curator_testkit::create_root(&client, "my-test").await;
+/// # }
+/// ```
+///
+/// # Panics
+/// When the node cannot be created.
+pub async fn create_root(client: &CuratorFramework, name: &str) -> String {
+    let root = curator_test::unique_root(name);
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&root, b"")
+        .await
+        .expect("create the test's root");
+    root
+}

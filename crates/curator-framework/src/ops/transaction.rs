@@ -330,7 +330,7 @@ impl TransactionBuilder {
     /// the server in the same transaction, and only on the session that made the node. A hold
     /// that is lost fails the commit with [`Error::LockLost`] or [`Error::NotLeader`] and
     /// nothing is written. Step indices in errors and results are the caller's (the check is
-    /// not counted). See [`CuratorFramework::guarded`] for single writes.
+    /// not counted). curator-values' `Guarded` offers single guarded writes on top of it.
     ///
     /// ```no_run
     /// # async fn demo(client: curator_framework::CuratorFramework, hold: curator_framework::recipe::Hold) -> curator_framework::Result<()> {

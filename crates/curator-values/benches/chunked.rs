@@ -11,9 +11,9 @@
 use std::time::{Duration, Instant};
 
 use curator_framework::CuratorFramework;
-use curator_framework::chunked::{ChunkSettings, ChunkedValue};
 use curator_framework::retry::RetryNTimes;
 use curator_test::TestingServer;
+use curator_values::chunked::{ChunkSettings, ChunkedValue};
 
 const ROUNDS: usize = 5;
 

@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-//! use curator_framework::optimistic::Optimistic;
+//! use curator_values::optimistic::Optimistic;
 //!
 //! let bank = Optimistic::builder(client, "/bank/txn").build()?;
 //! // Move 10 from a to b, if a has it; runs again if a or b changed meanwhile.
@@ -60,11 +60,11 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::client::CuratorFramework;
-use crate::error::{Error, Result};
-use crate::ops::transaction::TransactionOp;
-use crate::paths;
-use crate::retry::{ExponentialBackoffRetry, RetryPolicy, SharedRetryPolicy};
+use curator_framework::CuratorFramework;
+use curator_framework::ops::transaction::TransactionOp;
+use curator_framework::paths;
+use curator_framework::retry::{ExponentialBackoffRetry, RetryPolicy, SharedRetryPolicy};
+use curator_framework::{Error, Result};
 
 /// The name prefix of outcome markers under an [`Optimistic`]'s path.
 pub const MARKER_PREFIX: &str = "_txn-";
@@ -228,7 +228,7 @@ impl Optimistic {
             self.client
                 .create()
                 .creating_parent_containers_if_needed()
-                .with_mode(crate::CreateMode::Container)
+                .with_mode(curator_framework::CreateMode::Container)
                 .for_path(&self.path, [])
                 .await
                 .or_else(|error| match error {

@@ -14,7 +14,8 @@
 //! use curator_framework::Error;
 //! // `hold`: from a lock guard (`&*guard`), a semaphore lease, a latch's `hold()`, a
 //! // selector's leadership context.
-//! let guarded = client.guarded(&hold);
+//! use curator_values::guarded::Guarded;
+//! let guarded = Guarded::new(client, &hold);
 //! match guarded.set_data("/config/active", b"blue").await {
 //!     Ok(stat) => println!("written as version {}", stat.version),
 //!     Err(Error::LockLost { node }) => println!("{node} is gone: someone else may hold the lock"),
@@ -35,14 +36,14 @@
 
 use std::fmt;
 
-use crate::client::CuratorFramework;
-use crate::error::{Error, Result};
-use crate::ops::transaction::{TransactionBuilder, TransactionOp, TransactionResult};
-use crate::recipe::Hold;
-use crate::types::{CreateMode, Stat};
+use curator_framework::CuratorFramework;
+use curator_framework::ops::transaction::{TransactionBuilder, TransactionOp, TransactionResult};
+use curator_framework::recipe::Hold;
+use curator_framework::types::{CreateMode, Stat};
+use curator_framework::{Error, Result};
 
 /// A view of a client whose writes carry a check of a [`Hold`]; see the [module
-/// docs](self). Made by [`CuratorFramework::guarded`].
+/// docs](self).
 #[derive(Clone)]
 pub struct Guarded {
     client: CuratorFramework,
@@ -58,8 +59,21 @@ impl fmt::Debug for Guarded {
 }
 
 impl Guarded {
-    pub(crate) fn new(client: CuratorFramework, hold: Hold) -> Self {
-        Guarded { client, hold }
+    /// A view of `client` whose writes are guarded by `hold` (from a lock guard: `&*guard`;
+    /// a semaphore lease; a latch's `hold()`; a selector's leadership context).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework, mutex: curator_locks::InterProcessMutex) -> curator_framework::Result<()> {
+    /// let guard = mutex.acquire().await?;
+    /// let guarded = curator_values::guarded::Guarded::new(client, &guard);
+    /// guarded.set_data("/reports/latest", b"2026-11-24").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn new(client: CuratorFramework, hold: &Hold) -> Self {
+        Guarded {
+            client,
+            hold: hold.clone(),
+        }
     }
 
     /// The hold that guards the writes.

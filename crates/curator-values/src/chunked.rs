@@ -53,12 +53,12 @@
 //!   with 1 GiB it did not. Size the servers' heap for the write rate, not only for what is
 //!   stored.
 //! - Compression ([`ChunkedValue::compressed`], or the client's
-//!   [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression)) applies to
+//!   [`enable_compression`](curator_framework::CuratorFrameworkBuilder::enable_compression)) applies to
 //!   each node (the manifest and every chunk); the limits count the uncompressed bytes.
 //!
 //! ```no_run
 //! # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-//! use curator_framework::chunked::{ChunkSettings, ChunkedValue};
+//! use curator_values::chunked::{ChunkSettings, ChunkedValue};
 //! let blob = ChunkedValue::new(client, "/config/model", ChunkSettings::new())?
 //!     .creating_parent_containers_if_needed();
 //! let big = vec![7u8; 5 * 1024 * 1024];
@@ -76,12 +76,12 @@ use std::future::IntoFuture;
 
 use futures::future::{join_all, try_join_all};
 
-use crate::client::CuratorFramework;
-use crate::error::{Error, Result};
-use crate::ops::transaction::{TransactionOp, TransactionResult};
-use crate::paths;
-use crate::types::{CreateMode, Stat};
-use crate::watcher::Watcher;
+use curator_framework::CuratorFramework;
+use curator_framework::ops::transaction::{TransactionOp, TransactionResult};
+use curator_framework::paths;
+use curator_framework::types::{CreateMode, Stat};
+use curator_framework::watcher::Watcher;
+use curator_framework::{Error, Result};
 
 /// The suffix of the sibling node that holds a chunked value's generations:
 /// `/config/model` keeps its chunks under `/config/model-chunks`.
@@ -109,7 +109,7 @@ const MARKER_ATTEMPTS: u32 = 5;
 /// How a [`ChunkedValue`] splits values: chunk size, inline limit, maximum size, read attempts.
 ///
 /// ```
-/// use curator_framework::chunked::ChunkSettings;
+/// use curator_values::chunked::ChunkSettings;
 /// let settings = ChunkSettings::new().with_max_size(16 << 20).with_chunk_size(256 * 1024);
 /// assert_eq!(settings.max_size(), 16 << 20);
 /// assert!(ChunkSettings::new().with_chunk_size(0).validate().is_err());
@@ -238,7 +238,7 @@ impl ChunkSettings {
 /// its path): for schemas and tools that look at such nodes without reading the chunks.
 ///
 /// ```
-/// use curator_framework::chunked::is_manifest;
+/// use curator_values::chunked::is_manifest;
 /// assert!(!is_manifest(b"{\"plain\": true}"));
 /// ```
 pub fn is_manifest(bytes: &[u8]) -> bool {
@@ -264,9 +264,7 @@ enum Layout {
 }
 
 fn crc32(data: &[u8]) -> u32 {
-    let mut crc = flate2::Crc::new();
-    crc.update(data);
-    crc.sum()
+    crc32fast::hash(data)
 }
 
 impl Manifest {
@@ -375,7 +373,7 @@ enum Target {
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-/// use curator_framework::chunked::{ChunkSettings, ChunkedValue};
+/// use curator_values::chunked::{ChunkSettings, ChunkedValue};
 /// use curator_framework::Error;
 /// let value = ChunkedValue::new(client, "/blobs/a", ChunkSettings::new())?;
 /// match value.create(&vec![0u8; 3_000_000]).await {
@@ -417,10 +415,10 @@ impl ChunkedValue {
     pub fn new(client: CuratorFramework, path: &str, settings: ChunkSettings) -> Result<Self> {
         paths::validate(path)?;
         if path == "/" {
-            return Err(Error::invalid_path(
-                path,
-                "the root cannot hold a chunked value",
-            ));
+            return Err(Error::InvalidPath {
+                path: path.to_owned(),
+                reason: "the root cannot hold a chunked value".to_owned(),
+            });
         }
         settings.validate()?;
         Ok(ChunkedValue {
@@ -746,7 +744,7 @@ impl ChunkedValue {
         Ok(create.for_path(&self.path, manifest).with_stat().await?.1)
     }
 
-    fn set_builder(&self) -> crate::ops::set_data::SetDataBuilder {
+    fn set_builder(&self) -> curator_framework::ops::set_data::SetDataBuilder {
         let set = self.client.set_data();
         if self.compressed == Some(true) {
             set.compressed()
@@ -800,7 +798,7 @@ impl ChunkedValue {
         try_join_all(creates).await.map(drop)
     }
 
-    fn create_future(&self, path: &str, data: &[u8]) -> crate::ops::OpFuture<String> {
+    fn create_future(&self, path: &str, data: &[u8]) -> curator_framework::ops::OpFuture<String> {
         let create = self.client.create().idempotent();
         let create = if self.compressed == Some(true) {
             create.compressed()
@@ -915,7 +913,7 @@ impl ChunkedValue {
     /// still at work are kept. Returns how many were deleted.
     ///
     /// ```no_run
-    /// # async fn demo(value: curator_framework::chunked::ChunkedValue) -> curator_framework::Result<()> {
+    /// # async fn demo(value: curator_values::chunked::ChunkedValue) -> curator_framework::Result<()> {
     /// let removed = value.purge().await?;
     /// println!("{removed} abandoned generations removed");
     /// # Ok(()) }
@@ -998,7 +996,7 @@ impl ChunkedValue {
         self.get_data_future(path).await
     }
 
-    fn get_data_future(&self, path: &str) -> crate::ops::OpFuture<(Vec<u8>, Stat)> {
+    fn get_data_future(&self, path: &str) -> curator_framework::ops::OpFuture<(Vec<u8>, Stat)> {
         let get = self.client.get_data();
         let get = if self.compressed == Some(true) {
             get.decompressed()

@@ -2,19 +2,18 @@
 //! 1 MiB, the size limit, concurrent writers and readers (a read is always exactly one written
 //! value), writers that die before the flip, session expiry and a server restart mid-write.
 
-mod support;
-
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use curator_framework::chunked::{ChunkSettings, ChunkedValue};
 use curator_framework::{CreateMode, CuratorFramework, Error};
 use curator_test::{FaultProxy, TestingServer, Timing, patterned_bytes};
+use curator_testkit as testkit;
+use curator_values::chunked::{ChunkSettings, ChunkedValue};
 
 /// Waits until a writer's marker is under the value's chunk container (a write is under way).
 async fn writer_marker(client: &CuratorFramework, value: &ChunkedValue) {
-    support::eventually_within("the writer's marker", Timing::new().wait(), || async {
+    curator_test::eventually("the writer's marker", || async {
         let (names, _) = client
             .get_children()
             .for_path(value.chunk_dir())
@@ -37,8 +36,8 @@ async fn generations(client: &CuratorFramework, value: &ChunkedValue) -> Vec<Str
 #[tokio::test]
 async fn values_round_trip_at_every_size_around_chunk_boundaries() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&client, "chunked-sizes").await;
+    let client = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&client, "chunked-sizes").await;
     let settings = ChunkSettings::new()
         .with_chunk_size(1000)
         .with_inline_limit(100);
@@ -74,8 +73,8 @@ async fn values_round_trip_at_every_size_around_chunk_boundaries() {
 #[tokio::test]
 async fn a_five_mib_value_with_the_default_settings() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&client, "chunked-5mib").await;
+    let client = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&client, "chunked-5mib").await;
     let blob = ChunkedValue::new(client.clone(), &format!("{root}/a/b"), ChunkSettings::new())
         .unwrap()
         .creating_parent_containers_if_needed();
@@ -112,8 +111,8 @@ async fn a_five_mib_value_with_the_default_settings() {
 #[tokio::test]
 async fn too_large_is_a_typed_error_and_writes_nothing() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&client, "chunked-limit").await;
+    let client = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&client, "chunked-limit").await;
     let path = format!("{root}/v");
     let blob = ChunkedValue::new(
         client.clone(),
@@ -172,8 +171,8 @@ async fn too_large_is_a_typed_error_and_writes_nothing() {
 #[tokio::test]
 async fn compare_and_set_and_watches() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&client, "chunked-cas").await;
+    let client = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&client, "chunked-cas").await;
     let settings = ChunkSettings::new()
         .with_chunk_size(1000)
         .with_inline_limit(10);
@@ -220,8 +219,8 @@ async fn compare_and_set_and_watches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_and_readers_never_see_a_mix() {
     let server = TestingServer::start().await.unwrap();
-    let setup = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&setup, "chunked-hammer").await;
+    let setup = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&setup, "chunked-hammer").await;
     let path = format!("{root}/v");
     let settings = ChunkSettings::new()
         .with_chunk_size(4096)
@@ -254,7 +253,7 @@ async fn concurrent_writers_and_readers_never_see_a_mix() {
     let reads = Arc::new(AtomicUsize::new(0));
     let mut readers = Vec::new();
     for _ in 0..3 {
-        let client = support::connected(&server.connect_string()).await;
+        let client = testkit::client(&server.connect_string()).await;
         let blob = ChunkedValue::new(client, &path, settings).unwrap();
         let (all, done, reads) = (Arc::clone(&all), Arc::clone(&done), Arc::clone(&reads));
         readers.push(tokio::spawn(async move {
@@ -281,7 +280,7 @@ async fn concurrent_writers_and_readers_never_see_a_mix() {
     }
     let mut writers = Vec::new();
     for writer in 0..WRITERS {
-        let client = support::connected(&server.connect_string()).await;
+        let client = testkit::client(&server.connect_string()).await;
         let blob = ChunkedValue::new(client, &path, settings).unwrap();
         writers.push(tokio::spawn(async move {
             let mut wins = 0;
@@ -330,8 +329,8 @@ async fn concurrent_writers_and_readers_never_see_a_mix() {
 #[tokio::test]
 async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&client, "chunked-crash").await;
+    let client = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&client, "chunked-crash").await;
     let path = format!("{root}/v");
     let settings = ChunkSettings::new()
         .with_chunk_size(1000)
@@ -342,7 +341,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     let current = generations(&client, &blob).await;
 
     // A second writer's chunks and marker, as a write leaves them just before its flip.
-    let dying = support::connected(&server.connect_string()).await;
+    let dying = testkit::client(&server.connect_string()).await;
     let abandon = |dying: CuratorFramework, name: &'static str| {
         let dir = blob.chunk_dir().to_owned();
         async move {
@@ -376,7 +375,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     assert!(blob.read().await.unwrap().0 == old);
 
     // The next write removes what an abandoned writer left (its session still alive).
-    let dying = support::connected(&server.connect_string()).await;
+    let dying = testkit::client(&server.connect_string()).await;
     abandon(dying.clone(), "abandoned2").await;
     let new = patterned_bytes(2, 2500);
     blob.set(&new).await.unwrap();
@@ -387,7 +386,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     dying.close().await;
 
     // A real write whose client closes mid-way: the value is the old or the new one, whole.
-    let writer_client = support::connected(&server.connect_string()).await;
+    let writer_client = testkit::client(&server.connect_string()).await;
     let writer = ChunkedValue::new(writer_client.clone(), &path, ChunkSettings::new()).unwrap();
     let huge = patterned_bytes(3, 16 << 20);
     let write = tokio::spawn({
@@ -412,9 +411,9 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
 async fn session_expiry_and_server_restart_during_writes() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let client = support::connected(&proxy.connect_string()).await;
-    let observer = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&observer, "chunked-faults").await;
+    let client = testkit::client(&proxy.connect_string()).await;
+    let observer = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&observer, "chunked-faults").await;
     let path = format!("{root}/v");
     let settings = ChunkSettings::new()
         .with_chunk_size(100_000)
@@ -474,14 +473,10 @@ async fn session_expiry_and_server_restart_during_writes() {
     // After one more write and a purge, only the current generation is left.
     blob.set(&patterned_bytes(4, 1_000_000)).await.unwrap();
     blob.purge().await.unwrap();
-    support::eventually_within(
-        "abandoned generations purged",
-        Timing::new().wait(),
-        || async {
-            let _ = blob.purge().await;
-            generations(&observer, &blob).await.len() == 1
-        },
-    )
+    curator_test::eventually("abandoned generations purged", || async {
+        let _ = blob.purge().await;
+        generations(&observer, &blob).await.len() == 1
+    })
     .await;
     assert!(watcher.read().await.unwrap().0 == patterned_bytes(4, 1_000_000));
 }
@@ -498,8 +493,8 @@ async fn measure_sixteen_mib() {
         .start()
         .await
         .unwrap();
-    let client = support::connected(&server.connect_string()).await;
-    let root = support::create_root(&client, "chunked-measure").await;
+    let client = testkit::client(&server.connect_string()).await;
+    let root = testkit::create_root(&client, "chunked-measure").await;
     let blob =
         ChunkedValue::new(client.clone(), &format!("{root}/v"), ChunkSettings::new()).unwrap();
     blob.create(b"").await.unwrap();

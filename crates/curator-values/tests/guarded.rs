@@ -3,11 +3,11 @@
 //! written when the node was deleted by someone else, when the session that made it ended
 //! (even if the same path exists again), or when the hold was signalled lost.
 
-mod support;
-
 use curator_framework::recipe::Hold;
 use curator_framework::{CreateMode, CuratorFramework, Error};
 use curator_test::{TestingServer, unique_root};
+use curator_testkit as testkit;
+use curator_values::Guarded;
 use tokio::sync::watch;
 
 /// An ephemeral node standing for a lock node, and a hold on it that is never signalled lost
@@ -33,8 +33,8 @@ async fn data(client: &CuratorFramework, path: &str) -> Vec<u8> {
 
 async fn setup(name: &str) -> (TestingServer, CuratorFramework, CuratorFramework, String) {
     let server = TestingServer::start().await.unwrap();
-    let client = support::started(support::builder(&server.connect_string())).await;
-    let other = support::started(support::builder(&server.connect_string())).await;
+    let client = testkit::client(&server.connect_string()).await;
+    let other = testkit::client(&server.connect_string()).await;
     let root = unique_root(name);
     client
         .create()
@@ -49,7 +49,7 @@ async fn setup(name: &str) -> (TestingServer, CuratorFramework, CuratorFramework
 async fn writes_land_while_the_hold_stands() {
     let (_server, client, other, root) = setup("guarded-ok").await;
     let (hold, _signal) = unaware_hold(&client, &format!("{root}/lock-0000000001")).await;
-    let guarded = client.guarded(&hold);
+    let guarded = Guarded::new(client.clone(), &hold);
     let target = format!("{root}/target");
 
     let stat = guarded.set_data(&target, b"one").await.unwrap();
@@ -103,7 +103,7 @@ async fn a_node_deleted_by_someone_else_refuses_the_write() {
     let (hold, _signal) = unaware_hold(&client, &node).await;
     other.delete().for_path(&node).await.unwrap();
     let target = format!("{root}/target");
-    let guarded = client.guarded(&hold);
+    let guarded = Guarded::new(client.clone(), &hold);
     assert_eq!(
         guarded.set_data(&target, b"late").await,
         Err(Error::LockLost { node: node.clone() })
@@ -142,7 +142,9 @@ async fn a_hold_of_an_ended_session_refuses_the_write_even_if_its_path_is_back()
         .unwrap();
     let target = format!("{root}/target");
     assert_eq!(
-        client.guarded(&hold).set_data(&target, b"late").await,
+        Guarded::new(client.clone(), &hold)
+            .set_data(&target, b"late")
+            .await,
         Err(Error::NotLeader { node })
     );
     assert_eq!(data(&other, &target).await, b"initial");
@@ -157,7 +159,7 @@ async fn a_hold_signalled_lost_refuses_the_write() {
     let node = format!("{root}/lock-0000000001");
     let (hold, signal) = unaware_hold(&client, &node).await;
     let target = format!("{root}/target");
-    let guarded = client.guarded(&hold);
+    let guarded = Guarded::new(client.clone(), &hold);
     guarded.set_data(&target, b"one").await.unwrap();
     signal.send_replace(true);
     let operations = client.metrics().operations;
@@ -172,7 +174,9 @@ async fn a_hold_signalled_lost_refuses_the_write() {
     let hold = Hold::new(&client, node.clone(), 1);
     client.inject_session_expiration().await.unwrap();
     assert_eq!(
-        client.guarded(&hold).set_data(&target, b"three").await,
+        Guarded::new(client.clone(), &hold)
+            .set_data(&target, b"three")
+            .await,
         Err(Error::LockLost { node })
     );
     assert_eq!(data(&other, &target).await, b"one");

@@ -3,16 +3,15 @@
 //! with the session) is applied exactly once, and eight clients moving money between ten
 //! accounts for a minute under faults conserve the total and never apply a transfer twice.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use curator_framework::optimistic::{MARKER_PREFIX, Optimistic};
 use curator_framework::{CuratorFramework, Error};
 use curator_test::{FaultProxy, TestingServer, Timing, expire_session, unique_root};
+use curator_testkit as testkit;
+use curator_values::optimistic::{MARKER_PREFIX, Optimistic};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -45,8 +44,8 @@ async fn markers(client: &CuratorFramework, dir: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_run_again_and_commit_once() {
     let server = TestingServer::start().await.unwrap();
-    let client = support::started(support::builder(&server.connect_string())).await;
-    let other = support::started(support::builder(&server.connect_string())).await;
+    let client = testkit::client(&server.connect_string()).await;
+    let other = testkit::client(&server.connect_string()).await;
     let root = unique_root("optimistic");
     let (a, b, txns) = (
         format!("{root}/a"),
@@ -148,7 +147,7 @@ async fn conflicts_run_again_and_commit_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_whose_reply_is_lost_applies_once() {
     let server = TestingServer::start().await.unwrap();
-    let observer = support::started(support::builder(&server.connect_string())).await;
+    let observer = testkit::client(&server.connect_string()).await;
     let root = unique_root("optimistic-lost");
     let a = format!("{root}/a");
     make(&observer, &a, "100").await;
@@ -157,7 +156,7 @@ async fn a_commit_whose_reply_is_lost_applies_once() {
     make(&observer, &format!("{root}/txn"), "").await;
     for expire in [false, true] {
         let proxy = Arc::new(FaultProxy::start(&server.connect_string()).await.unwrap());
-        let client = support::started(support::builder(&proxy.connect_string())).await;
+        let client = testkit::client(&proxy.connect_string()).await;
         let runner = Optimistic::builder(client.clone(), &format!("{root}/txn"))
             .build()
             .unwrap();
@@ -221,7 +220,7 @@ async fn transfers_under_faults_conserve_the_total_and_apply_once() {
     const CLIENTS: usize = 8;
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let root = unique_root("optimistic-bank");
-    let setup = support::started(support::builder(&server.connect_string())).await;
+    let setup = testkit::client(&server.connect_string()).await;
     let root = Arc::new(root);
     let account = {
         let root = Arc::clone(&root);
@@ -241,7 +240,7 @@ async fn transfers_under_faults_conserve_the_total_and_apply_once() {
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
         let proxy = Arc::new(FaultProxy::start(&server.connect_string()).await.unwrap());
-        clients.push(support::started(support::builder(&proxy.connect_string())).await);
+        clients.push(testkit::client(&proxy.connect_string()).await);
         proxies.push(proxy);
     }
     let (stop_sender, stop) = tokio::sync::watch::channel(false);
@@ -331,7 +330,7 @@ async fn transfers_under_faults_conserve_the_total_and_apply_once() {
     stop_sender.send_replace(true);
     let outcomes: Vec<BTreeMap<String, Outcome>> = workers.await.unwrap();
 
-    let checker = support::started(support::builder(&server.connect_string())).await;
+    let checker = testkit::client(&server.connect_string()).await;
     let mut total = 0;
     let mut taken = Vec::new();
     for i in 0..ACCOUNTS {
