@@ -157,11 +157,11 @@ fn split_host_port(text: &str) -> Option<(&str, &str)> {
 }
 
 impl std::str::FromStr for EnsembleMember {
-    type Err = crate::Error;
+    type Err = crate::error::Error;
 
-    fn from_str(line: &str) -> Result<Self, crate::Error> {
+    fn from_str(line: &str) -> Result<Self, crate::error::Error> {
         let bad =
-            |why: &str| crate::Error::InvalidArgument(format!("ensemble member {line:?}: {why}"));
+            |why: &str| crate::error::Error::InvalidArgument(format!("ensemble member {line:?}: {why}"));
         let (key, value) = line
             .trim()
             .split_once('=')
@@ -243,14 +243,14 @@ impl EnsembleConfig {
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the line that cannot be
     /// read.
-    pub fn parse(text: &str) -> Result<Self, crate::Error> {
+    pub fn parse(text: &str) -> Result<Self, crate::error::Error> {
         let mut config = EnsembleConfig::default();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             if line.starts_with("server.") {
                 config.members.push(line.parse()?);
             } else if let Some(version) = line.strip_prefix("version=") {
                 config.version = i64::from_str_radix(version.trim(), 16).map_err(|_| {
-                    crate::Error::InvalidArgument(format!("ensemble config version {version:?}"))
+                    crate::error::Error::InvalidArgument(format!("ensemble config version {version:?}"))
                 })?;
             }
         }
@@ -446,10 +446,10 @@ pub(crate) fn servers(connect: &str) -> Vec<(String, u16)> {
 }
 
 /// Checks that a connect string names at least one `host:port`.
-pub(crate) fn validate_connect_string(connect: &str) -> Result<(), crate::Error> {
+pub(crate) fn validate_connect_string(connect: &str) -> Result<(), crate::error::Error> {
     let hosts = host_parts(connect);
     if hosts.iter().all(|host| host.is_empty()) {
-        return Err(crate::Error::InvalidArgument(format!(
+        return Err(crate::error::Error::InvalidArgument(format!(
             "connect string {connect:?} names no server"
         )));
     }
@@ -457,7 +457,7 @@ pub(crate) fn validate_connect_string(connect: &str) -> Result<(), crate::Error>
         let port = host.rsplit_once(':').map(|(_, p)| p);
         if let Some(port) = port {
             if port.parse::<u16>().is_err() {
-                return Err(crate::Error::InvalidArgument(format!(
+                return Err(crate::error::Error::InvalidArgument(format!(
                     "connect string {connect:?}: bad port in {host:?}"
                 )));
             }
@@ -525,7 +525,7 @@ mod tests {
             assert!(
                 matches!(
                     bad.parse::<EnsembleMember>(),
-                    Err(crate::Error::InvalidArgument(_))
+                    Err(crate::error::Error::InvalidArgument(_))
                 ),
                 "{bad}"
             );

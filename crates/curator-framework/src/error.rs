@@ -2,6 +2,12 @@
 
 use std::fmt;
 
+mod tls;
+mod violation;
+
+pub use tls::TlsFailure;
+pub use violation::Violation;
+
 /// Everything an operation of this framework can fail with: the ZooKeeper error codes callers act
 /// on, and the framework's own failures (a closed client, a deadline, bad input).
 ///
@@ -109,9 +115,9 @@ pub enum Error {
     #[error("the server refused the request's arguments")]
     BadArguments,
     /// A TLS connection failed on its certificates or settings (see
-    /// [`TlsFailure`](crate::security::TlsFailure)); retrying the same settings will not help.
+    /// [`TlsFailure`](TlsFailure)); retrying the same settings will not help.
     #[error("{0}")]
-    Tls(crate::security::TlsFailure),
+    Tls(TlsFailure),
     /// This client cannot start its SASL login (for Kerberos: no credentials in the process's
     /// Kerberos environment, a server principal the KDC does not know, no KDC reachable); the
     /// server was never asked. Not retried: the environment must change first.
@@ -251,12 +257,12 @@ pub enum Error {
     #[error("schema {} refuses {path:?}: {violation}", schema.as_deref().map_or_else(|| "set".to_owned(), |name| format!("{name:?}")))]
     SchemaViolation {
         /// The schema's name; `None` when a strict set has no schema for the path
-        /// ([`Violation::NoSchema`](crate::schema::Violation::NoSchema)).
+        /// ([`Violation::NoSchema`](Violation::NoSchema)).
         schema: Option<String>,
         /// The path, as the caller named it (without the namespace).
         path: String,
         /// The rule broken.
-        violation: crate::schema::Violation,
+        violation: Violation,
     },
     /// A write guarded by a lock or semaphore lease ([`Hold`](crate::recipe::Hold), see
     /// [`TransactionBuilder::guarded_by`](crate::ops::transaction::TransactionBuilder::guarded_by)

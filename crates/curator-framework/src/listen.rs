@@ -610,7 +610,7 @@ impl<E> futures::Stream for ListenerStream<E> {
     }
 }
 
-impl ListenerStream<crate::ConnectionState> {
+impl ListenerStream<crate::state::ConnectionState> {
     /// Waits for the next `Connected` or `Reconnected` transition. Recipes use it to act again
     /// after a reconnect or a new session.
     ///
@@ -627,17 +627,17 @@ impl ListenerStream<crate::ConnectionState> {
     ///
     /// # Cancellation safety
     /// Safe: transitions not yet looked at stay in the stream.
-    pub async fn next_connected(&mut self) -> crate::Result<()> {
+    pub async fn next_connected(&mut self) -> crate::error::Result<()> {
         use futures::StreamExt;
         while let Some(state) = self.next().await {
             if matches!(
                 state,
-                crate::ConnectionState::Connected | crate::ConnectionState::Reconnected
+                crate::state::ConnectionState::Connected | crate::state::ConnectionState::Reconnected
             ) {
                 return Ok(());
             }
         }
-        Err(crate::Error::Closed)
+        Err(crate::error::Error::Closed)
     }
 }
 

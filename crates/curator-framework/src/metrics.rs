@@ -281,7 +281,7 @@ pub fn seconds_since_epoch_millis(millis: i64) -> f64 {
 pub(crate) fn operation_finished(
     op: &'static str,
     elapsed: std::time::Duration,
-    error: Option<&crate::Error>,
+    error: Option<&crate::error::Error>,
 ) {
     ::metrics::histogram!(names::OPERATION_DURATION_SECONDS, "op" => op)
         .record(elapsed.as_secs_f64());
@@ -301,8 +301,8 @@ pub(crate) fn operation_retried(op: &'static str) {
 }
 
 /// A connection state was published.
-pub(crate) fn state_published(state: crate::ConnectionState) {
-    use crate::ConnectionState::*;
+pub(crate) fn state_published(state: crate::state::ConnectionState) {
+    use crate::state::ConnectionState::*;
     let state = match state {
         Connected => "connected",
         Suspended => "suspended",
@@ -324,8 +324,8 @@ pub(crate) fn session_ended(lifetime: std::time::Duration) {
 }
 
 /// The `error` label of a failure: the variant's name in snake case (a bounded set).
-pub(crate) fn error_kind(error: &crate::Error) -> &'static str {
-    use crate::Error::*;
+pub(crate) fn error_kind(error: &crate::error::Error) -> &'static str {
+    use crate::error::Error::*;
     match error {
         NoNode => "no_node",
         NodeExists => "node_exists",

@@ -678,11 +678,11 @@ impl Hold {
 
     /// The error of a write refused because this hold is lost: [`Error::LockLost`] or
     /// [`Error::NotLeader`], naming the node.
-    pub fn lost_error(&self) -> crate::Error {
+    pub fn lost_error(&self) -> crate::error::Error {
         let node = self.node.to_string();
         match self.kind {
-            HoldKind::Lock => crate::Error::LockLost { node },
-            HoldKind::Leadership => crate::Error::NotLeader { node },
+            HoldKind::Lock => crate::error::Error::LockLost { node },
+            HoldKind::Leadership => crate::error::Error::NotLeader { node },
         }
     }
 

@@ -85,6 +85,8 @@ use crate::acl::Acl;
 use crate::error::{Error, Result};
 use crate::types::CreateMode;
 
+pub use crate::error::Violation;
+
 /// Whether nodes under a schema may (`Can`), must (`Must`) or cannot (`Cannot`) have a property
 /// (ephemeral, sequential, watched). Curator's `Schema.Allowance`.
 ///
@@ -126,56 +128,6 @@ impl Allowance {
             "CANNOT" => Some(Allowance::Cannot),
             _ => None,
         }
-    }
-}
-
-/// Which rule of a schema an operation broke; carried by [`Error::SchemaViolation`]. The
-/// messages are Curator's.
-///
-/// ```
-/// use curator_framework::schema::Violation;
-/// assert_eq!(Violation::CannotBeDeleted.to_string(), "Cannot be deleted");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Violation {
-    /// An ephemeral create where the schema says `ephemeral: cannot`.
-    CannotBeEphemeral,
-    /// A non-ephemeral create where the schema says `ephemeral: must`.
-    MustBeEphemeral,
-    /// A sequential create where the schema says `sequential: cannot`.
-    CannotBeSequential,
-    /// A non-sequential create where the schema says `sequential: must`.
-    MustBeSequential,
-    /// A watched read or `add_watch` where the schema says `watched: cannot`.
-    CannotBeWatched,
-    /// An unwatched read where the schema says `watched: must`.
-    MustBeWatched,
-    /// A delete where the schema says `canBeDeleted: false`.
-    CannotBeDeleted,
-    /// The schema's [`DataValidator`] refused the data of a create or `set_data`.
-    InvalidData,
-    /// The schema's [`DataValidator`] refused the ACL of a create or `set_acl`
-    /// ([`DataValidator::is_valid_acl`]). Curator reports this as "Data is not valid".
-    InvalidAcl,
-    /// A strict set has no schema for the path.
-    NoSchema,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Violation::CannotBeEphemeral => "Cannot be ephemeral",
-            Violation::MustBeEphemeral => "Must be ephemeral",
-            Violation::CannotBeSequential => "Cannot be sequential",
-            Violation::MustBeSequential => "Must be sequential",
-            Violation::CannotBeWatched => "Cannot be watched",
-            Violation::MustBeWatched => "Must be watched",
-            Violation::CannotBeDeleted => "Cannot be deleted",
-            Violation::InvalidData => "Data is not valid",
-            Violation::InvalidAcl => "ACL is not valid",
-            Violation::NoSchema => "No schema found",
-        })
     }
 }
 

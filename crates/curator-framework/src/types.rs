@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+pub(crate) mod multi;
+
 /// A node's metadata, as ZooKeeper reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Stat {
@@ -152,11 +154,11 @@ pub struct WatchedEvent {
 }
 
 /// A TTL in the range ZooKeeper accepts (1 ms to 2^40 − 1 ms).
-pub(crate) fn validate_ttl(ttl: Duration) -> Result<(), crate::Error> {
+pub(crate) fn validate_ttl(ttl: Duration) -> Result<(), crate::error::Error> {
     const MAX_TTL_MS: u128 = (1 << 40) - 1;
     let ms = ttl.as_millis();
     if ms == 0 || ms > MAX_TTL_MS {
-        return Err(crate::Error::InvalidArgument(format!(
+        return Err(crate::error::Error::InvalidArgument(format!(
             "TTL {ttl:?} is outside ZooKeeper's range (1 ms to {MAX_TTL_MS} ms)"
         )));
     }

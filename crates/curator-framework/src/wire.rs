@@ -12,9 +12,8 @@ use zookeeper_client as zk;
 
 use crate::acl::{Acl, Perms};
 use crate::error::{Error, Result};
-use crate::ops::multi_read::{Read, ReadResult};
-use crate::ops::transaction::{Step, TransactionResult};
 use crate::security::{AuthIdentity, LoadedTls, SaslConfig, SaslKind, TlsConfig, TlsFailure};
+use crate::types::multi::{Read, ReadResult, Step, TransactionResult};
 use crate::types::{CreateMode, EventType, KeeperState, Stat, WatchedEvent};
 
 /// How to open a session.

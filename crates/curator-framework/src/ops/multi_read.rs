@@ -6,44 +6,9 @@ use std::sync::Arc;
 use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
 use crate::ops::{self, OpFuture};
-use crate::types::Stat;
 
-/// One read's result in a [`multi_read`](CuratorFramework::multi_read).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ReadResult {
-    /// A [`get_data`](MultiReadBuilder::get_data): the node's data and stat.
-    Data {
-        /// The node's data.
-        data: Vec<u8>,
-        /// The node's stat.
-        stat: Stat,
-    },
-    /// A [`get_children`](MultiReadBuilder::get_children): the children's names (no stat:
-    /// ZooKeeper's multi-read has none for this read).
-    Children {
-        /// The children's names, in the server's order.
-        children: Vec<String>,
-    },
-    /// This read failed (for example [`Error::NoNode`]); the others stand.
-    Error(Error),
-}
-
-/// One read of a multi-read as it goes to the server (path namespaced).
-#[derive(Debug)]
-pub(crate) enum Read {
-    Data(Arc<str>),
-    Children(Arc<str>),
-}
-
-impl Read {
-    /// The path read, as the server names it.
-    pub(crate) fn path(&self) -> &str {
-        match self {
-            Read::Data(path) | Read::Children(path) => path,
-        }
-    }
-}
+pub(crate) use crate::types::multi::Read;
+pub use crate::types::multi::ReadResult;
 
 /// Several reads sent as one request and answered as one (ZooKeeper's `multiRead`, 3.6+): one
 /// round trip and one request for the server to queue, however many reads. Unlike a

@@ -9,7 +9,10 @@ use crate::client::CuratorFramework;
 use crate::error::{Error, Result};
 use crate::ops::{self, OpFuture};
 use crate::recipe::Hold;
-use crate::types::{CreateMode, Stat, validate_ttl};
+use crate::types::{CreateMode, validate_ttl};
+
+pub(crate) use crate::types::multi::Step;
+pub use crate::types::multi::TransactionResult;
 
 /// One step of a transaction.
 ///
@@ -246,53 +249,6 @@ impl TransactionOp {
             },
         })
     }
-}
-
-/// One step of a transaction as it goes to the server: validated, paths namespaced.
-#[derive(Debug, Clone)]
-pub(crate) enum Step {
-    Create {
-        path: String,
-        data: Vec<u8>,
-        mode: CreateMode,
-        acl: Vec<Acl>,
-        ttl: Option<Duration>,
-    },
-    SetData {
-        path: String,
-        data: Vec<u8>,
-        version: Option<i32>,
-    },
-    Delete {
-        path: String,
-        version: Option<i32>,
-    },
-    Check {
-        path: String,
-        version: i32,
-    },
-}
-
-/// What one step of a committed transaction did (paths without the namespace).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransactionResult {
-    /// A node was created at `path` (with its sequence number, for sequential modes).
-    Create {
-        /// The created path.
-        path: String,
-        /// Its stat, when the server reports one.
-        stat: Option<Stat>,
-    },
-    /// Data was written.
-    SetData {
-        /// The node's new stat.
-        stat: Stat,
-    },
-    /// A node was deleted.
-    Delete,
-    /// A version check passed.
-    Check,
 }
 
 /// Builds a transaction; [`commit`](Self::commit) applies it.
