@@ -632,7 +632,8 @@ impl ListenerStream<crate::state::ConnectionState> {
         while let Some(state) = self.next().await {
             if matches!(
                 state,
-                crate::state::ConnectionState::Connected | crate::state::ConnectionState::Reconnected
+                crate::state::ConnectionState::Connected
+                    | crate::state::ConnectionState::Reconnected
             ) {
                 return Ok(());
             }
