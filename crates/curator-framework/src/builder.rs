@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use crate::acl::{AclProvider, DefaultAclProvider};
 use crate::client::CuratorFramework;
-use crate::compression::{CompressionProvider, GzipCompressionProvider};
 use crate::ensemble::{EnsembleProvider, FixedEnsembleProvider, validate_connect_string};
 use crate::error::{Error, Result};
 use crate::paths;
@@ -42,10 +41,8 @@ pub(crate) struct Settings {
     /// The servers come from a fixed connect string (so a followed configuration may replace
     /// them).
     pub(crate) fixed_ensemble: bool,
-    /// Compresses and decompresses node data (when asked, or always when `compression_enabled`).
-    pub(crate) compression_provider: Arc<dyn CompressionProvider>,
-    /// Every write compresses and every `get_data()` decompresses unless told otherwise.
-    pub(crate) compression_enabled: bool,
+    /// How node data is compressed (see `compression`; nothing without the feature).
+    pub(crate) compression: crate::compression::Settings,
     /// Checked by operations before they are sent.
     pub(crate) schema_set: Option<Arc<crate::schema::SchemaSet>>,
     pub(crate) identity: Arc<crate::identity::Identity>,
@@ -81,8 +78,7 @@ impl fmt::Debug for Settings {
             .field("use_container_parents", &self.use_container_parents)
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
-            .field("compression_provider", &self.compression_provider)
-            .field("compression_enabled", &self.compression_enabled)
+            .field("compression", &self.compression)
             .finish()
     }
 }
@@ -132,8 +128,7 @@ pub struct CuratorFrameworkBuilder {
     sasl: Option<SaslConfig>,
     ensemble_tracking: bool,
     fixed_ensemble: bool,
-    compression_provider: Arc<dyn CompressionProvider>,
-    compression_enabled: bool,
+    compression: crate::compression::Settings,
     schema_set: Option<Arc<crate::schema::SchemaSet>>,
     identity: Option<String>,
     error: Option<Error>,
@@ -148,8 +143,7 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("namespace", &self.namespace)
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
-            .field("compression_provider", &self.compression_provider)
-            .field("compression_enabled", &self.compression_enabled)
+            .field("compression", &self.compression)
             .field("error", &self.error)
             .finish_non_exhaustive()
     }
@@ -180,8 +174,7 @@ impl Default for CuratorFrameworkBuilder {
             sasl: None,
             ensemble_tracking: true,
             fixed_ensemble: false,
-            compression_provider: Arc::new(GzipCompressionProvider::new()),
-            compression_enabled: false,
+            compression: Default::default(),
             schema_set: None,
             identity: None,
             error: None,
@@ -486,8 +479,12 @@ impl CuratorFrameworkBuilder {
     /// assert!(!client.compression_enabled());
     /// # Ok::<(), curator_framework::Error>(())
     /// ```
-    pub fn compression_provider(mut self, provider: Arc<dyn CompressionProvider>) -> Self {
-        self.compression_provider = provider;
+    #[cfg(feature = "compression")]
+    pub fn compression_provider(
+        mut self,
+        provider: Arc<dyn crate::compression::CompressionProvider>,
+    ) -> Self {
+        self.compression.provider = provider;
         self
     }
 
@@ -510,8 +507,9 @@ impl CuratorFrameworkBuilder {
     /// assert!(client.compression_enabled());
     /// # Ok::<(), curator_framework::Error>(())
     /// ```
+    #[cfg(feature = "compression")]
     pub fn enable_compression(mut self) -> Self {
-        self.compression_enabled = true;
+        self.compression.enabled = true;
         self
     }
 
@@ -531,6 +529,7 @@ impl CuratorFrameworkBuilder {
     /// assert!(client.schema_set().is_some());
     /// # Ok::<(), curator_framework::Error>(())
     /// ```
+    #[cfg(feature = "schema")]
     pub fn schema_set(mut self, set: crate::schema::SchemaSet) -> Self {
         self.schema_set = Some(Arc::new(set));
         self
@@ -587,8 +586,7 @@ impl CuratorFrameworkBuilder {
             sasl: self.sasl,
             ensemble_tracking: self.ensemble_tracking,
             fixed_ensemble: self.fixed_ensemble,
-            compression_provider: self.compression_provider,
-            compression_enabled: self.compression_enabled,
+            compression: self.compression,
             schema_set: self.schema_set,
             identity: Arc::new(match self.identity {
                 Some(name) => crate::identity::Identity::this_process(name),

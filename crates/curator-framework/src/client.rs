@@ -551,8 +551,9 @@ impl CuratorFramework {
     /// assert_eq!(gzip.decompress("/a", &packed)?, b"x");
     /// # Ok::<(), curator_framework::Error>(())
     /// ```
+    #[cfg(feature = "compression")]
     pub fn compression_provider(&self) -> &Arc<dyn crate::compression::CompressionProvider> {
-        &self.inner.settings.compression_provider
+        &self.inner.settings.compression.provider
     }
 
     /// The schema set operations are checked against, if the builder was given one
@@ -564,15 +565,22 @@ impl CuratorFramework {
     /// assert!(client.schema_set().is_none());
     /// # Ok::<(), curator_framework::Error>(())
     /// ```
+    #[cfg(feature = "schema")]
     pub fn schema_set(&self) -> Option<&crate::schema::SchemaSet> {
+        self.schemas()
+    }
+
+    /// The schema set operations are checked against (none without the `schema` feature).
+    pub(crate) fn schemas(&self) -> Option<&crate::schema::SchemaSet> {
         self.inner.settings.schema_set.as_deref()
     }
 
     /// Whether writes compress and `get_data()` decompresses unless told otherwise (the
     /// builder's [`enable_compression`](CuratorFrameworkBuilder::enable_compression); Curator's
     /// `compressionEnabled()`).
+    #[cfg(feature = "compression")]
     pub fn compression_enabled(&self) -> bool {
-        self.inner.settings.compression_enabled
+        self.inner.settings.compression.enabled
     }
 
     /// Who this client is, as recipes write it into the nodes they make (see

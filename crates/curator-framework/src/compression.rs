@@ -25,6 +25,7 @@
 
 use std::fmt;
 use std::io::{Read, Write};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -144,6 +145,59 @@ impl CompressionProvider for GzipCompressionProvider {
             ));
         }
         Ok(data)
+    }
+}
+
+/// A client's compression settings (the builder's `compression_provider` and
+/// `enable_compression`), and what operations ask of them.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// Compresses and decompresses node data (when asked, or always when `enabled`).
+    pub(crate) provider: Arc<dyn CompressionProvider>,
+    /// Every write compresses and every `get_data()` decompresses unless told otherwise.
+    pub(crate) enabled: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            provider: Arc::new(GzipCompressionProvider::new()),
+            enabled: false,
+        }
+    }
+}
+
+impl Settings {
+    /// The data a write sends: compressed when `ask` says so or, when it says nothing, when the
+    /// client compresses by default. `path` is the caller's.
+    pub(crate) fn outgoing(&self, path: &str, data: Vec<u8>, ask: Option<bool>) -> Result<Vec<u8>> {
+        if ask.unwrap_or(self.enabled) {
+            self.provider.compress(path, &data)
+        } else {
+            Ok(data)
+        }
+    }
+
+    /// How a read of `path` turns its data back, when `ask` (or the client's default) says to
+    /// decompress.
+    pub(crate) fn inflate(&self, path: &str, ask: Option<bool>) -> Option<Inflate> {
+        ask.unwrap_or(self.enabled).then(|| Inflate {
+            provider: Arc::clone(&self.provider),
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// The decompression of one read's data.
+#[derive(Debug)]
+pub(crate) struct Inflate {
+    provider: Arc<dyn CompressionProvider>,
+    path: String,
+}
+
+impl Inflate {
+    pub(crate) fn apply(self, data: &[u8]) -> Result<Vec<u8>> {
+        self.provider.decompress(&self.path, data)
     }
 }
 

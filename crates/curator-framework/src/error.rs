@@ -3,9 +3,11 @@
 use std::fmt;
 
 mod tls;
+#[cfg(feature = "schema")]
 mod violation;
 
 pub use tls::TlsFailure;
+#[cfg(feature = "schema")]
 pub use violation::Violation;
 
 /// Everything an operation of this framework can fail with: the ZooKeeper error codes callers act
@@ -239,6 +241,7 @@ pub enum Error {
         /// What the provider said.
         reason: String,
     },
+    #[cfg(feature = "schema")]
     /// The client's [`SchemaSet`](crate::schema::SchemaSet) refused the operation before it was
     /// sent: the node at `path` (as the caller named it) may not be created, written, deleted or
     /// watched that way. Not retryable: the request, or the schema, must change.

@@ -8,8 +8,16 @@ mod error;
 mod session;
 mod wire;
 
+// Stand-ins for the optional features' modules when they are compiled out.
+mod off;
+#[cfg(not(feature = "compression"))]
+use off::compression;
+#[cfg(not(feature = "schema"))]
+use off::schema;
+
 pub mod acl;
 pub mod codec;
+#[cfg(feature = "compression")]
 pub mod compression;
 pub mod ensemble;
 pub mod identity;
@@ -19,6 +27,7 @@ pub mod ops;
 pub mod paths;
 pub mod recipe;
 pub mod retry;
+#[cfg(feature = "schema")]
 pub mod schema;
 pub mod security;
 pub mod state;

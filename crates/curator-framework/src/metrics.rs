@@ -362,6 +362,7 @@ pub(crate) fn error_kind(error: &crate::error::Error) -> &'static str {
         InvalidArgument(_) => "invalid_argument",
         Decode { .. } => "decode",
         Decompression { .. } => "decompression",
+        #[cfg(feature = "schema")]
         SchemaViolation { .. } => "schema_violation",
         LockLost { .. } => "lock_lost",
         NotLeader { .. } => "not_leader",

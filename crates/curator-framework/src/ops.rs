@@ -257,15 +257,11 @@ pub(crate) fn outgoing_data(
     data: Vec<u8>,
     compress: Option<bool>,
 ) -> Result<Vec<u8>> {
-    let data = if compress.unwrap_or(client.inner.settings.compression_enabled) {
-        client
-            .inner
-            .settings
-            .compression_provider
-            .compress(path, &data)?
-    } else {
-        data
-    };
+    let data = client
+        .inner
+        .settings
+        .compression
+        .outgoing(path, data, compress)?;
     check_data(&data)?;
     Ok(data)
 }
@@ -277,7 +273,7 @@ pub(crate) fn schema_watch(
     path: Result<Arc<str>>,
     watching: bool,
 ) -> Result<Arc<str>> {
-    let Some(set) = client.schema_set() else {
+    let Some(set) = client.schemas() else {
         return path;
     };
     let fixed = path?;

@@ -119,6 +119,7 @@ impl CreateBuilder {
         self
     }
 
+    #[cfg(feature = "compression")]
     /// Compresses the data with the client's
     /// [`CompressionProvider`](crate::compression::CompressionProvider) (gzip unless the builder
     /// set another) before it is sent, as Curator's `compressed()`. The 1 MiB limit applies to
@@ -255,7 +256,7 @@ impl CreateBuilder {
         if &*fixed == "/" {
             return Err(Error::invalid_path(path, "the root node cannot be created"));
         }
-        if let Some(set) = client.schema_set() {
+        if let Some(set) = client.schemas() {
             set.check_create(path, mode, &data)?;
         }
         let mut fixed = fixed.to_string();
@@ -295,7 +296,7 @@ impl CreateBuilder {
                 "an ACL needs at least one entry".into(),
             ));
         }
-        if let Some(set) = client.schema_set() {
+        if let Some(set) = client.schemas() {
             set.check_acl(path, &acl)?;
         }
         let parents = builder.parents.map(|parents| match parents {
@@ -316,7 +317,7 @@ impl CreateBuilder {
                     .enumerate()
                     .map(|(index, p)| {
                         let acl = provider.acl_for_path(p);
-                        let refused = match (client.schema_set(), index.checked_sub(first_given)) {
+                        let refused = match (client.schemas(), index.checked_sub(first_given)) {
                             (Some(set), Some(at)) => {
                                 set.check_parent(given[at], parent_mode, &acl).err()
                             }

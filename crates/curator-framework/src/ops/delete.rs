@@ -91,7 +91,7 @@ impl DeleteBuilder {
             if &*fixed == "/" {
                 return Err(Error::invalid_path("/", "the root node cannot be deleted"));
             }
-            if let Some(set) = self.client.schema_set() {
+            if let Some(set) = self.client.schemas() {
                 set.check_delete(path)?;
             }
             Ok(fixed)

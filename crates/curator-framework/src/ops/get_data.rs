@@ -48,6 +48,7 @@ impl GetDataBuilder {
 }
 
 impl<W> GetDataBuilder<W> {
+    #[cfg(feature = "compression")]
     /// Decompresses the data with the client's
     /// [`CompressionProvider`](crate::compression::CompressionProvider), as Curator's
     /// `decompressed()`: for nodes written with `compressed()`, here or by Java Curator. The
@@ -83,9 +84,11 @@ impl<W> GetDataBuilder<W> {
     /// Reads `path`.
     pub fn for_path(self, path: &str) -> GetData<W> {
         let decompress = self
-            .decompress
-            .unwrap_or(self.client.inner.settings.compression_enabled)
-            .then(|| path.to_owned());
+            .client
+            .inner
+            .settings
+            .compression
+            .inflate(path, self.decompress);
         GetData {
             path: self.client.target(path),
             client: self.client,
@@ -101,23 +104,17 @@ impl<W> GetDataBuilder<W> {
 pub struct GetData<W = Unwatched> {
     client: CuratorFramework,
     path: Result<Arc<str>>,
-    /// The caller's path, when the data is to be decompressed.
-    decompress: Option<String>,
+    /// How the data is decompressed, when it is.
+    decompress: Option<crate::compression::Inflate>,
     watch: PhantomData<W>,
 }
 
 impl<W> GetData<W> {
     /// `data` decompressed when asked for, with the client's provider.
-    fn inflater(&self) -> impl FnOnce(Vec<u8>) -> Result<Vec<u8>> + Send + 'static {
-        let provider = match &self.decompress {
-            Some(path) => Some((
-                Arc::clone(&self.client.inner.settings.compression_provider),
-                path.clone(),
-            )),
-            None => None,
-        };
-        move |data| match provider {
-            Some((provider, path)) => provider.decompress(&path, &data),
+    fn inflater(&mut self) -> impl FnOnce(Vec<u8>) -> Result<Vec<u8>> + Send + 'static {
+        let inflate = self.decompress.take();
+        move |data| match inflate {
+            Some(inflate) => inflate.apply(&data),
             None => Ok(data),
         }
     }
@@ -127,7 +124,7 @@ impl IntoFuture for GetData<Unwatched> {
     type Output = Result<(Vec<u8>, Stat)>;
     type IntoFuture = OpFuture<(Vec<u8>, Stat)>;
 
-    fn into_future(self) -> Self::IntoFuture {
+    fn into_future(mut self) -> Self::IntoFuture {
         let inflate = self.inflater();
         let client = &self.client;
         ops::on_path_then(
@@ -147,7 +144,7 @@ impl IntoFuture for GetData<Watched> {
     type Output = Result<(Vec<u8>, Stat, Watcher)>;
     type IntoFuture = OpFuture<(Vec<u8>, Stat, Watcher)>;
 
-    fn into_future(self) -> Self::IntoFuture {
+    fn into_future(mut self) -> Self::IntoFuture {
         let inflate = self.inflater();
         let client = &self.client;
         ops::on_path_then(

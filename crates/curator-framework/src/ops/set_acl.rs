@@ -85,7 +85,7 @@ impl IntoFuture for SetAcl {
                 "an ACL needs at least one entry".into(),
             )));
         }
-        if let Some(set) = client.schema_set() {
+        if let Some(set) = client.schemas() {
             if let Err(error) = set.check_acl(&client.unfix_path(&fixed), &acl) {
                 return OpFuture::ready(Err(error));
             }

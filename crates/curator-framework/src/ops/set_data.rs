@@ -50,6 +50,7 @@ impl SetDataBuilder {
         self
     }
 
+    #[cfg(feature = "compression")]
     /// Compresses the data with the client's
     /// [`CompressionProvider`](crate::compression::CompressionProvider) before it is sent, as
     /// Curator's `compressed()`. The 1 MiB limit applies to the compressed data; with
@@ -77,7 +78,7 @@ impl SetDataBuilder {
     pub fn for_path(self, path: &str, data: impl AsRef<[u8]>) -> SetData {
         let prepared = self
             .client
-            .schema_set()
+            .schemas()
             .map_or(Ok(()), |set| set.check_set_data(path, data.as_ref()))
             .and_then(|()| {
                 ops::outgoing_data(&self.client, path, data.as_ref().to_vec(), self.compress)

@@ -136,6 +136,7 @@ impl TransactionOp {
         self
     }
 
+    #[cfg(feature = "compression")]
     /// Compresses the data of a create or set-data step with the client's
     /// [`CompressionProvider`](crate::compression::CompressionProvider) (ignored by other
     /// steps), as Curator's `compressed()` on a transaction's create and setData. The 1 MiB
@@ -186,7 +187,7 @@ impl TransactionOp {
                     client.target(&path)?
                 }
                 .to_string();
-                if let Some(set) = client.schema_set() {
+                if let Some(set) = client.schemas() {
                     set.check_create(&path, mode, &data)?;
                 }
                 let data = ops::outgoing_data(client, &path, data, compress)?;
@@ -206,7 +207,7 @@ impl TransactionOp {
                 }
                 let acl =
                     acl.unwrap_or_else(|| client.inner.settings.acl_provider.acl_for_path(&fixed));
-                if let Some(set) = client.schema_set() {
+                if let Some(set) = client.schemas() {
                     set.check_acl(&path, &acl)?;
                 }
                 Step::Create {
@@ -223,7 +224,7 @@ impl TransactionOp {
                 version,
                 compress,
             } => {
-                if let Some(set) = client.schema_set() {
+                if let Some(set) = client.schemas() {
                     set.check_set_data(&path, &data)?;
                 }
                 let data = ops::outgoing_data(client, &path, data, compress)?;
@@ -235,7 +236,7 @@ impl TransactionOp {
             }
             Kind::Delete { path, version } => {
                 let fixed = client.target(&path)?.to_string();
-                if let Some(set) = client.schema_set() {
+                if let Some(set) = client.schemas() {
                     set.check_delete(&path)?;
                 }
                 Step::Delete {
