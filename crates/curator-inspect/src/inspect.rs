@@ -331,9 +331,9 @@ async fn recognize(client: &CuratorFramework, here: &Here<'_>, report: &mut Repo
         counter_with_markers(here, report);
         return Ok(());
     }
-    let fits = if here.all(|n| {
-        sequence_after(n, "__READ__").is_some() || sequence_after(n, "__WRIT__").is_some()
-    }) {
+    let fits = if here
+        .all(|n| sequence_after(n, "__READ__").is_some() || sequence_after(n, "__WRIT__").is_some())
+    {
         read_write_lock(client, here, report).await?
     } else if here.has("leases") && here.all(|n| n == "leases" || n == "locks") {
         semaphore(client, here, report).await?
@@ -349,8 +349,7 @@ async fn recognize(client: &CuratorFramework, here: &Here<'_>, report: &mut Repo
     } else if here.all(|n| QueueItem::parse(n).is_some()) {
         queue(client, here, report).await?;
         true
-    } else if here.all(|n| n == "ready" || is_uuid(n)) && here.names.iter().any(|n| n != "ready")
-    {
+    } else if here.all(|n| n == "ready" || is_uuid(n)) && here.names.iter().any(|n| n != "ready") {
         double_barrier(client, here, report).await?
     } else {
         false
@@ -570,7 +569,11 @@ async fn read_write_lock(
 /// `leases/` holding only `lease-<seq>` nodes and `locks/` only `lock-<seq>` nodes, all
 /// ephemeral; an idle semaphore (both empty) only when they are containers, as recipes make
 /// them.
-async fn semaphore(client: &CuratorFramework, here: &Here<'_>, report: &mut Report) -> Result<bool> {
+async fn semaphore(
+    client: &CuratorFramework,
+    here: &Here<'_>,
+    report: &mut Report,
+) -> Result<bool> {
     let parents = read_nodes(client, here.path, "", here.names).await?;
     let leases_path = paths::join(here.path, "leases");
     let locks_path = paths::join(here.path, "locks");
@@ -580,8 +583,12 @@ async fn semaphore(client: &CuratorFramework, here: &Here<'_>, report: &mut Repo
     ) else {
         return Ok(false);
     };
-    if !lease_names.iter().all(|n| sequence_after(n, "lease-").is_some())
-        || !lock_names.iter().all(|n| sequence_after(n, "lock-").is_some())
+    if !lease_names
+        .iter()
+        .all(|n| sequence_after(n, "lease-").is_some())
+        || !lock_names
+            .iter()
+            .all(|n| sequence_after(n, "lock-").is_some())
     {
         return Ok(false);
     }
@@ -661,9 +668,12 @@ async fn partitioner(
     if here.depth == 0 {
         items.truncate(MAX_SECTIONS);
         for item in items {
-            let section =
-                inspect_at(client.clone(), paths::join(&locks_path, &item), here.depth + 1)
-                    .await?;
+            let section = inspect_at(
+                client.clone(),
+                paths::join(&locks_path, &item),
+                here.depth + 1,
+            )
+            .await?;
             if section.layout != Layout::Missing {
                 report.sections.push(section);
             }
@@ -756,7 +766,12 @@ async fn sections(client: &CuratorFramework, here: &Here<'_>, report: &mut Repor
     let Some((first, rest)) = here.names.split_first() else {
         return Ok(());
     };
-    let probe = inspect_at(client.clone(), paths::join(here.path, first), here.depth + 1).await?;
+    let probe = inspect_at(
+        client.clone(),
+        paths::join(here.path, first),
+        here.depth + 1,
+    )
+    .await?;
     if !lock(&probe) && !service(&probe) {
         return Ok(());
     }
@@ -815,7 +830,11 @@ async fn queue_stats(
     Ok(stats)
 }
 
-async fn simple_queue(client: &CuratorFramework, here: &Here<'_>, report: &mut Report) -> Result<()> {
+async fn simple_queue(
+    client: &CuratorFramework,
+    here: &Here<'_>,
+    report: &mut Report,
+) -> Result<()> {
     report.layout = Layout::SimpleQueue;
     let mut items: Vec<(u64, &String)> = here
         .names

@@ -110,9 +110,11 @@ pub(crate) fn preview(data: &[u8]) -> Option<String> {
     if data.is_empty() {
         return None;
     }
-    let text = std::str::from_utf8(data)
-        .ok()
-        .filter(|text| !text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')));
+    let text = std::str::from_utf8(data).ok().filter(|text| {
+        !text
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    });
     if let Some(text) = text {
         let cut: String = text.chars().take(PREVIEW_CHARS).collect();
         let more = if cut.len() < text.len() { "…" } else { "" };
@@ -123,7 +125,11 @@ pub(crate) fn preview(data: &[u8]) -> Option<String> {
         .take(PREVIEW_BYTES)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let more = if data.len() > PREVIEW_BYTES { "…" } else { "" };
+    let more = if data.len() > PREVIEW_BYTES {
+        "…"
+    } else {
+        ""
+    };
     Some(format!("0x{hex}{more} ({} bytes)", data.len()))
 }
 

@@ -261,7 +261,9 @@ mod session_hex {
                 let digits = text
                     .strip_prefix("0x")
                     .or_else(|| text.strip_prefix("0X"))
-                    .ok_or_else(|| E::custom(format!("a session id starts with 0x, not {text:?}")))?;
+                    .ok_or_else(|| {
+                        E::custom(format!("a session id starts with 0x, not {text:?}"))
+                    })?;
                 u64::from_str_radix(digits, 16)
                     // The id's 64 bits, as the server's `long` holds them.
                     .map(|id| id as i64)

@@ -40,7 +40,11 @@ async fn a_leases_child_is_no_semaphore_and_our_lease_shows_its_holder_and_end()
     assert_eq!(report.layout, Layout::Generic, "{report}");
 
     let report = inspect(&a, &lease_path).await.unwrap();
-    assert_eq!((report.layout, report.guess), (Layout::Lease, false), "{report}");
+    assert_eq!(
+        (report.layout, report.guess),
+        (Layout::Lease, false),
+        "{report}"
+    );
     assert_eq!(report.until_ms, Some(grant.until_ms()));
     assert_eq!(report.token, Some(grant.fencing_token()));
     assert_eq!(report.holders.len(), 1, "{report}");
@@ -108,7 +112,10 @@ async fn one_recipe_name_among_other_children_is_no_recipe() {
             .unwrap();
         let report = inspect(&a, &format!("{root}/{dir}")).await.unwrap();
         assert_eq!(report.layout, Layout::Generic, "{dir}: {report}");
-        assert!(report.queue.is_none() && report.holders.is_empty(), "{report}");
+        assert!(
+            report.queue.is_none() && report.holders.is_empty(),
+            "{report}"
+        );
     }
 }
 
@@ -164,7 +171,12 @@ async fn a_fencing_gate_shows_the_highest_token_as_a_guess() {
         .await
         .unwrap();
     let gate = FencingGate::new(a.clone(), &format!("{root}/gate")).unwrap();
-    assert!(gate.admit(guard.fencing_token()).await.unwrap().is_admitted());
+    assert!(
+        gate.admit(guard.fencing_token())
+            .await
+            .unwrap()
+            .is_admitted()
+    );
     let report = inspect(&a, &format!("{root}/gate")).await.unwrap();
     assert_eq!(
         (report.layout, report.guess, report.token),
@@ -172,9 +184,10 @@ async fn a_fencing_gate_shows_the_highest_token_as_a_guess() {
         "{report}"
     );
     assert!(
-        report
-            .to_string()
-            .contains(&format!("highest token admitted: {}", guard.fencing_token())),
+        report.to_string().contains(&format!(
+            "highest token admitted: {}",
+            guard.fencing_token()
+        )),
         "{report}"
     );
     guard.release().await.unwrap();
@@ -205,11 +218,7 @@ async fn nodes_without_read_permission_are_marked_and_the_rest_is_reported() {
         .unwrap();
     // A mutex whose holder's node only alice may read, and a waiter anyone may.
     let lock = format!("{root}/lock");
-    alice
-        .create()
-        .for_path(&lock, b"")
-        .await
-        .unwrap();
+    alice.create().for_path(&lock, b"").await.unwrap();
     let held = alice
         .create()
         .with_mode(CreateMode::EphemeralSequential)
@@ -227,10 +236,15 @@ async fn nodes_without_read_permission_are_marked_and_the_rest_is_reported() {
     let report = inspect(&reader, &format!("{root}/open")).await.unwrap();
     assert_eq!((report.layout, report.children), (Layout::Generic, 2));
 
-    let report = inspect(&reader, &format!("{root}/open/secret")).await.unwrap();
+    let report = inspect(&reader, &format!("{root}/open/secret"))
+        .await
+        .unwrap();
     assert!(report.no_read_permission, "{report}");
     assert_eq!((report.data_len, report.data.as_deref()), (6, None));
-    assert!(report.to_string().contains("no read permission"), "{report}");
+    assert!(
+        report.to_string().contains("no read permission"),
+        "{report}"
+    );
 
     let report = inspect(&reader, &lock).await.unwrap();
     assert_eq!(report.layout, Layout::Mutex, "{report}");
@@ -242,7 +256,10 @@ async fn nodes_without_read_permission_are_marked_and_the_rest_is_reported() {
         report.unreadable,
         vec![curator_framework::paths::node_name(&held).to_owned()]
     );
-    assert!(report.to_string().contains("(no read permission)"), "{report}");
+    assert!(
+        report.to_string().contains("(no read permission)"),
+        "{report}"
+    );
     alice
         .delete()
         .deleting_children_if_needed()
