@@ -185,7 +185,6 @@ impl fmt::Display for Who {
 
 /// One node of a recipe: a holder, a waiter, a leader, a member, a lease.
 ///
-/// ```
 /// In JSON the session id is hex text (`"0x100000a1b2c0003"`), as everywhere in `curator`'s
 /// output: session ids pass 2^53, past which a JSON number loses digits in JavaScript and `jq`.
 ///
