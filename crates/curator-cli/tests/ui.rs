@@ -1,5 +1,7 @@
 //! `curator ui PATH`: the JSON tree and the metrics over plain HTTP, and the page itself in
-//! headless Chromium (driven through chromedriver) following a lock, a leader and a queue.
+//! headless Chromium (driven through chromedriver) following a lock, a leader and a queue,
+//! turning stale when ZooKeeper goes away, and showing leases, gates, guesses and nodes it may
+//! not read; and how many requests a page costs the server.
 //!
 //! The browser test uses `fantoccini`, a WebDriver client on tokio and hyper (the stack the
 //! binary already uses), kept up to date with the W3C WebDriver protocol; it talks to Debian's
@@ -15,10 +17,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use curator_election::LeaderLatch;
+use curator_framework::acl::Acl;
 use curator_framework::{CreateMode, CuratorFramework};
-use curator_locks::InterProcessMutex;
+use curator_locks::{FencingGate, InterProcessMutex};
 use curator_queues::SimpleDistributedQueue;
-use curator_test::{TestingServer, Timing, eventually, unique_root};
+use curator_test::{TestingServer, Timing, eventually, four_letter_word, unique_root};
 use fantoccini::{Client, ClientBuilder, Locator};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
@@ -582,6 +585,427 @@ async fn ui_follows_the_tree_through_a_server_restart() {
         shows(format!("{root}/after"))
     })
     .await;
+    ui.signal(Signal::SIGTERM);
+    assert_eq!(ui.wait_exit().code(), Some(0));
+    writer.close().await;
+}
+
+/// The snapshot `/api/tree` serves now.
+async fn snapshot(url: &str) -> Value {
+    let (status, _, body) = get(url, "/api/tree").await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Runs `script` (its value returned) in the page.
+async fn page_value(browser: &Client, script: &str) -> Value {
+    browser
+        .execute(script, vec![])
+        .await
+        .expect("running a script in the page")
+}
+
+/// When ZooKeeper goes away, `/api/tree` and the page say so at once, whatever a read of the
+/// tree is doing (a writer keeps reads going), and the holder and leader last seen are shown as
+/// possibly gone; once it is back, the page is live again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_turns_stale_at_once_when_zookeeper_goes_away() {
+    let driver = ChromeDriver::start().await;
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let connect = server.connect_string();
+    let root = unique_root("cli-ui-stale");
+    let holder = client(&connect, "holder-a").await;
+    let lock = format!("{root}/locks/orders");
+    let guard = InterProcessMutex::builder(holder.clone(), &lock)
+        .build()
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let election = format!("{root}/election");
+    let latch = LeaderLatch::builder(holder.clone(), &election, "reporter-1")
+        .build()
+        .unwrap();
+    latch.start().await.unwrap();
+    latch.await_leadership().await.unwrap();
+    let tick = format!("{root}/config/tick");
+    holder
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&tick, b"0")
+        .await
+        .unwrap();
+    let (mut ui, url) = start_ui(&connect, &root);
+    let browser = driver.browser().await;
+    browser.goto(&url).await.unwrap();
+    until(&browser, "the holder", &lock, "holder", |h| h.len() == 1).await;
+    until(&browser, "the leader", &election, "leader", |l| {
+        l.len() == 1
+    })
+    .await;
+
+    // A change every 20 ms: reads of the tree are under way when the server goes.
+    let writer = {
+        let holder = holder.clone();
+        tokio::spawn(async move {
+            for n in 0_u64.. {
+                let _ = holder.set_data().for_path(&tick, n.to_string()).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.stop().unwrap();
+    let stopped = Instant::now();
+    // Well within this: the state is published as the client hears it (at once, for a killed
+    // server), not after a read gives up.
+    let bound = Timing::new().scale(Duration::from_secs(5));
+    let stale = loop {
+        let snapshot = snapshot(&url).await;
+        if snapshot["stale"] == true {
+            break snapshot;
+        }
+        assert!(
+            stopped.elapsed() < bound,
+            "/api/tree still says {} {:?} after the server stopped",
+            snapshot["connection"],
+            stopped.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        ["suspended", "lost"].contains(&stale["connection"].as_str().unwrap()),
+        "{stale}"
+    );
+    // The page too: not live, a banner, and what it last read is still there, marked.
+    loop {
+        let shown = page_value(
+            &browser,
+            "return [document.body.dataset.stale, document.getElementById('status').dataset.state,
+                     getComputedStyle(document.getElementById('stale')).display,
+                     document.getElementById('stale').textContent];",
+        )
+        .await;
+        if shown[0] == "true" && shown[1] == "stale" && shown[2] == "block" {
+            let banner = shown[3].as_str().unwrap();
+            assert!(
+                banner.contains("ZooKeeper connection suspended")
+                    || banner.contains("ZooKeeper session lost"),
+                "{banner}"
+            );
+            assert!(banner.contains("may no longer be true"), "{banner}");
+            break;
+        }
+        assert!(
+            stopped.elapsed() < bound,
+            "the page still looks live {:?} after the server stopped: {shown}",
+            stopped.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let holders = texts(&browser, &lock, "holder").await.unwrap();
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    let marked = page_value(
+        &browser,
+        "const who = document.querySelector('[data-role=\"holder\"] .who');
+         return getComputedStyle(who, '::after').content;",
+    )
+    .await;
+    assert!(marked.as_str().unwrap().contains("may be gone"), "{marked}");
+
+    writer.abort();
+    server.restart().await.unwrap();
+    wait("the page is live again", || async {
+        page_value(&browser, "return document.body.dataset.stale;").await == "false"
+    })
+    .await;
+    assert_eq!(snapshot(&url).await["stale"], false);
+
+    browser.close().await.unwrap();
+    ui.signal(Signal::SIGTERM);
+    assert_eq!(ui.wait_exit().code(), Some(0));
+    let _ = latch.close().await;
+    let _ = guard.release().await;
+    holder.close().await;
+    drop(driver);
+}
+
+/// A node in a `/api/tree` snapshot, or a failure that shows the snapshot.
+fn node<'a>(snapshot: &'a Value, path: &str) -> &'a Value {
+    find(&snapshot["tree"], path).unwrap_or_else(|| panic!("no {path} in {snapshot:#}"))
+}
+
+/// Our own lease and gate nodes are recognized; a child named `leases` does not make its parent
+/// a semaphore (which would hide the tree under it); text is no counter; a guess says so, with
+/// the data beside it, and the tree goes on under it; a node this session may not read is
+/// marked and the rest shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_leases_gates_guesses_and_what_it_may_not_read() {
+    let driver = ChromeDriver::start().await;
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let root = unique_root("cli-ui-kinds");
+    let daily = format!("{root}/leases/daily");
+    let out = run(curator(
+        &connect,
+        &[
+            "lease",
+            &daily,
+            "--for",
+            "10m",
+            "--id",
+            "cron@host-1",
+            "--",
+            "true",
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let a = client(&connect, "maker").await;
+    let enabled = format!("{root}/flags/enabled");
+    a.create()
+        .creating_parents_if_needed()
+        .for_path(&enabled, b"true")
+        .await
+        .unwrap();
+    let count = format!("{root}/count");
+    a.create().for_path(&count, [0_u8, 0, 0, 7]).await.unwrap();
+    // A guess from the children's stat (a group: ephemeral childless children): the children
+    // are shown too.
+    let worker = format!("{root}/workers/w1");
+    a.create()
+        .creating_parents_if_needed()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path(&worker, b"up")
+        .await
+        .unwrap();
+    let guard = InterProcessMutex::builder(a.clone(), &format!("{root}/locks/report"))
+        .build()
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let token = guard.fencing_token();
+    let gate = format!("{root}/gates/db");
+    assert!(
+        FencingGate::new(a.clone(), &gate)
+            .unwrap()
+            .admit(token)
+            .await
+            .unwrap()
+            .is_admitted()
+    );
+    guard.release().await.unwrap();
+    let alice = curator_testkit::started(
+        curator_testkit::builder(&connect, Duration::from_secs(10))
+            .identity("alice")
+            .authorization("digest", b"alice:secret".to_vec()),
+    )
+    .await;
+    let secret = format!("{root}/secret");
+    alice
+        .create()
+        .with_acl(Acl::creator_all())
+        .for_path(&secret, b"hidden")
+        .await
+        .unwrap();
+    alice
+        .create()
+        .for_path(&format!("{secret}/inner"), b"")
+        .await
+        .unwrap();
+
+    let (mut ui, url) = start_ui(&connect, &root);
+    let snapshot = snapshot(&url).await;
+    assert_eq!(node(&snapshot, &root)["kind"], "generic", "{snapshot:#}");
+    assert_eq!(
+        node(&snapshot, &format!("{root}/leases"))["kind"],
+        "generic"
+    );
+    let lease = node(&snapshot, &daily);
+    assert_eq!(
+        (lease["kind"].as_str(), lease["guess"].as_bool()),
+        (Some("lease"), Some(false))
+    );
+    let recipe = &lease["recipe"];
+    assert_eq!(recipe["made_by"], "cron@host-1", "{lease:#}");
+    assert_eq!(recipe["holders"][0]["who"], "cron@host-1", "{lease:#}");
+    assert!(recipe["until_ms"].as_i64().unwrap() > 0 && recipe["token"].as_i64().is_some());
+    let flag = node(&snapshot, &enabled);
+    assert_eq!(
+        (flag["kind"].as_str(), flag["data"].as_str()),
+        (Some("generic"), Some("\"true\""))
+    );
+    let counter = node(&snapshot, &count);
+    assert_eq!(
+        (
+            counter["kind"].as_str(),
+            counter["guess"].as_bool(),
+            counter["label"].as_str(),
+            counter["data"].as_str()
+        ),
+        (
+            Some("shared_count"),
+            Some(true),
+            Some("shared count (a guess)"),
+            Some("0x00000007 (4 bytes)")
+        )
+    );
+    let group = node(&snapshot, &format!("{root}/workers"));
+    assert_eq!(
+        (group["kind"].as_str(), group["guess"].as_bool()),
+        (Some("group_member"), Some(true))
+    );
+    assert_eq!(group["recipe"]["members"][0]["who"], "up");
+    assert_eq!(node(&snapshot, &worker)["data"], "\"up\"");
+    let fenced = node(&snapshot, &gate);
+    assert_eq!(
+        (
+            fenced["kind"].as_str(),
+            fenced["guess"].as_bool(),
+            fenced["recipe"]["token"].as_i64()
+        ),
+        (Some("fencing_gate"), Some(true), Some(token))
+    );
+    let hidden = node(&snapshot, &secret);
+    assert_eq!(
+        (
+            hidden["no_read_permission"].as_bool(),
+            hidden["children"].as_u64(),
+            hidden["label"].as_str()
+        ),
+        (Some(true), Some(1), Some("no read permission"))
+    );
+    assert!(hidden["nodes"].as_array().unwrap().is_empty());
+
+    let browser = driver.browser().await;
+    browser.goto(&url).await.unwrap();
+    let kind = until(&browser, "the lease", &daily, "kind", |k| k.len() == 1).await;
+    assert_eq!(kind, ["lease"]);
+    let holder = until(&browser, "the lease's holder", &daily, "holder", |h| {
+        h.len() == 1
+    })
+    .await;
+    assert!(holder[0].starts_with("cron@host-1"), "{holder:?}");
+    until(&browser, "the lease's end", &daily, "until", |u| {
+        u.len() == 1
+    })
+    .await;
+    let kind = until(&browser, "the guess", &count, "kind", |k| !k.is_empty()).await;
+    assert_eq!(kind[0], "shared count (a guess)");
+    let data = until(&browser, "the guess's data", &count, "data", |d| {
+        !d.is_empty()
+    })
+    .await;
+    assert_eq!(data[0], "0x00000007 (4 bytes)");
+    until(&browser, "the group guess's member", &worker, "data", |d| {
+        d == ["\"up\""]
+    })
+    .await;
+    until(&browser, "the flag's text", &enabled, "data", |d| {
+        d == ["\"true\""]
+    })
+    .await;
+    until(&browser, "the gate's token", &gate, "token", |t| {
+        t == [token.to_string()]
+    })
+    .await;
+    until(&browser, "the unreadable node", &secret, "kind", |k| {
+        k == ["no read permission"]
+    })
+    .await;
+
+    browser.close().await.unwrap();
+    ui.signal(Signal::SIGTERM);
+    assert_eq!(ui.wait_exit().code(), Some(0));
+    alice
+        .delete()
+        .deleting_children_if_needed()
+        .for_path(&secret)
+        .await
+        .unwrap();
+    drop(driver);
+}
+
+/// The server's count of packets received (`mntr`).
+async fn packets_received(server: &TestingServer) -> u64 {
+    let answer = four_letter_word(&server.connect_string(), "mntr", Timing::new().wait())
+        .await
+        .unwrap();
+    answer
+        .lines()
+        .find_map(|line| line.strip_prefix("zk_packets_received"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no zk_packets_received in {answer}"))
+}
+
+/// One writer setting a node every 100 ms under 1,000 nodes: the page's server reads again only
+/// the nodes that changed, at a bounded rate, not the whole tree per change (which cost the
+/// server thousands of requests a second), and still shows every change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_reads_again_only_what_changed() {
+    // Dedicated: the server's request count is the ui's and this test's alone.
+    let server = TestingServer::start_dedicated().await.unwrap();
+    let connect = server.connect_string();
+    let root = unique_root("cli-ui-cost");
+    let writer = client(&connect, "writer").await;
+    for dir in 0..10 {
+        writer
+            .create()
+            .creating_parents_if_needed()
+            .for_path(&format!("{root}/d{dir}"), b"")
+            .await
+            .unwrap();
+        let creates = (0..100).map(|n| {
+            let path = format!("{root}/d{dir}/n{n:03}");
+            let writer = writer.clone();
+            async move { writer.create().for_path(&path, b"v").await.unwrap() }
+        });
+        futures::future::join_all(creates).await;
+    }
+    let (mut ui, url) = start_ui(&connect, &root);
+    assert_eq!(snapshot(&url).await["nodes"], 1011);
+    // The first snapshot was read before the URL was printed; later reads follow changes.
+    let before = packets_received(&server).await;
+
+    const WRITES: u64 = 40;
+    let mut last = String::new();
+    for n in 0..WRITES {
+        let dir = n % 10;
+        let node = (n * 37) % 100;
+        last = format!("{root}/d{dir}/n{node:03}");
+        let data = "x".repeat(usize::try_from(n).unwrap() + 2);
+        writer.set_data().for_path(&last, data).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A node made and one deleted show too.
+    writer
+        .create()
+        .for_path(&format!("{root}/d3/new"), b"")
+        .await
+        .unwrap();
+    writer
+        .delete()
+        .for_path(&format!("{root}/d4/n000"))
+        .await
+        .unwrap();
+    let expected = usize::try_from(WRITES + 1).unwrap();
+    let (d3, d4) = (format!("{root}/d3/new"), format!("{root}/d4/n000"));
+    eventually("the last changes show", || async {
+        let snapshot = snapshot(&url).await;
+        find(&snapshot["tree"], &last).is_some_and(|node| node["data_len"] == expected)
+            && find(&snapshot["tree"], &d3).is_some()
+            && find(&snapshot["tree"], &d4).is_none()
+    })
+    .await;
+    let spent = packets_received(&server).await - before;
+    // This test's own requests (the writes, pings), and the ui's: a few per change. Reading
+    // the whole tree again costs over 5,000 requests each time.
+    let bound = 20 * (WRITES + 2) + 100;
+    assert!(
+        spent < bound,
+        "{spent} requests reached the server for {WRITES} changes (bound {bound})"
+    );
+    eprintln!("{spent} requests for {WRITES} changes");
     ui.signal(Signal::SIGTERM);
     assert_eq!(ui.wait_exit().code(), Some(0));
     writer.close().await;

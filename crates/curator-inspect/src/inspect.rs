@@ -7,8 +7,10 @@ use curator_framework::{CuratorFramework, Error, Result, Stat, paths};
 use futures::StreamExt;
 use futures::future::{BoxFuture, join_all};
 
-use crate::names::{QueueItem, is_ip_text, is_uuid, sequence_after};
-use crate::report::{Layout, Participant, QueueStats, Report, Who};
+use crate::names::{
+    QueueItem, is_ip_text, is_printable_ascii, is_session_owner, is_uuid, preview, sequence_after,
+};
+use crate::report::{Layout, Participant, QueueStats, Report, Who, now_ms};
 
 /// At most this many children are inspected as sections (several locks, services).
 const MAX_SECTIONS: usize = 64;
@@ -21,10 +23,22 @@ const MAX_GUESS_READS: usize = 10_000;
 /// The revocation marker Curator writes into a lock node: not a participant id.
 const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
+/// The first word of a `NonBlockingLease` node's data (curator-locks).
+const LEASE_FORMAT: &str = "lease-v1";
+/// The child a `NonBlockingLease` writes to learn the server's time.
+const LEASE_CLOCK: &str = "clock";
+/// The prefix of a `DistributedAtomicLong`'s outcome markers (curator-counters).
+const ATOMIC_MARKER: &str = "_atomic-";
+/// ZooKeeper's `ephemeralOwner` of a container node.
+const CONTAINER_OWNER: i64 = i64::MIN;
+
 /// Reads `path` and reports what recipe lives there, who holds it and who waits.
 ///
-/// Never fails on an unknown layout (that is [`Layout::Generic`]) or a missing node
-/// ([`Layout::Missing`]); nodes that vanish while being read are left out.
+/// A layout is recognized only when every child fits it; one told from the node's data or stat
+/// alone is marked [`Report::guess`]. Never fails on an unknown layout (that is
+/// [`Layout::Generic`]), a missing node ([`Layout::Missing`]) or a node this session may not
+/// read ([`Report::no_read_permission`] at the path, [`Report::unreadable`] below it); nodes
+/// that vanish while being read are left out.
 ///
 /// # Errors
 /// Connection and session errors from the reads, after the client's retry policy gave up.
@@ -145,21 +159,43 @@ struct Node {
     name: String,
     data: Vec<u8>,
     stat: Stat,
+    /// This session may not read it: `data` is empty and `stat` comes from `exists`.
+    denied: bool,
 }
 
 impl Node {
     fn participant(&self) -> Participant {
         Participant {
             node: self.name.clone(),
-            who: Who::from_data(&self.data),
+            who: if self.denied {
+                Who::default()
+            } else {
+                Who::from_data(&self.data)
+            },
             session_id: self.stat.ephemeral_owner,
             since_ms: self.stat.ctime,
             role: None,
+            no_read_permission: self.denied,
+        }
+    }
+
+    /// Owned by a session (an ephemeral node), as every recipe's participant node is.
+    fn is_ephemeral(&self) -> bool {
+        is_session_owner(self.stat.ephemeral_owner)
+    }
+}
+
+/// Notes the nodes of `nodes` this session may not read.
+fn note_denied(report: &mut Report, nodes: &[Node]) {
+    for node in nodes.iter().filter(|n| n.denied) {
+        if !report.unreadable.contains(&node.name) {
+            report.unreadable.push(node.name.clone());
         }
     }
 }
 
-/// Reads `names` under `path` (all requests sent at once); vanished nodes are skipped.
+/// Reads `names` under `path` (all requests sent at once); vanished nodes are skipped, nodes
+/// this session may not read come with their stat only.
 async fn read_nodes(
     client: &CuratorFramework,
     path: &str,
@@ -168,30 +204,61 @@ async fn read_nodes(
 ) -> Result<Vec<Node>> {
     let reads = names.iter().map(|name| {
         let full = paths::join(path, name);
-        async move { (name, client.get_data().for_path(&full).await) }
+        async move { (name, read_node(client, &full).await) }
     });
     let mut nodes = Vec::with_capacity(names.len());
     for (name, result) in join_all(reads).await {
-        match result {
-            Ok((data, stat)) => nodes.push(Node {
+        if let Some((data, stat, denied)) = result? {
+            nodes.push(Node {
                 name: format!("{prefix}{name}"),
                 data,
                 stat,
-            }),
-            Err(Error::NoNode) => {}
-            Err(error) => return Err(error),
+                denied,
+            });
         }
     }
     Ok(nodes)
 }
 
-/// Children of `path`; none when it does not exist.
-async fn children(client: &CuratorFramework, path: &str) -> Result<Vec<String>> {
-    match client.get_children().for_path(path).await {
-        Ok((children, _)) => Ok(children),
-        Err(Error::NoNode) => Ok(Vec::new()),
+/// A node's data and stat; `None` when it does not exist; with `true` and no data when this
+/// session may not read it (the stat then comes from `exists`, which needs no permission).
+async fn read_node(client: &CuratorFramework, path: &str) -> Result<Option<(Vec<u8>, Stat, bool)>> {
+    match client.get_data().for_path(path).await {
+        Ok((data, stat)) => Ok(Some((data, stat, false))),
+        Err(Error::NoNode) => Ok(None),
+        Err(Error::NoAuth) => Ok(client
+            .check_exists()
+            .for_path(path)
+            .await?
+            .map(|stat| (Vec::new(), stat, true))),
         Err(error) => Err(error),
     }
+}
+
+/// Children of `path`, sorted; none when it does not exist; `None` when this session may not
+/// list them.
+async fn children(client: &CuratorFramework, path: &str) -> Result<Option<Vec<String>>> {
+    match client.get_children().for_path(path).await {
+        Ok((mut children, _)) => {
+            children.sort();
+            Ok(Some(children))
+        }
+        Err(Error::NoNode) => Ok(Some(Vec::new())),
+        Err(Error::NoAuth) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// The report of a node this session may not read: its stat only.
+async fn unreadable(client: &CuratorFramework, path: &str) -> Result<Report> {
+    let Some(stat) = client.check_exists().for_path(path).await? else {
+        return Ok(Report::new(path, Layout::Missing));
+    };
+    let mut report = Report::new(path, Layout::Generic);
+    report.no_read_permission = true;
+    report.data_len = usize::try_from(stat.data_length).unwrap_or(0);
+    report.children = usize::try_from(stat.num_children).unwrap_or(0);
+    Ok(report)
 }
 
 fn inspect_at(
@@ -200,143 +267,197 @@ fn inspect_at(
     depth: u32,
 ) -> BoxFuture<'static, Result<Report>> {
     Box::pin(async move {
-        let (data, _) = match client.get_data().for_path(&path).await {
+        let (data, stat) = match client.get_data().for_path(&path).await {
             Ok(read) => read,
             Err(Error::NoNode) => return Ok(Report::new(&path, Layout::Missing)),
+            Err(Error::NoAuth) => return unreadable(&client, &path).await,
             Err(error) => return Err(error),
         };
-        let names = match client.get_children().for_path(&path).await {
-            Ok((names, _)) => names,
-            Err(Error::NoNode) => return Ok(Report::new(&path, Layout::Missing)),
-            Err(error) => return Err(error),
+        let names = match children(&client, &path).await? {
+            Some(names) => names,
+            None => return unreadable(&client, &path).await,
         };
         let mut report = Report::new(&path, Layout::Generic);
         report.data_len = data.len();
+        report.data = preview(&data);
         report.children = names.len();
         report.descendants = client.get_all_children_number().for_path(&path).await.ok();
-        recognize(&client, &path, &data, &names, depth, &mut report).await?;
+        let here = Here {
+            path: &path,
+            data: &data,
+            stat: &stat,
+            names: &names,
+            depth,
+        };
+        recognize(&client, &here, &mut report).await?;
         Ok(report)
     })
 }
 
-async fn recognize(
-    client: &CuratorFramework,
-    path: &str,
-    data: &[u8],
-    names: &[String],
+/// What was read at the inspected node.
+struct Here<'a> {
+    path: &'a str,
+    data: &'a [u8],
+    stat: &'a Stat,
+    /// Its children, sorted.
+    names: &'a [String],
     depth: u32,
-    report: &mut Report,
-) -> Result<()> {
-    let has = |name: &str| names.iter().any(|n| n == name);
-    let all = |f: &dyn Fn(&str) -> bool| !names.is_empty() && names.iter().all(|n| f(n));
+}
 
-    if names
-        .iter()
-        .any(|n| sequence_after(n, "__READ__").is_some() || sequence_after(n, "__WRIT__").is_some())
-    {
-        return read_write_lock(client, path, names, report).await;
+impl Here<'_> {
+    fn all(&self, fits: impl Fn(&str) -> bool) -> bool {
+        self.names.iter().all(|n| fits(n))
     }
-    if has("leases") {
-        return semaphore(client, path, report).await;
+
+    fn has(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
     }
-    if has("members") && has("locks") {
-        return partitioner(client, path, depth, report).await;
-    }
-    if all(&|n| sequence_after(n, "lock-").is_some()) {
-        return lock(client, path, names, report).await;
-    }
-    if all(&|n| sequence_after(n, "latch-").is_some()) {
-        return latch(client, path, names, report).await;
-    }
-    if names.iter().any(|n| sequence_after(n, "qn-").is_some()) {
-        return simple_queue(client, path, names, report).await;
-    }
-    if names.iter().any(|n| QueueItem::parse(n).is_some()) {
-        return queue(client, path, names, report).await;
-    }
-    if all(&|n| n == "ready" || is_uuid(n)) && names.iter().any(|n| n != "ready") {
-        report.layout = Layout::DoubleBarrier;
-        report.ready = Some(has("ready"));
-        let members: Vec<String> = names.iter().filter(|n| *n != "ready").cloned().collect();
-        let mut nodes = read_nodes(client, path, "", &members).await?;
-        nodes.sort_by(|a, b| (a.stat.czxid, &a.name).cmp(&(b.stat.czxid, &b.name)));
-        report.members = nodes.iter().map(Node::participant).collect();
+}
+
+/// Recognizes a layout only when every child fits it; tells the rest from the data or the
+/// stat, as a guess. Leaves the report generic when nothing fits.
+async fn recognize(client: &CuratorFramework, here: &Here<'_>, report: &mut Report) -> Result<()> {
+    if here.names.is_empty() {
+        childless(here, report);
         return Ok(());
     }
-    if names.iter().all(|n| n.starts_with("_atomic-")) {
-        if Identity::parse(data).is_some() || is_ip_text(data) {
-            if names.is_empty() {
-                report.layout = Layout::Barrier;
-                report.who = Some(Who::from_data(data));
-            }
+    if let Some(lease) = Lease::parse(here.data) {
+        if here.all(|n| n == LEASE_CLOCK) {
+            lease.report(here, report);
             return Ok(());
         }
+    }
+    if here.all(|n| n.starts_with(ATOMIC_MARKER)) {
+        counter_with_markers(here, report);
+        return Ok(());
+    }
+    let fits = if here
+        .all(|n| sequence_after(n, "__READ__").is_some() || sequence_after(n, "__WRIT__").is_some())
+    {
+        read_write_lock(client, here, report).await?
+    } else if here.has("leases") && here.all(|n| n == "leases" || n == "locks") {
+        semaphore(client, here, report).await?
+    } else if here.has("members") && here.all(|n| n == "members" || n == "locks") {
+        partitioner(client, here, report).await?
+    } else if here.all(|n| sequence_after(n, "lock-").is_some()) {
+        lock(client, here, report).await?
+    } else if here.all(|n| sequence_after(n, "latch-").is_some()) {
+        latch(client, here, report).await?
+    } else if here.all(|n| sequence_after(n, "qn-").is_some()) {
+        simple_queue(client, here, report).await?;
+        true
+    } else if here.all(|n| QueueItem::parse(n).is_some()) {
+        queue(client, here, report).await?;
+        true
+    } else if here.all(|n| n == "ready" || is_uuid(n)) && here.names.iter().any(|n| n != "ready") {
+        double_barrier(client, here, report).await?
+    } else {
+        false
+    };
+    if fits {
+        return Ok(());
+    }
+    if guess_from_children(client, here, report).await? {
+        return Ok(());
+    }
+    sections(client, here, report).await
+}
+
+/// A childless node: our lease, or a guess from its data (a fencing gate, a barrier, a
+/// counter).
+fn childless(here: &Here<'_>, report: &mut Report) {
+    let data = here.data;
+    let persistent = here.stat.ephemeral_owner == 0;
+    if let Some(lease) = Lease::parse(data) {
+        lease.report(here, report);
+    } else if let Some(token) = gate_token(data, here.stat) {
+        report.layout = Layout::FencingGate;
+        report.guess = true;
+        report.token = Some(token);
+    } else if persistent && (Identity::parse(data).is_some() || is_ip_text(data)) {
+        // Java Curator writes its IP address into any node made without data: a guess.
+        report.layout = Layout::Barrier;
+        report.guess = true;
+        report.who = Some(Who::from_data(data));
+    } else if persistent && !is_printable_ascii(data) {
+        // Text of 4 or 8 characters (`true`, `12345678`) is text, not a counter.
         if let Ok(bytes) = <[u8; 8]>::try_from(data) {
             report.layout = Layout::AtomicLong;
+            report.guess = true;
             report.value = Some(i64::from_be_bytes(bytes));
-            return Ok(());
-        }
-        if let Ok(bytes) = <[u8; 4]>::try_from(data) {
+        } else if let Ok(bytes) = <[u8; 4]>::try_from(data) {
             report.layout = Layout::SharedCount;
+            report.guess = true;
             report.value = Some(i64::from(i32::from_be_bytes(bytes)));
-            return Ok(());
         }
     }
-    // Nothing to recognize, or too many children to read one by one for a guess.
-    if names.is_empty() || names.len() > MAX_GUESS_READS {
-        return Ok(());
+}
+
+/// A `DistributedAtomicLong` with its outcome markers (`_atomic-<uuid>`): 8 bytes (0 bytes
+/// read as 0), or 4 for the integer variant.
+fn counter_with_markers(here: &Here<'_>, report: &mut Report) {
+    if here.data.is_empty() {
+        report.layout = Layout::AtomicLong;
+        report.value = Some(0);
+    } else if let Ok(bytes) = <[u8; 8]>::try_from(here.data) {
+        report.layout = Layout::AtomicLong;
+        report.value = Some(i64::from_be_bytes(bytes));
+    } else if let Ok(bytes) = <[u8; 4]>::try_from(here.data) {
+        report.layout = Layout::SharedCount;
+        report.value = Some(i64::from(i32::from_be_bytes(bytes)));
     }
-    let nodes = read_nodes(client, path, "", names).await?;
-    if !nodes.is_empty() && nodes.iter().all(|n| service_instance(&n.data).is_some()) {
-        report.layout = Layout::Service;
-        report.members = instances(nodes);
-        return Ok(());
+}
+
+/// The token a `FencingGate` node holds: the decimal text it writes (`12884901890`) of a
+/// zxid from an earlier write, so older than the node's last write, which stored it.
+fn gate_token(data: &[u8], stat: &Stat) -> Option<i64> {
+    let text = std::str::from_utf8(data).ok()?;
+    let token: i64 = text.parse().ok()?;
+    (stat.ephemeral_owner == 0 && token > 0 && token < stat.mzxid && token.to_string() == text)
+        .then_some(token)
+}
+
+/// A `NonBlockingLease` node's data: `lease-v1 <duration ms> <holder>`.
+struct Lease {
+    duration_ms: i64,
+    holder: String,
+}
+
+impl Lease {
+    fn parse(data: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(data).ok()?;
+        let mut words = text.splitn(3, ' ');
+        if words.next()? != LEASE_FORMAT {
+            return None;
+        }
+        let duration_ms = words.next()?.parse().ok().filter(|ms: &i64| *ms >= 0)?;
+        let holder = words.next().filter(|h| !h.is_empty())?.to_owned();
+        Some(Self {
+            duration_ms,
+            holder,
+        })
     }
-    if !nodes.is_empty()
-        && nodes
-            .iter()
-            .all(|n| n.stat.ephemeral_owner != 0 && n.stat.num_children == 0)
-    {
-        report.layout = Layout::GroupMember;
-        let mut members: Vec<Participant> = nodes.iter().map(Node::participant).collect();
-        members.sort_by(|a, b| a.node.cmp(&b.node));
-        report.members = members;
-        return Ok(());
-    }
-    if depth == 0 && names.len() <= MAX_SECTIONS {
-        let mut sorted = names.to_vec();
-        sorted.sort();
-        let sections: Vec<Report> = join_all(
-            sorted
-                .iter()
-                .map(|n| inspect_at(client.clone(), paths::join(path, n), depth + 1)),
-        )
-        .await
-        .into_iter()
-        .collect::<Result<_>>()?;
-        let locks = sections.iter().all(|s| {
-            matches!(
-                s.layout,
-                Layout::Mutex | Layout::ReadWriteLock | Layout::SemaphoreV2 | Layout::Missing
-            )
-        });
-        let services = sections
-            .iter()
-            .all(|s| matches!(s.layout, Layout::Service | Layout::Missing));
-        let present = sections.iter().any(|s| s.layout != Layout::Missing);
-        if present && (locks || services) {
-            report.layout = if locks {
-                Layout::MultiLock
-            } else {
-                Layout::ServiceDiscovery
-            };
-            report.sections = sections
-                .into_iter()
-                .filter(|s| s.layout != Layout::Missing)
-                .collect();
+
+    /// Who took it, until when (the interval starts at the node's `mtime`), and its token; the
+    /// holder is a holder only while the interval runs (by this host's clock).
+    fn report(self, here: &Here<'_>, report: &mut Report) {
+        let until = here.stat.mtime.saturating_add(self.duration_ms);
+        let who = Who::from_data(self.holder.as_bytes());
+        report.layout = Layout::Lease;
+        report.who = Some(who.clone());
+        report.until_ms = Some(until);
+        report.token = Some(here.stat.mzxid);
+        if until > now_ms() {
+            report.holders.push(Participant {
+                node: paths::node_name(here.path).to_owned(),
+                who,
+                session_id: 0,
+                since_ms: here.stat.mtime,
+                role: None,
+                no_read_permission: false,
+            });
         }
     }
-    Ok(())
 }
 
 /// Lock nodes in Curator's order (the sequence after `marker`).
@@ -351,16 +472,19 @@ fn in_lock_order(mut nodes: Vec<Node>, marker: &str) -> Vec<Node> {
     nodes
 }
 
-async fn lock(
-    client: &CuratorFramework,
-    path: &str,
-    names: &[String],
-    report: &mut Report,
-) -> Result<()> {
-    let nodes = in_lock_order(read_nodes(client, path, "", names).await?, "lock-");
+async fn lock(client: &CuratorFramework, here: &Here<'_>, report: &mut Report) -> Result<bool> {
+    let nodes = in_lock_order(
+        read_nodes(client, here.path, "", here.names).await?,
+        "lock-",
+    );
+    if !nodes.iter().all(Node::is_ephemeral) {
+        return Ok(false);
+    }
+    note_denied(report, &nodes);
     // A selector's nodes hold participant ids; a mutex's an identity, Java's IP text or nothing.
     let ids = nodes.iter().any(|n| {
-        !n.data.is_empty()
+        !n.denied
+            && !n.data.is_empty()
             && n.data != REVOKE_MESSAGE
             && Identity::parse(&n.data).is_none()
             && !is_ip_text(&n.data)
@@ -374,33 +498,38 @@ async fn lock(
     } else {
         report.layout = Layout::Mutex;
     }
-    Ok(())
+    Ok(true)
 }
 
-async fn latch(
-    client: &CuratorFramework,
-    path: &str,
-    names: &[String],
-    report: &mut Report,
-) -> Result<()> {
+async fn latch(client: &CuratorFramework, here: &Here<'_>, report: &mut Report) -> Result<bool> {
+    let nodes = in_lock_order(
+        read_nodes(client, here.path, "", here.names).await?,
+        "latch-",
+    );
+    if !nodes.iter().all(Node::is_ephemeral) {
+        return Ok(false);
+    }
+    note_denied(report, &nodes);
     report.layout = Layout::LeaderLatch;
-    let nodes = in_lock_order(read_nodes(client, path, "", names).await?, "latch-");
     let mut participants = nodes.iter().map(Node::participant);
     report.holders.extend(participants.next());
     report.waiters.extend(participants);
     report.leader = report.holders.first().cloned();
-    Ok(())
+    Ok(true)
 }
 
 async fn read_write_lock(
     client: &CuratorFramework,
-    path: &str,
-    names: &[String],
+    here: &Here<'_>,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<bool> {
+    let read = read_nodes(client, here.path, "", here.names).await?;
+    if !read.iter().all(Node::is_ephemeral) {
+        return Ok(false);
+    }
+    note_denied(report, &read);
     report.layout = Layout::ReadWriteLock;
-    let mut nodes: Vec<(u64, bool, Node)> = read_nodes(client, path, "", names)
-        .await?
+    let mut nodes: Vec<(u64, bool, Node)> = read
         .into_iter()
         .filter_map(|n| {
             if let Some(seq) = sequence_after(&n.name, "__WRIT__") {
@@ -434,15 +563,43 @@ async fn read_write_lock(
             report.waiters.push(p);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
-async fn semaphore(client: &CuratorFramework, path: &str, report: &mut Report) -> Result<()> {
-    report.layout = Layout::SemaphoreV2;
-    let leases_path = paths::join(path, "leases");
-    let locks_path = paths::join(path, "locks");
-    let lease_names = children(client, &leases_path).await?;
-    let lock_names = children(client, &locks_path).await?;
+/// `leases/` holding only `lease-<seq>` nodes and `locks/` only `lock-<seq>` nodes, all
+/// ephemeral; an idle semaphore (both empty) only when they are containers, as recipes make
+/// them.
+async fn semaphore(
+    client: &CuratorFramework,
+    here: &Here<'_>,
+    report: &mut Report,
+) -> Result<bool> {
+    let parents = read_nodes(client, here.path, "", here.names).await?;
+    let leases_path = paths::join(here.path, "leases");
+    let locks_path = paths::join(here.path, "locks");
+    let (Some(lease_names), Some(lock_names)) = (
+        children(client, &leases_path).await?,
+        children(client, &locks_path).await?,
+    ) else {
+        return Ok(false);
+    };
+    if !lease_names
+        .iter()
+        .all(|n| sequence_after(n, "lease-").is_some())
+        || !lock_names
+            .iter()
+            .all(|n| sequence_after(n, "lock-").is_some())
+    {
+        return Ok(false);
+    }
+    if lease_names.is_empty()
+        && lock_names.is_empty()
+        && !parents
+            .iter()
+            .all(|p| p.stat.ephemeral_owner == CONTAINER_OWNER)
+    {
+        return Ok(false);
+    }
     let leases = in_lock_order(
         read_nodes(client, &leases_path, "leases/", &lease_names).await?,
         "lease-",
@@ -451,6 +608,12 @@ async fn semaphore(client: &CuratorFramework, path: &str, report: &mut Report) -
         read_nodes(client, &locks_path, "locks/", &lock_names).await?,
         "lock-",
     );
+    if !leases.iter().chain(&locks).all(Node::is_ephemeral) {
+        return Ok(false);
+    }
+    note_denied(report, &leases);
+    note_denied(report, &locks);
+    report.layout = Layout::SemaphoreV2;
     // The acquirer that holds the guard lock made its lease node and waits for the count to
     // allow it: its newest lease node is pending, not held.
     let pending = locks.first().and_then(|guard| {
@@ -466,37 +629,175 @@ async fn semaphore(client: &CuratorFramework, path: &str, report: &mut Report) -
         .map(Node::participant)
         .collect();
     report.waiters = locks.iter().map(Node::participant).collect();
-    Ok(())
+    Ok(true)
 }
 
+/// `members/` holding only ephemeral childless members, and `locks/<item>` holding only lock
+/// nodes.
 async fn partitioner(
     client: &CuratorFramework,
-    path: &str,
-    depth: u32,
+    here: &Here<'_>,
     report: &mut Report,
-) -> Result<()> {
-    report.layout = Layout::SetPartitioner;
-    let members_path = paths::join(path, "members");
-    let names = children(client, &members_path).await?;
-    let mut members: Vec<Participant> = read_nodes(client, &members_path, "members/", &names)
-        .await?
+) -> Result<bool> {
+    let members_path = paths::join(here.path, "members");
+    let locks_path = paths::join(here.path, "locks");
+    let (Some(names), Some(mut items)) = (
+        children(client, &members_path).await?,
+        children(client, &locks_path).await?,
+    ) else {
+        return Ok(false);
+    };
+    let nodes = read_nodes(client, &members_path, "members/", &names).await?;
+    if !nodes
         .iter()
-        .map(Node::participant)
-        .collect();
+        .all(|n| n.is_ephemeral() && n.stat.num_children == 0)
+    {
+        return Ok(false);
+    }
+    for item in &items {
+        match children(client, &paths::join(&locks_path, item)).await? {
+            Some(locks) if locks.iter().all(|n| sequence_after(n, "lock-").is_some()) => {}
+            _ => return Ok(false),
+        }
+    }
+    note_denied(report, &nodes);
+    report.layout = Layout::SetPartitioner;
+    let mut members: Vec<Participant> = nodes.iter().map(Node::participant).collect();
     members.sort_by(|a, b| a.node.cmp(&b.node));
     report.members = members;
-    if depth == 0 {
-        let locks_path = paths::join(path, "locks");
-        let mut items = children(client, &locks_path).await?;
-        items.sort();
+    if here.depth == 0 {
         items.truncate(MAX_SECTIONS);
         for item in items {
-            let section =
-                inspect_at(client.clone(), paths::join(&locks_path, &item), depth + 1).await?;
+            let section = inspect_at(
+                client.clone(),
+                paths::join(&locks_path, &item),
+                here.depth + 1,
+            )
+            .await?;
             if section.layout != Layout::Missing {
                 report.sections.push(section);
             }
         }
+    }
+    Ok(true)
+}
+
+/// UUID-named ephemeral members and a `ready` node.
+async fn double_barrier(
+    client: &CuratorFramework,
+    here: &Here<'_>,
+    report: &mut Report,
+) -> Result<bool> {
+    let members: Vec<String> = here
+        .names
+        .iter()
+        .filter(|n| *n != "ready")
+        .cloned()
+        .collect();
+    let mut nodes = read_nodes(client, here.path, "", &members).await?;
+    if !nodes.iter().all(Node::is_ephemeral) {
+        return Ok(false);
+    }
+    note_denied(report, &nodes);
+    report.layout = Layout::DoubleBarrier;
+    report.ready = Some(here.has("ready"));
+    nodes.sort_by(|a, b| (a.stat.czxid, &a.name).cmp(&(b.stat.czxid, &b.name)));
+    report.members = nodes.iter().map(Node::participant).collect();
+    Ok(true)
+}
+
+/// Service instances (Curator's JSON), or a group (a guess: ephemeral childless children).
+/// The first child is read alone: when it fits neither, no other child is read.
+async fn guess_from_children(
+    client: &CuratorFramework,
+    here: &Here<'_>,
+    report: &mut Report,
+) -> Result<bool> {
+    let Some((first, rest)) = here.names.split_first() else {
+        return Ok(false);
+    };
+    if here.names.len() > MAX_GUESS_READS {
+        return Ok(false);
+    }
+    let probe = read_nodes(client, here.path, "", std::slice::from_ref(first)).await?;
+    note_denied(report, &probe);
+    let member = |n: &Node| n.is_ephemeral() && n.stat.num_children == 0;
+    let service = |n: &Node| !n.denied && service_instance(&n.data).is_some();
+    if !probe.iter().all(|n| member(n) || service(n)) {
+        return Ok(false);
+    }
+    let mut nodes = probe;
+    nodes.extend(read_nodes(client, here.path, "", rest).await?);
+    note_denied(report, &nodes);
+    if nodes.is_empty() {
+        return Ok(false);
+    }
+    if nodes.iter().all(service) {
+        report.layout = Layout::Service;
+        report.members = instances(nodes);
+        return Ok(true);
+    }
+    if nodes.iter().all(member) {
+        report.layout = Layout::GroupMember;
+        report.guess = true;
+        let mut members: Vec<Participant> = nodes.iter().map(Node::participant).collect();
+        members.sort_by(|a, b| a.node.cmp(&b.node));
+        report.members = members;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Children that are each a lock (several locks) or each a service (a discovery base path),
+/// inspected as sections of the report at the top level only. The first child is inspected
+/// alone: when it is neither, no other child is.
+async fn sections(client: &CuratorFramework, here: &Here<'_>, report: &mut Report) -> Result<()> {
+    if here.depth != 0 || here.names.len() > MAX_SECTIONS {
+        return Ok(());
+    }
+    let lock = |s: &Report| {
+        !s.guess
+            && matches!(
+                s.layout,
+                Layout::Mutex | Layout::ReadWriteLock | Layout::SemaphoreV2 | Layout::Missing
+            )
+    };
+    let service = |s: &Report| matches!(s.layout, Layout::Service | Layout::Missing);
+    let Some((first, rest)) = here.names.split_first() else {
+        return Ok(());
+    };
+    let probe = inspect_at(
+        client.clone(),
+        paths::join(here.path, first),
+        here.depth + 1,
+    )
+    .await?;
+    if !lock(&probe) && !service(&probe) {
+        return Ok(());
+    }
+    let mut sections = vec![probe];
+    sections.extend(
+        join_all(
+            rest.iter()
+                .map(|n| inspect_at(client.clone(), paths::join(here.path, n), here.depth + 1)),
+        )
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?,
+    );
+    let locks = sections.iter().all(lock);
+    let services = sections.iter().all(service);
+    let present = sections.iter().any(|s| s.layout != Layout::Missing);
+    if present && (locks || services) {
+        report.layout = if locks {
+            Layout::MultiLock
+        } else {
+            Layout::ServiceDiscovery
+        };
+        report.sections = sections
+            .into_iter()
+            .filter(|s| s.layout != Layout::Missing)
+            .collect();
     }
     Ok(())
 }
@@ -531,28 +832,24 @@ async fn queue_stats(
 
 async fn simple_queue(
     client: &CuratorFramework,
-    path: &str,
-    names: &[String],
+    here: &Here<'_>,
     report: &mut Report,
 ) -> Result<()> {
     report.layout = Layout::SimpleQueue;
-    let mut items: Vec<(u64, &String)> = names
+    let mut items: Vec<(u64, &String)> = here
+        .names
         .iter()
         .filter_map(|n| sequence_after(n, "qn-").map(|seq| (seq, n)))
         .collect();
     items.sort();
     let items: Vec<String> = items.into_iter().map(|(_, n)| n.clone()).collect();
-    report.queue = Some(queue_stats(client, path, &items).await?);
+    report.queue = Some(queue_stats(client, here.path, &items).await?);
     Ok(())
 }
 
-async fn queue(
-    client: &CuratorFramework,
-    path: &str,
-    names: &[String],
-    report: &mut Report,
-) -> Result<()> {
-    let mut items: Vec<(QueueItem, &String)> = names
+async fn queue(client: &CuratorFramework, here: &Here<'_>, report: &mut Report) -> Result<()> {
+    let mut items: Vec<(QueueItem, &String)> = here
+        .names
         .iter()
         .filter_map(|n| QueueItem::parse(n).map(|item| (item, n)))
         .collect();
@@ -564,10 +861,9 @@ async fn queue(
         _ => Layout::DistributedQueue,
     };
     let items: Vec<String> = items.into_iter().map(|(_, n)| n.clone()).collect();
-    report.queue = Some(queue_stats(client, path, &items).await?);
+    report.queue = Some(queue_stats(client, here.path, &items).await?);
     Ok(())
 }
-
 /// `(id, address:port)` of a service discovery instance (Curator's JSON).
 fn service_instance(data: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(data).ok()?;

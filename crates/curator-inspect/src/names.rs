@@ -88,6 +88,51 @@ pub(crate) fn is_ip_text(data: &[u8]) -> bool {
         .is_some()
 }
 
+/// Whether `owner` (a stat's `ephemeralOwner`) is a session: not 0 (persistent), not
+/// ZooKeeper's container marker (`i64::MIN`) and not a TTL node's marker (high byte `0xff`).
+pub(crate) fn is_session_owner(owner: i64) -> bool {
+    owner != 0 && owner != i64::MIN && (owner as u64) >> 56 != 0xff
+}
+
+/// Whether every byte is printable ASCII (space to `~`): text, not a binary number.
+pub(crate) fn is_printable_ascii(data: &[u8]) -> bool {
+    data.iter().all(|b| (0x20..=0x7e).contains(b))
+}
+
+/// At most this many characters of text data are shown.
+const PREVIEW_CHARS: usize = 64;
+/// At most this many bytes of binary data are shown (in hex).
+const PREVIEW_BYTES: usize = 32;
+
+/// A node's data for people: quoted text (cut at 64 characters), or `0x` and hex (cut at 32
+/// bytes) with the length for anything that is not text; `None` for no data.
+pub(crate) fn preview(data: &[u8]) -> Option<String> {
+    if data.is_empty() {
+        return None;
+    }
+    let text = std::str::from_utf8(data).ok().filter(|text| {
+        !text
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    });
+    if let Some(text) = text {
+        let cut: String = text.chars().take(PREVIEW_CHARS).collect();
+        let more = if cut.len() < text.len() { "…" } else { "" };
+        return Some(format!("{cut:?}{more}"));
+    }
+    let hex: String = data
+        .iter()
+        .take(PREVIEW_BYTES)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let more = if data.len() > PREVIEW_BYTES {
+        "…"
+    } else {
+        ""
+    };
+    Some(format!("0x{hex}{more} ({} bytes)", data.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +175,31 @@ mod tests {
         );
         assert_eq!(QueueItem::parse("queue-x"), None);
         assert_eq!(QueueItem::parse("qn-0000000001"), None);
+    }
+
+    #[test]
+    fn sessions_and_markers() {
+        assert!(is_session_owner(0x0100_00a1_b2c0_0003));
+        assert!(!is_session_owner(0));
+        assert!(!is_session_owner(i64::MIN));
+        assert!(!is_session_owner(0xff00_0000_0000_1000_u64 as i64));
+    }
+
+    #[test]
+    fn previews_of_text_and_binary_data() {
+        assert_eq!(preview(b""), None);
+        assert_eq!(preview(b"true").as_deref(), Some("\"true\""));
+        assert_eq!(
+            preview(&[0, 0, 0, 7]).as_deref(),
+            Some("0x00000007 (4 bytes)")
+        );
+        let long = "x".repeat(100);
+        assert_eq!(
+            preview(long.as_bytes()),
+            Some(format!("{:?}…", "x".repeat(64)))
+        );
+        assert!(is_printable_ascii(b"12345678"));
+        assert!(!is_printable_ascii(&[0, 0, 0, 7]));
     }
 
     #[test]

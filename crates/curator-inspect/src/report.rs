@@ -58,6 +58,12 @@ pub enum Layout {
     ServiceDiscovery,
     /// One service's instances (JSON).
     Service,
+    /// `NonBlockingLease` (curator-locks, `curator lease`): data `lease-v1 <ms> <holder>` and
+    /// a `clock` child; see [`Report::until_ms`] and [`Report::token`].
+    Lease,
+    /// `FencingGate` (curator-locks, `curator fence`): a childless node holding the highest
+    /// admitted token as decimal text (always a guess: see [`Report::guess`]).
+    FencingGate,
     /// Not a layout this crate knows: children count and data size only.
     Generic,
 }
@@ -85,6 +91,8 @@ impl fmt::Display for Layout {
             Layout::SetPartitioner => "set partitioner",
             Layout::ServiceDiscovery => "service discovery",
             Layout::Service => "service",
+            Layout::Lease => "lease",
+            Layout::FencingGate => "fencing gate",
             Layout::Generic => "unrecognized",
         })
     }
@@ -177,15 +185,20 @@ impl fmt::Display for Who {
 
 /// One node of a recipe: a holder, a waiter, a leader, a member, a lease.
 ///
+/// In JSON the session id is hex text (`"0x100000a1b2c0003"`), as everywhere in `curator`'s
+/// output: session ids pass 2^53, past which a JSON number loses digits in JavaScript and `jq`.
+///
 /// ```
 /// let p: curator_inspect::Participant = serde_json::from_value(serde_json::json!({
 ///     "node": "lock-0000000001",
 ///     "who": { "host": "h", "pid": 1, "name": "n", "text": null },
-///     "session_id": 0x1234,
+///     "session_id": "0x100000a1b2c0003",
 ///     "since_ms": 0,
 ///     "role": null,
 /// })).unwrap();
-/// assert!(p.to_string().starts_with("n on h (pid 1) session 0x1234 since"));
+/// assert_eq!(p.session_id, 0x0100_000a_1b2c_0003);
+/// assert!(p.to_string().starts_with("n on h (pid 1) session 0x100000a1b2c0003 since"));
+/// assert_eq!(serde_json::to_value(&p).unwrap()["session_id"], "0x100000a1b2c0003");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -194,17 +207,25 @@ pub struct Participant {
     pub node: String,
     /// Who made it, from its data.
     pub who: Who,
-    /// The session that owns it (`ephemeralOwner`; 0 for a persistent node).
+    /// The session that owns it (`ephemeralOwner`; 0 for a persistent node); hex text in JSON.
+    #[serde(with = "session_hex")]
     pub session_id: i64,
     /// When it was created (`ctime`, ms since the epoch).
     pub since_ms: i64,
     /// `read` or `write` in a read/write lock.
     pub role: Option<String>,
+    /// This session may not read the node: `who` is unknown (its stat is still known).
+    #[serde(default)]
+    pub no_read_permission: bool,
 }
 
 impl fmt::Display for Participant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.who)?;
+        if self.no_read_permission {
+            f.write_str(NO_READ_PERMISSION)?;
+        } else {
+            write!(f, "{}", self.who)?;
+        }
         if let Some(role) = &self.role {
             write!(f, " [{role}]")?;
         }
@@ -212,6 +233,49 @@ impl fmt::Display for Participant {
             write!(f, " session 0x{:x}", self.session_id)?;
         }
         write!(f, " since {} ({})", age(self.since_ms), self.node)
+    }
+}
+
+/// How a node this session may not read is marked.
+const NO_READ_PERMISSION: &str = "(no read permission)";
+
+/// Session ids as hex text (`"0x…"`) in JSON; a number is read too.
+mod session_hex {
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+    use std::fmt;
+
+    pub(super) fn serialize<S: Serializer>(id: &i64, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format!("0x{id:x}"))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+        struct Id;
+        impl Visitor<'_> for Id {
+            type Value = i64;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a session id: hex text (\"0x…\") or a number")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<i64, E> {
+                let digits = text
+                    .strip_prefix("0x")
+                    .or_else(|| text.strip_prefix("0X"))
+                    .ok_or_else(|| {
+                        E::custom(format!("a session id starts with 0x, not {text:?}"))
+                    })?;
+                u64::from_str_radix(digits, 16)
+                    // The id's 64 bits, as the server's `long` holds them.
+                    .map(|id| id as i64)
+                    .map_err(|_| E::custom(format!("not a hex session id: {text:?}")))
+            }
+            fn visit_i64<E: de::Error>(self, id: i64) -> Result<i64, E> {
+                Ok(id)
+            }
+            fn visit_u64<E: de::Error>(self, id: u64) -> Result<i64, E> {
+                Ok(id as i64)
+            }
+        }
+        deserializer.deserialize_any(Id)
     }
 }
 
@@ -260,6 +324,18 @@ pub struct Report {
     pub path: String,
     /// The layout recognized there.
     pub layout: Layout,
+    /// The layout is a guess from the node's data or stat alone (a barrier, a counter, a group,
+    /// a fencing gate): nothing in the names says so. [`data`](Self::data) shows what it was
+    /// guessed from; a tree shown around it goes on below it.
+    #[serde(default)]
+    pub guess: bool,
+    /// This session may not read the node: only its stat (data size, children) is known.
+    #[serde(default)]
+    pub no_read_permission: bool,
+    /// The node's data for people: quoted text (cut at 64 characters) or `0x` hex (cut at 32
+    /// bytes) with its length; `None` for no data (or none readable).
+    #[serde(default)]
+    pub data: Option<String>,
     /// The node's own data size in bytes.
     pub data_len: usize,
     /// Its number of children.
@@ -282,6 +358,17 @@ pub struct Report {
     pub value: Option<i64>,
     /// A double barrier's `ready` node exists.
     pub ready: Option<bool>,
+    /// When a lease's interval ends (ms since the epoch, the server's clock).
+    #[serde(default)]
+    pub until_ms: Option<i64>,
+    /// A lease's fencing token (its node's `mzxid`), or the highest token a fencing gate
+    /// admitted.
+    #[serde(default)]
+    pub token: Option<i64>,
+    /// Nodes under the path that were read for this report and that this session may not read
+    /// (relative to the path).
+    #[serde(default)]
+    pub unreadable: Vec<String>,
     /// Sub-reports: each lock of several, each item lock of a partitioner, each service.
     pub sections: Vec<Report>,
 }
@@ -291,6 +378,9 @@ impl Report {
         Self {
             path: path.to_owned(),
             layout,
+            guess: false,
+            no_read_permission: false,
+            data: None,
             data_len: 0,
             children: 0,
             descendants: None,
@@ -302,13 +392,36 @@ impl Report {
             queue: None,
             value: None,
             ready: None,
+            until_ms: None,
+            token: None,
+            unreadable: Vec::new(),
             sections: Vec::new(),
+        }
+    }
+
+    /// The layout for people: `mutex`, `shared count (a guess)`, `no read permission`.
+    ///
+    /// ```
+    /// let report: curator_inspect::Report = serde_json::from_value(serde_json::json!({
+    ///     "path": "/a", "layout": "shared_count", "guess": true, "data_len": 4, "children": 0,
+    ///     "descendants": null, "who": null, "holders": [], "waiters": [], "leader": null,
+    ///     "members": [], "queue": null, "value": 7, "ready": null, "sections": [],
+    /// })).unwrap();
+    /// assert_eq!(report.label(), "shared count (a guess)");
+    /// ```
+    pub fn label(&self) -> String {
+        if self.no_read_permission {
+            NO_READ_PERMISSION.trim_matches(['(', ')']).to_owned()
+        } else if self.guess {
+            format!("{} (a guess)", self.layout)
+        } else {
+            self.layout.to_string()
         }
     }
 
     fn write_indented(&self, f: &mut fmt::Formatter<'_>, indent: usize) -> fmt::Result {
         let pad = "  ".repeat(indent);
-        write!(f, "{pad}{} — {}", self.path, self.layout)?;
+        write!(f, "{pad}{} — {}", self.path, self.label())?;
         if self.layout != Layout::Missing {
             write!(
                 f,
@@ -321,8 +434,26 @@ impl Report {
             f.write_str(")")?;
         }
         writeln!(f)?;
-        if let Some(who) = &self.who {
+        if let Some(data) = &self.data {
+            writeln!(f, "{pad}  data: {data}")?;
+        }
+        if self.layout == Layout::Lease {
+            if let Some(who) = &self.who {
+                writeln!(f, "{pad}  taken by: {who}")?;
+            }
+            if let Some(until) = self.until_ms {
+                writeln!(f, "{pad}  interval: {}", until_text(until))?;
+            }
+        } else if let Some(who) = &self.who {
             writeln!(f, "{pad}  made by: {who}")?;
+        }
+        if let Some(token) = self.token {
+            let title = if self.layout == Layout::FencingGate {
+                "highest token admitted"
+            } else {
+                "fencing token"
+            };
+            writeln!(f, "{pad}  {title}: {token}")?;
         }
         if let Some(value) = self.value {
             writeln!(f, "{pad}  value: {value}")?;
@@ -350,6 +481,13 @@ impl Report {
         if let Some(queue) = &self.queue {
             writeln!(f, "{pad}  queue: {queue}")?;
         }
+        if !self.unreadable.is_empty() {
+            writeln!(
+                f,
+                "{pad}  no read permission: {}",
+                self.unreadable.join(", ")
+            )?;
+        }
         for section in &self.sections {
             section.write_indented(f, indent + 1)?;
         }
@@ -363,16 +501,34 @@ impl fmt::Display for Report {
     }
 }
 
+/// Milliseconds since the epoch, now (this host's clock).
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// `12s ago`-style text for a time in ms since the epoch.
 fn age(since_ms: i64) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let secs = now.saturating_sub(since_ms).max(0) / 1000;
+    span(now_ms().saturating_sub(since_ms).max(0) / 1000) + " ago"
+}
+
+/// When a lease ends or ended, by this host's clock: `ends in 5m0s` or `ended 12s ago`.
+fn until_text(until_ms: i64) -> String {
+    let left = until_ms.saturating_sub(now_ms());
+    if left > 0 {
+        format!("ends in {}", span((left + 999) / 1000))
+    } else {
+        format!("ended {} ago", span(-left / 1000))
+    }
+}
+
+/// `12s`, `3m4s`, `2h5m`, `1d3h`.
+fn span(secs: i64) -> String {
     match secs {
-        0..60 => format!("{secs}s ago"),
-        60..3600 => format!("{}m{}s ago", secs / 60, secs % 60),
-        3600..86400 => format!("{}h{}m ago", secs / 3600, (secs % 3600) / 60),
-        _ => format!("{}d{}h ago", secs / 86400, (secs % 86400) / 3600),
+        ..60 => format!("{secs}s"),
+        60..3600 => format!("{}m{}s", secs / 60, secs % 60),
+        3600..86400 => format!("{}h{}m", secs / 3600, (secs % 3600) / 60),
+        _ => format!("{}d{}h", secs / 86400, (secs % 86400) / 3600),
     }
 }

@@ -1,7 +1,11 @@
 //! `curator inspect PATH [--json] [--watch]`: who holds what at PATH (see `curator-inspect`).
 
-use curator_framework::CuratorFramework;
-use curator_inspect::Report;
+use std::pin::pin;
+
+use curator_framework::{ConnectionState, CuratorFramework, Error};
+use curator_inspect::{Layout, Report};
+use futures::StreamExt;
+use serde_json::json;
 
 use crate::exit::{CliError, CliResult, codes};
 use crate::output::{self, WriteError};
@@ -18,22 +22,47 @@ pub(crate) async fn run(
         let inspected = curator_inspect::inspect(client, path)
             .await
             .map_err(failed)?;
+        // As `get` says of a missing node (a watch, though, waits for it to appear).
+        if inspected.layout == Layout::Missing {
+            return Err(failed(Error::NoNode));
+        }
         print(report, &inspected)?;
         return Ok(codes::OK);
     }
     // Nobody reads any more (`curator inspect --watch P | head`): stop at once rather than at
     // the next change, which may never come.
     output::watch_pipes();
-    let (first, mut changes) = tokio::select! {
-        watched = curator_inspect::watch(client, path) => watched.map_err(failed)?,
-        _ = output::gone() => return Err(CliError::output_closed()),
+    // Heard while a report is being read, too: a read waits while the connection is away.
+    let mut states = client.connection_state_stream();
+    let mut states_open = true;
+    let (first, mut changes) = {
+        let mut watched = pin!(curator_inspect::watch(client, path));
+        loop {
+            tokio::select! {
+                watched = &mut watched => break watched.map_err(failed)?,
+                state = states.next(), if states_open => match state {
+                    Some(state) => connection_status(report, state)?,
+                    None => states_open = false,
+                },
+                _ = output::gone() => return Err(CliError::output_closed()),
+            }
+        }
     };
     print(report, &first)?;
     let mut last = first;
     loop {
-        let next = tokio::select! {
-            next = changes.next() => next,
-            _ = output::gone() => return Err(CliError::output_closed()),
+        let next = {
+            let mut next = pin!(changes.next());
+            loop {
+                tokio::select! {
+                    next = &mut next => break next,
+                    state = states.next(), if states_open => match state {
+                    Some(state) => connection_status(report, state)?,
+                    None => states_open = false,
+                },
+                    _ = output::gone() => return Err(CliError::output_closed()),
+                }
+            }
         };
         // The client closed (an interrupt): done.
         let Some(next) = next else {
@@ -52,4 +81,30 @@ pub(crate) async fn run(
 fn print(report: Reporter, inspected: &Report) -> Result<(), WriteError> {
     let value = serde_json::to_value(inspected).unwrap_or_default();
     report.result(value, inspected.to_string().trim_end())
+}
+
+/// A connection change while watching, on stderr: `{"event":"connection","state":"Suspended"}`,
+/// or a line for people (nothing for the first `Connected`, which the client reports just after
+/// it started). The reports go on by themselves once connected: the watch is set again and
+/// the path read anew.
+fn connection_status(report: Reporter, state: ConnectionState) -> Result<(), WriteError> {
+    let human = match state {
+        ConnectionState::Connected => return Ok(()),
+        ConnectionState::Suspended => {
+            "connection to ZooKeeper suspended: the last report may no longer be true; \
+             reporting again once it is back"
+        }
+        ConnectionState::Lost => {
+            "session lost (expired, or away too long): the last report may no longer be true; \
+             reporting again with a new session once connected"
+        }
+        ConnectionState::Reconnected => "reconnected to ZooKeeper",
+        ConnectionState::ReadOnly => "connected to a read-only server",
+        _ => "connection state changed",
+    };
+    report.status(
+        "connection",
+        json!({ "state": format!("{state:?}") }),
+        human,
+    )
 }

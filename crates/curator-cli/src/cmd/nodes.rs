@@ -203,7 +203,9 @@ fn stat_json(stat: &Stat) -> Value {
         "cversion": stat.cversion,
         "data_length": stat.data_length,
         "num_children": stat.num_children,
-        "ephemeral_owner": stat.ephemeral_owner,
+        // A session id, as hex text like every session id in `curator`'s JSON: as a number it
+        // would pass 2^53 and lose digits in `jq` and browsers.
+        "ephemeral_owner": format!("0x{:x}", stat.ephemeral_owner),
         "czxid": stat.czxid,
         "mzxid": stat.mzxid,
         "ctime": stat.ctime,
@@ -224,16 +226,22 @@ fn stat_text(stat: &Stat) -> String {
     )
 }
 
-/// `{"path", "children": [...]}`, depth first; nodes deleted meanwhile are left out.
+/// `{"path", "children": [...]}`, depth first; nodes deleted meanwhile are left out, and a node
+/// below `path` that this session may not list is `{"path", "no_read_permission": true}`
+/// (its children unknown) rather than a failure of the whole tree.
 fn tree(client: &CuratorFramework, path: String) -> BoxFuture<'_, Result<Value, Error>> {
     async move {
         let (mut names, _) = client.get_children().for_path(&path).await?;
         names.sort();
         let mut children = Vec::with_capacity(names.len());
         for name in names {
-            match tree(client, paths::join(&path, &name)).await {
-                Ok(child) => children.push(child),
+            let child = paths::join(&path, &name);
+            match tree(client, child.clone()).await {
+                Ok(node) => children.push(node),
                 Err(Error::NoNode) => {}
+                Err(Error::NoAuth) => {
+                    children.push(json!({ "path": child, "no_read_permission": true }));
+                }
                 Err(error) => return Err(error),
             }
         }
@@ -249,7 +257,12 @@ fn print_tree(node: &Value, depth: usize, lines: &mut Vec<String>) {
     } else {
         paths::node_name(path)
     };
-    lines.push(format!("{}{label}", "  ".repeat(depth)));
+    let mark = if node["no_read_permission"] == true {
+        " (no read permission)"
+    } else {
+        ""
+    };
+    lines.push(format!("{}{label}{mark}", "  ".repeat(depth)));
     for child in node["children"].as_array().into_iter().flatten() {
         print_tree(child, depth + 1, lines);
     }

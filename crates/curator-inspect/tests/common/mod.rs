@@ -1,5 +1,8 @@
 //! What the inspector's tests share: clients with an identity, and waiting for a report.
 
+// Each test file uses a part of it.
+#![allow(dead_code)]
+
 use std::time::Duration;
 
 use curator_framework::CuratorFramework;
