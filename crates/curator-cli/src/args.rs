@@ -106,6 +106,52 @@ pub(crate) struct Connection {
     /// before the server is asked [env: ZK_KERBEROS_PRINCIPAL]
     #[arg(long, value_name = "NAME", help_heading = "Security")]
     pub(crate) kerberos_principal: Option<String>,
+    /// The settings taken from environment variables rather than flags (see
+    /// [`Connection::or_environment`]).
+    #[arg(skip)]
+    pub(crate) from_environment: FromEnvironment,
+}
+
+/// Which flags' values came from their environment variables, so that a message about one
+/// names what the user set (`$ZK_SASL_USER`), not a flag never given.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FromEnvironment(Vec<(&'static str, &'static str)>);
+
+impl FromEnvironment {
+    /// `message` with each flag that came from a variable written as the variable: `--sasl-user
+    /// and --sasl-password-file go together` becomes `$ZK_SASL_USER and --sasl-password-file go
+    /// together` when `ZK_SASL_USER` was set and `--sasl-user` not given. A flag is replaced
+    /// only whole (`--kerberos` not inside `--kerberos-keytab`).
+    pub(crate) fn name_variables(&self, message: &str) -> String {
+        let mut named = message.to_owned();
+        for (flag, variable) in &self.0 {
+            let mut out = String::with_capacity(named.len());
+            let mut rest = named.as_str();
+            while let Some(at) = rest.find(flag) {
+                let after = &rest[at + flag.len()..];
+                let whole = !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-');
+                out.push_str(&rest[..at]);
+                if whole {
+                    out.push('$');
+                    out.push_str(variable);
+                } else {
+                    out.push_str(flag);
+                }
+                rest = after;
+            }
+            out.push_str(rest);
+            named = out;
+        }
+        named
+    }
+
+    /// [`name_variables`](Self::name_variables) on an error's message.
+    pub(crate) fn name_in(&self, mut error: CliError) -> CliError {
+        if let Some(message) = &error.message {
+            error.message = Some(self.name_variables(message));
+        }
+        error
+    }
 }
 
 impl Connection {
@@ -166,39 +212,81 @@ impl Connection {
             kerberos_ccache: self.kerberos_ccache.or(outer.kerberos_ccache),
             kerberos_config: self.kerberos_config.or(outer.kerberos_config),
             kerberos_principal: self.kerberos_principal.or(outer.kerberos_principal),
+            from_environment: FromEnvironment::default(),
         }
     }
 
     /// Each security flag not given, from its environment variable (read here rather than by
     /// clap, so a variable set for other commands never counts as a flag given to `server`).
+    /// Which flags were taken from variables is kept in `from_environment`.
     fn or_environment(self) -> Connection {
-        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
-        let path = |name: &str| var(name).map(PathBuf::from);
-        let text = |name: &str| var(name).map(|value| value.to_string_lossy().into_owned());
-        Connection {
-            tls_ca: self.tls_ca.or_else(|| path("ZK_TLS_CA")),
-            tls_cert: self.tls_cert.or_else(|| path("ZK_TLS_CERT")),
-            tls_key: self.tls_key.or_else(|| path("ZK_TLS_KEY")),
-            sasl_user: self.sasl_user.or_else(|| text("ZK_SASL_USER")),
-            sasl_password_file: self
-                .sasl_password_file
-                .or_else(|| path("ZK_SASL_PASSWORD_FILE")),
-            auth_user: self.auth_user.or_else(|| text("ZK_AUTH_USER")),
-            auth_password_file: self
-                .auth_password_file
-                .or_else(|| path("ZK_AUTH_PASSWORD_FILE")),
-            kerberos: self.kerberos
-                || text("ZK_KERBEROS").is_some_and(|value| matches!(value.as_str(), "1" | "true")),
-            kerberos_service: self
-                .kerberos_service
-                .or_else(|| text("ZK_KERBEROS_SERVICE")),
-            kerberos_keytab: self.kerberos_keytab.or_else(|| path("ZK_KERBEROS_KEYTAB")),
-            kerberos_ccache: self.kerberos_ccache.or_else(|| path("ZK_KERBEROS_CCACHE")),
-            kerberos_config: self.kerberos_config.or_else(|| path("ZK_KERBEROS_CONFIG")),
-            kerberos_principal: self
-                .kerberos_principal
-                .or_else(|| text("ZK_KERBEROS_PRINCIPAL")),
+        let taken = std::cell::RefCell::new(Vec::new());
+        // The variable `name`, standing for `flag` (which was not given).
+        let var = |flag: &'static str, name: &'static str| {
+            let value = std::env::var_os(name).filter(|value| !value.is_empty())?;
+            taken.borrow_mut().push((flag, name));
+            Some(value)
+        };
+        let path =
+            |own: Option<PathBuf>, flag, name| own.or_else(|| var(flag, name).map(PathBuf::from));
+        let text = |own: Option<String>, flag, name| {
+            own.or_else(|| var(flag, name).map(|value| value.to_string_lossy().into_owned()))
+        };
+        let kerberos = self.kerberos || {
+            let on = std::env::var_os("ZK_KERBEROS")
+                .is_some_and(|value| matches!(value.to_str(), Some("1" | "true")));
+            if on {
+                taken.borrow_mut().push(("--kerberos", "ZK_KERBEROS"));
+            }
+            on
+        };
+        let connection = Connection {
+            tls_ca: path(self.tls_ca, "--tls-ca", "ZK_TLS_CA"),
+            tls_cert: path(self.tls_cert, "--tls-cert", "ZK_TLS_CERT"),
+            tls_key: path(self.tls_key, "--tls-key", "ZK_TLS_KEY"),
+            sasl_user: text(self.sasl_user, "--sasl-user", "ZK_SASL_USER"),
+            sasl_password_file: path(
+                self.sasl_password_file,
+                "--sasl-password-file",
+                "ZK_SASL_PASSWORD_FILE",
+            ),
+            auth_user: text(self.auth_user, "--auth-user", "ZK_AUTH_USER"),
+            auth_password_file: path(
+                self.auth_password_file,
+                "--auth-password-file",
+                "ZK_AUTH_PASSWORD_FILE",
+            ),
+            kerberos,
+            kerberos_service: text(
+                self.kerberos_service,
+                "--kerberos-service",
+                "ZK_KERBEROS_SERVICE",
+            ),
+            kerberos_keytab: path(
+                self.kerberos_keytab,
+                "--kerberos-keytab",
+                "ZK_KERBEROS_KEYTAB",
+            ),
+            kerberos_ccache: path(
+                self.kerberos_ccache,
+                "--kerberos-ccache",
+                "ZK_KERBEROS_CCACHE",
+            ),
+            kerberos_config: path(
+                self.kerberos_config,
+                "--kerberos-config",
+                "ZK_KERBEROS_CONFIG",
+            ),
+            kerberos_principal: text(
+                self.kerberos_principal,
+                "--kerberos-principal",
+                "ZK_KERBEROS_PRINCIPAL",
+            ),
             ..self
+        };
+        Connection {
+            from_environment: FromEnvironment(taken.into_inner()),
+            ..connection
         }
     }
 
@@ -226,13 +314,17 @@ impl Connection {
                 }
             }
         };
-        let kerberos_flags = self.kerberos_service.is_some()
-            || self.kerberos_keytab.is_some()
-            || self.kerberos_ccache.is_some()
-            || self.kerberos_config.is_some()
-            || self.kerberos_principal.is_some();
-        if kerberos_flags && !self.kerberos {
-            return Err(CliError::usage("the --kerberos-* options need --kerberos"));
+        let kerberos_flag = [
+            ("--kerberos-service", self.kerberos_service.is_some()),
+            ("--kerberos-keytab", self.kerberos_keytab.is_some()),
+            ("--kerberos-ccache", self.kerberos_ccache.is_some()),
+            ("--kerberos-config", self.kerberos_config.is_some()),
+            ("--kerberos-principal", self.kerberos_principal.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag));
+        if let (Some(flag), false) = (kerberos_flag, self.kerberos) {
+            return Err(CliError::usage(format!("{flag} needs --kerberos")));
         }
         let sasl = match (&self.sasl_user, &self.sasl_password_file, self.kerberos) {
             (None, None, false) => None,
@@ -463,6 +555,8 @@ pub(crate) struct Settings {
     pub(crate) namespace: Option<String>,
     pub(crate) json: bool,
     pub(crate) security: Security,
+    /// The security settings that came from variables, for messages about them.
+    pub(crate) from_environment: FromEnvironment,
 }
 
 /// Where `curator` looks for ZooKeeper without `--connect` or `$ZK_CONNECT` (and where
@@ -541,7 +635,9 @@ impl Cli {
         let connection = connection.or_environment();
         let security = match &command {
             Command::Server { .. } | Command::Sentinel { .. } => Security::default(),
-            _ => connection.security()?,
+            _ => connection
+                .security()
+                .map_err(|error| connection.from_environment.name_in(error))?,
         };
         let connect = match connection.connect {
             Some(connect) => Some(connect),
@@ -564,6 +660,7 @@ impl Cli {
             namespace: connection.namespace,
             json: output.json,
             security,
+            from_environment: connection.from_environment,
         };
         Ok((command, settings))
     }
@@ -673,7 +770,7 @@ pub(crate) enum Command {
         /// The election's path
         path: String,
         /// This participant's id (default: host name and process id)
-        #[arg(long)]
+        #[arg(long, value_parser = parse_id)]
         id: Option<String>,
         /// Give up (exit code 4) when not leader within D the first time
         #[arg(long, value_parser = parse_duration, value_name = "D")]
@@ -698,7 +795,7 @@ pub(crate) enum Command {
         #[arg(long = "for", value_parser = parse_duration, value_name = "D")]
         duration: Duration,
         /// This holder's id; the same id renews its own lease (default: host name and process id)
-        #[arg(long)]
+        #[arg(long, value_parser = parse_id)]
         id: Option<String>,
         #[command(flatten)]
         run: RunArgs,
@@ -713,8 +810,8 @@ pub(crate) enum Command {
     Fence {
         /// The gate's node (created on first use)
         path: String,
-        /// The fencing token to admit
-        #[arg(allow_negative_numbers = true)]
+        /// The fencing token to admit (0 or more)
+        #[arg(allow_negative_numbers = true, value_parser = parse_token)]
         token: i64,
         #[command(flatten)]
         session: Session,
@@ -1060,6 +1157,35 @@ pub(crate) struct Change {
     pub(crate) session: Session,
 }
 
+/// An id of `leader` or `lease`: not empty (nor only blanks), since the node would then name
+/// nobody.
+///
+/// # Errors
+/// For an empty id.
+fn parse_id(input: &str) -> Result<String, String> {
+    if input.trim().is_empty() {
+        return Err("an id is not empty (without --id: host name and process id)".to_owned());
+    }
+    Ok(input.to_owned())
+}
+
+/// A fencing token: a zxid (`$CURATOR_FENCING_TOKEN`, `$CURATOR_LEASE_TOKEN`), so never
+/// negative.
+///
+/// # Errors
+/// When it is not a whole number, or is negative.
+fn parse_token(input: &str) -> Result<i64, String> {
+    match input.trim().parse::<i64>() {
+        Ok(token) if token >= 0 => Ok(token),
+        Ok(_) => Err(
+            "a fencing token is not negative (tokens are zxids: $CURATOR_FENCING_TOKEN of `curator \
+             lock`, $CURATOR_LEASE_TOKEN of `curator lease`)"
+                .to_owned(),
+        ),
+        Err(error) => Err(format!("not a fencing token: {error}")),
+    }
+}
+
 /// Checks a member spec (`server.N=...`) before anything is sent; returns it trimmed.
 ///
 /// # Errors
@@ -1158,6 +1284,8 @@ mod tests {
         };
         assert_eq!((path.as_str(), token), ("/g", 12_884_901_890));
         assert!(Cli::try_parse_from(["curator", "fence", "/g", "x"]).is_err());
+        assert!(Cli::try_parse_from(["curator", "fence", "/g", "-1"]).is_err());
+        assert!(Cli::try_parse_from(["curator", "fence", "/g", "0"]).is_ok());
     }
 
     fn settings(args: &[&str]) -> CliResult<Settings> {
@@ -1199,7 +1327,8 @@ mod tests {
         );
         assert!(usage(&["curator", "ls", "/", "--sasl-user", "app"]).contains("go together"));
         assert!(
-            usage(&["curator", "ls", "/", "--kerberos-keytab", "k"]).contains("need --kerberos")
+            usage(&["curator", "ls", "/", "--kerberos-keytab", "k"])
+                .contains("--kerberos-keytab needs --kerberos")
         );
         assert!(usage(&["curator", "--tls-ca", "ca.pem", "server"]).contains("does not apply"));
         // Flags before the subcommand count too, and the TLS files are read when connecting.

@@ -12,6 +12,8 @@ mod nodes;
 mod server;
 mod ui;
 
+use curator_framework::CuratorFramework;
+
 use crate::args::{Command, Settings};
 use crate::connect::connect;
 use crate::exit::{CliError, CliResult};
@@ -82,10 +84,42 @@ pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
                 } => ensemble::run(&client, report, op, probe_timeout, &settings).await,
                 other => nodes::run(&client, report, other).await,
             };
+            let result = match result {
+                Err(error) if error.not_authorized => {
+                    Err(refused_whom(&client, &settings, error).await)
+                }
+                other => other,
+            };
             client.close().await;
             result
         }
     }
+}
+
+/// A refusal by a node's ACL, with the identities the server gives this session (ZooKeeper's
+/// whoAmI, asked within the connection timeout); as it was when the server cannot say.
+async fn refused_whom(
+    client: &CuratorFramework,
+    settings: &Settings,
+    mut error: CliError,
+) -> CliError {
+    let asked = tokio::time::timeout(settings.connection_timeout, client.who_am_i()).await;
+    let Ok(Ok(identities)) = asked else {
+        return error;
+    };
+    if identities.is_empty() {
+        return error;
+    }
+    let who: Vec<String> = identities.iter().map(ToString::to_string).collect();
+    let hint = if settings.security.digest.is_none() {
+        "; --auth-user adds a digest identity"
+    } else {
+        ""
+    };
+    if let Some(message) = &mut error.message {
+        message.push_str(&format!(" (this session is {}{hint})", who.join(", ")));
+    }
+    error
 }
 
 /// This process's default participant id: `<host>-<pid>` (`localhost` when the host name is

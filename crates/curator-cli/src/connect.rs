@@ -26,7 +26,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<CuratorFramework> {
     // Built first: `build()` reads the TLS files, and a file that is not there is the same
     // mistake whether or not a server answers.
-    let client = build(settings, connect)?;
+    let client =
+        build(settings, connect).map_err(|error| settings.from_environment.name_in(error))?;
     if let Some(why) = refused_everywhere(connect).await {
         let hint = if why.contains("refused") {
             " (no server runs there; `curator server` starts one)"
@@ -47,7 +48,9 @@ pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<Cur
         .await
     {
         client.close().await;
-        return Err(not_connected(settings, connect, error));
+        // A flag taken from its variable is named as the variable.
+        let error = not_connected(settings, connect, error);
+        return Err(settings.from_environment.name_in(error));
     }
     Ok(client)
 }

@@ -19,6 +19,9 @@ use std::time::Duration;
 /// `ms`, `s`, `m`, `h`.
 pub fn parse_duration(input: &str) -> Result<Duration, String> {
     let text = input.trim();
+    if text.starts_with('-') {
+        return Err(format!("`{input}` is negative: a duration is 0 or more"));
+    }
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());

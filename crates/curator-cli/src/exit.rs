@@ -48,6 +48,9 @@ pub(crate) struct CliError {
     pub(crate) code: u8,
     /// `None`: exit with `code` without a word (the output is gone).
     pub(crate) message: Option<String>,
+    /// A node's ACL refused the session: the message is to say who the session is (the
+    /// command's runner asks the server, see `cmd::run`).
+    pub(crate) not_authorized: bool,
 }
 
 impl CliError {
@@ -55,6 +58,7 @@ impl CliError {
         Self {
             code,
             message: Some(message.into()),
+            not_authorized: false,
         }
     }
 
@@ -63,6 +67,7 @@ impl CliError {
         Self {
             code: codes::OUTPUT_CLOSED,
             message: None,
+            not_authorized: false,
         }
     }
 
@@ -94,7 +99,10 @@ impl CliError {
             Error::NoNode => "no such node".to_owned(),
             other => other.to_string(),
         };
-        Self::new(code, format!("{what}: {detail}"))
+        Self {
+            not_authorized: error == Error::NoAuth,
+            ..Self::new(code, format!("{what}: {detail}"))
+        }
     }
 }
 
@@ -141,6 +149,16 @@ pub(crate) fn json_in_args() -> bool {
         .any(|arg| arg == "--json")
 }
 
+/// Whether an option `--long` of `command` or of one of its subcommands takes a value.
+fn takes_value(command: &clap::Command, long: &str) -> bool {
+    command
+        .get_arguments()
+        .any(|arg| arg.get_long() == Some(long) && arg.get_action().takes_values())
+        || command
+            .get_subcommands()
+            .any(|subcommand| takes_value(subcommand, long))
+}
+
 /// Reports a clap error in one line (help and version go to stdout with code 0).
 pub(crate) fn usage_error(error: &clap::Error, json: bool) -> ExitCode {
     use clap::error::ErrorKind;
@@ -163,11 +181,82 @@ pub(crate) fn usage_error(error: &clap::Error, json: bool) -> ExitCode {
             ExitCode::from(code)
         }
         _ => {
+            let args: Vec<String> = std::env::args_os()
+                .map(|arg| arg.to_string_lossy().into_owned())
+                .collect();
             let rendered = error.render().to_string();
-            let message = format!("{} (see `curator --help`)", first_line(&rendered));
+            let gist = hyphen_value(error, &args).unwrap_or_else(|| first_line(&rendered));
+            let message = format!("{gist} (see `curator --help`)");
             ExitCode::from(report(&CliError::usage(message), json))
         }
     }
+}
+
+/// What to say instead of clap for an argument that starts with '-' and is taken for an unknown
+/// option, where clap's tip (`to pass '-5' as a value, use '-- -5'`) is wrong:
+/// - after an option that takes a value (`--grace -5`): `-- -5` would not give it to the option.
+///   With `=` it would (`--grace=-5`): when the option refuses that value, its reason is the
+///   message; when it takes it, the tip says to write it so.
+/// - in a command whose `--` starts CMD (`lock /l -5 -- job`): `-- -5` would make `-5` the
+///   command to run.
+///
+/// `None` where clap's tip is right (a positional value of a command without CMD), or for other
+/// errors. `args` are the process's arguments, the program first.
+fn hyphen_value(error: &clap::Error, args: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(found)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if !found.starts_with('-') || found.starts_with("--") {
+        return None;
+    }
+    // Before any `--` (what follows it is CMD); clap names `-5` of `-5s`.
+    let end = args
+        .iter()
+        .position(|arg| arg == "--")
+        .unwrap_or(args.len());
+    let index = (1..end).find(|&i| args[i].starts_with(found.as_str()))?;
+    let value = &args[index];
+    let option = &args[index - 1];
+    let takes_value = option
+        .strip_prefix("--")
+        .filter(|long| !long.is_empty() && !long.contains('='))
+        .is_some_and(|long| {
+            takes_value(&<crate::args::Cli as clap::CommandFactory>::command(), long)
+        });
+    if takes_value {
+        let mut joined = args.to_vec();
+        joined.splice(index - 1..=index, [format!("{option}={value}")]);
+        return Some(
+            match <crate::args::Cli as clap::Parser>::try_parse_from(&joined) {
+                Err(refused)
+                    if matches!(
+                        refused.kind(),
+                        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+                    ) =>
+                {
+                    first_line(&refused.render().to_string())
+                }
+                _ => format!(
+                    "unexpected argument '{value}' found (tip: a value that starts with '-' goes \
+                 after '=': {option}={value})"
+                ),
+            },
+        );
+    }
+    let rendered = error.render().to_string();
+    let usage = rendered
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Usage: "))?;
+    usage.contains("-- <CMD>").then(|| {
+        format!(
+            "unexpected argument '{value}' found (tip: no option is named '{value}', and what \
+             comes after `--` is CMD, the command to run: {usage})"
+        )
+    })
 }
 
 /// The gist of a clap message in one line: its first line, with the list that a trailing colon
@@ -209,6 +298,41 @@ fn first_line(rendered: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `curator ARGS...` says instead of clap, if anything.
+    fn said(args: &[&str]) -> Option<String> {
+        let args: Vec<String> = std::iter::once("curator")
+            .chain(args.iter().copied())
+            .map(str::to_owned)
+            .collect();
+        let error = <crate::args::Cli as clap::Parser>::try_parse_from(&args).unwrap_err();
+        hyphen_value(&error, &args)
+    }
+
+    #[test]
+    fn hyphen_values_get_a_true_word() {
+        // An option's value it refuses: the option's reason.
+        let grace = said(&["lock", "/l", "--grace", "-5", "--", "true"]).unwrap();
+        assert!(
+            grace.starts_with("invalid value '-5' for '--grace <D>'"),
+            "{grace}"
+        );
+        let members = said(&["barrier", "/b", "--members", "-1"]).unwrap();
+        assert!(members.contains("-1 is not in 1.."), "{members}");
+        // An option's value it takes: written with '='.
+        let id = said(&["leader", "/e", "--id", "-x", "--", "true"]).unwrap();
+        assert!(id.ends_with("goes after '=': --id=-x)"), "{id}");
+        // Where `--` starts CMD, `-- -5` would run -5.
+        let cmd = said(&["lock", "/l", "-5", "--", "true"]).unwrap();
+        assert!(cmd.contains("what comes after `--` is CMD"), "{cmd}");
+        assert!(!cmd.contains("'-- -5'"), "{cmd}");
+        // A flag takes no value: not the '=' tip.
+        let flag = said(&["lock", "/l", "--json", "-5", "--", "true"]).unwrap();
+        assert!(flag.contains("is CMD"), "{flag}");
+        // Where clap's tip is right (a positional of a command without CMD), it stays.
+        assert_eq!(said(&["set", "/x", "-1"]), None);
+        assert_eq!(said(&["bogus"]), None);
+    }
 
     #[test]
     fn clap_messages_fold_into_one_line() {

@@ -507,7 +507,7 @@ async fn errors_say_what_to_do() {
 
     for (args, tip) in [
         (&["lock", "/a", "echo", "hi"][..], "go after `--`"),
-        (&["lock", "/a", "-x"], "use '-- -x'"),
+        (&["lock", "/a", "-x"], "after `--` is CMD"),
     ] {
         let output = run(curator(&connect, args));
         let stderr = text(&output.stderr);
@@ -597,5 +597,247 @@ async fn whoami_prints_the_sessions_identities() {
             .iter()
             .any(|identity| identity["scheme"] == "ip"),
         "{identities}"
+    );
+}
+
+/// `ls` of a node without children prints nothing at all (no empty line); `--json` prints `[]`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_of_a_childless_node_prints_nothing() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let node = format!("{}/leaf", unique_root("cli-ls-empty"));
+    let created = run(curator(&connect, &["create", "-p", &node]));
+    assert_eq!(created.status.code(), Some(0), "{}", text(&created.stderr));
+
+    let mut ls = Running::spawn(curator(&connect, &["ls", &node]));
+    assert_eq!(ls.wait_exit().code(), Some(0), "{:#?}", ls.drain_stderr());
+    assert_eq!(
+        ls.drain_stdout(),
+        Vec::<String>::new(),
+        "not even an empty line"
+    );
+    assert_eq!(
+        json(&run(curator(&connect, &["ls", &node, "--json"]))),
+        serde_json::json!([])
+    );
+}
+
+/// Reads under a namespace that does not exist leave no node behind: they find nothing (and
+/// say the namespace does not exist yet); the first write makes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_under_a_missing_namespace_create_nothing() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let top = unique_root("cli-ns-read");
+    let namespace = format!("{}/b", top.trim_start_matches('/'));
+    let under = |args: &[&str]| {
+        let mut all = vec!["--namespace", namespace.as_str()];
+        all.extend_from_slice(args);
+        run(curator(&connect, &all))
+    };
+    let absent = |path: &str| {
+        let get = run(curator(&connect, &["get", path]));
+        assert_eq!(get.status.code(), Some(1), "{path} exists");
+        assert!(
+            text(&get.stderr).contains("no such node"),
+            "{}",
+            text(&get.stderr)
+        );
+    };
+
+    let ls = under(&["ls", "/"]);
+    let stderr = text(&ls.stderr);
+    assert_eq!(ls.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no such node"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("namespace /{namespace} does not exist")),
+        "{stderr}"
+    );
+    assert_eq!(under(&["get", "/x"]).status.code(), Some(1));
+    assert_eq!(under(&["whoami"]).status.code(), Some(0));
+    let counter = under(&["counter", "/c", "get"]);
+    assert_eq!(
+        text(&counter.stdout).trim(),
+        "0",
+        "{}",
+        text(&counter.stderr)
+    );
+    absent(&top);
+
+    // A write makes the namespace.
+    let created = under(&["create", "/x", "1"]);
+    assert_eq!(created.status.code(), Some(0), "{}", text(&created.stderr));
+    let got = run(curator(&connect, &["get", &format!("/{namespace}/x")]));
+    assert_eq!(text(&got.stdout).trim(), "1");
+}
+
+/// Arguments that start with '-': clap's tip (`-- -5`) would make them CMD where `--` starts
+/// CMD, or a positional after an option. The message says what is true instead, or, for a
+/// value an option refuses, why; nothing is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyphen_values_get_a_true_tip() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-hyphen");
+    for (args, says) in [
+        // A value the option refuses: why.
+        (
+            &["lock", &path, "--grace", "-5", "--", "true"][..],
+            &["invalid value '-5' for '--grace <D>'", "negative"][..],
+        ),
+        (
+            &["lease", &path, "--for", "-5m", "--", "true"],
+            &["invalid value '-5m' for '--for <D>'", "negative"],
+        ),
+        (
+            &["barrier", &path, "--members", "-1", "--", "true"],
+            &["invalid value '-1' for '--members <N>'"],
+        ),
+        (
+            &["watch", &path, "--count", "-1"],
+            &["invalid value '-1' for '--count <N>'"],
+        ),
+        // A value the option takes: written with '='.
+        (&["leader", &path, "--id", "-x", "--", "true"], &["--id=-x"]),
+        // Not an option's value: what follows `--` is CMD.
+        (
+            &["lock", &path, "-5", "--", "true"],
+            &["'-5'", "after `--` is CMD"],
+        ),
+    ] {
+        let output = run(curator(&connect, args));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        for says in says {
+            assert!(stderr.contains(says), "{args:?}: {says:?} not in {stderr}");
+        }
+        assert!(!stderr.contains("use '-- -"), "{args:?}: {stderr}");
+    }
+    let nothing = run(curator(&connect, &["get", &path]));
+    assert_eq!(nothing.status.code(), Some(1), "{}", text(&nothing.stdout));
+    // Where a positional may start with '-', clap's tip is right and stays.
+    let set = run(curator(&connect, &["set", &path, "-1"]));
+    assert!(
+        text(&set.stderr).contains("use '-- -1'"),
+        "{}",
+        text(&set.stderr)
+    );
+}
+
+/// A refused version says the node's version; a delete refused for children suggests `-r`; a
+/// refusal by the ACL names the session's identities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_say_what_the_server_has() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let root = unique_root("cli-refusals");
+    let node = format!("{root}/n");
+    let zk = |args: &[&str]| run(curator(&connect, args));
+    assert_eq!(zk(&["create", "-p", &node, "v0"]).status.code(), Some(0));
+    assert_eq!(zk(&["set", &node, "v1"]).status.code(), Some(0));
+
+    for args in [
+        &["set", &node, "v", "--version", "3"][..],
+        &["rm", &node, "--version", "3"],
+    ] {
+        let stale = zk(args);
+        let stderr = text(&stale.stderr);
+        assert_eq!(stale.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("bad version: it is at version 1, not 3"),
+            "{args:?}: {stderr}"
+        );
+    }
+
+    let parent = zk(&["rm", &root]);
+    let stderr = text(&parent.stderr);
+    assert_eq!(parent.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("node has children (-r deletes them too)"),
+        "{stderr}"
+    );
+
+    // World-readable only: writes are refused by the ACL.
+    let client = curator_testkit::client(&connect).await;
+    let locked = format!("{root}/read-only");
+    client
+        .create()
+        .with_acl(curator_framework::acl::Acl::read_unsafe())
+        .for_path(&locked, b"x")
+        .await
+        .unwrap();
+    let refused = zk(&["set", &locked, "y"]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not authorized"), "{stderr}");
+    assert!(stderr.contains("ip:127.0.0.1"), "{stderr}");
+    client.close().await;
+}
+
+/// Security settings from `ZK_*` variables: an error names the variable that was set, not the
+/// flag that was not given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_from_variables_name_the_variables() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    for (variables, says, never) in [
+        (
+            &[
+                ("ZK_TLS_CERT", "/no/cert.pem"),
+                ("ZK_TLS_KEY", "/no/key.pem"),
+            ][..],
+            "$ZK_TLS_CERT and $ZK_TLS_KEY need --tls-ca",
+            "--tls-cert",
+        ),
+        (
+            &[("ZK_SASL_USER", "app")],
+            "$ZK_SASL_USER and --sasl-password-file go together",
+            "--sasl-user",
+        ),
+        (
+            &[
+                ("ZK_AUTH_USER", "app"),
+                ("ZK_AUTH_PASSWORD_FILE", "/no/such/file"),
+            ],
+            "$ZK_AUTH_PASSWORD_FILE: cannot read",
+            "--auth-password-file",
+        ),
+        (
+            &[
+                ("ZK_AUTH_USER", "a:b"),
+                ("ZK_AUTH_PASSWORD_FILE", "/etc/hostname"),
+            ],
+            "$ZK_AUTH_USER: ",
+            "--auth-user",
+        ),
+        (
+            &[("ZK_KERBEROS_KEYTAB", "/no/keytab")],
+            "$ZK_KERBEROS_KEYTAB needs --kerberos",
+            "--kerberos-",
+        ),
+    ] {
+        let mut command = curator(&connect, &["ls", "/"]);
+        for (name, value) in variables {
+            command.env(name, value);
+        }
+        let output = run(command);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{variables:?}: {stderr}");
+        assert!(
+            stderr.contains(says),
+            "{variables:?}: {says:?} not in {stderr}"
+        );
+        assert!(
+            !stderr.contains(never),
+            "{variables:?}: {never:?} in {stderr}"
+        );
+    }
+    // A flag given is still named as the flag.
+    let flag = run(curator(&connect, &["ls", "/", "--sasl-user", "app"]));
+    assert!(
+        text(&flag.stderr).contains("--sasl-user and --sasl-password-file go together"),
+        "{}",
+        text(&flag.stderr)
     );
 }

@@ -4,7 +4,7 @@ mod support;
 
 use curator_test::{Expiry, FaultProxy, TestingServer, Timing, expire_session, unique_root};
 use nix::sys::signal::Signal;
-use support::{Running, await_dead, await_gone, curator};
+use support::{Running, await_dead, await_gone, curator, run, text};
 
 fn participant(connect: &str, path: &str, id: &str) -> Running {
     Running::spawn(curator(
@@ -183,4 +183,27 @@ async fn cmd_gets_the_leader_epoch() {
     }
     assert!(epochs[0] < epochs[1], "{epochs:?}");
     client.close().await;
+}
+
+/// An empty `--id` is a usage error: nobody joins the election.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_id_is_refused() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-leader-empty-id");
+    for command in ["leader", "lease"] {
+        let mut args = vec![command, path.as_str(), "--id", ""];
+        if command == "lease" {
+            args.extend(["--for", "1m"]);
+        }
+        args.extend(["--", "true"]);
+        let output = run(curator(&connect, &args));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("'--id <ID>'"), "{command}: {stderr}");
+        assert!(stderr.contains("empty"), "{command}: {stderr}");
+    }
+    let nothing = run(curator(&connect, &["get", &path]));
+    assert_eq!(nothing.status.code(), Some(1), "an election node was made");
 }

@@ -82,7 +82,19 @@ async fn lease_runs_cmd_once_per_interval() {
     let mut first = Running::spawn(curator(
         &connect,
         &[
-            "lease", &path, "--for", "10m", "--json", "--", "sh", "-c", script, "sh", &log_arg,
+            "lease",
+            &path,
+            "--for",
+            "10m",
+            "--id",
+            "first-run",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            &log_arg,
         ],
     ));
     let acquired = first.wait_event("acquired");
@@ -103,7 +115,13 @@ async fn lease_runs_cmd_once_per_interval() {
         ],
     ));
     assert_eq!(second.status.code(), Some(7), "{}", text(&second.stderr));
-    assert!(text(&second.stderr).contains("held by someone else"));
+    // It says who holds the lease, and until when (the interval's end on the server's clock).
+    let refusal = text(&second.stderr);
+    assert!(refusal.contains("is held by first-run until "), "{refusal}");
+    assert!(
+        refusal.contains(&utc(acquired["until_ms"].as_i64().unwrap())),
+        "{refusal}"
+    );
 
     first.signal(Signal::SIGTERM);
     let status = first.wait_exit();
@@ -155,4 +173,42 @@ async fn lease_stops_cmd_when_the_interval_ends() {
         "{stderr:#?}"
     );
     await_gone(pid);
+}
+
+/// `ms` since the epoch as `curator` prints a time: UTC, to the second (`2024-05-01T12:00:00Z`),
+/// from the `date` command, so the test does not share curator's arithmetic.
+fn utc(ms: i64) -> String {
+    let output = std::process::Command::new("date")
+        .args([
+            "-u",
+            "-d",
+            &format!("@{}", ms.div_euclid(1000)),
+            "+%Y-%m-%dT%H:%M:%SZ",
+        ])
+        .output()
+        .expect("running date");
+    text(&output.stdout).trim().to_owned()
+}
+
+/// A negative token is a usage error (tokens are zxids): nothing is admitted, no gate is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fence_refuses_a_negative_token_as_a_usage_error() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let gate = format!("{}/gate", unique_root("cli-fence-negative"));
+    let negative = run(curator(&connect, &["fence", &gate, "-5"]));
+    let stderr = text(&negative.stderr);
+    assert_eq!(negative.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("not negative"), "{stderr}");
+    let nothing = run(curator(&connect, &["get", &gate]));
+    assert_eq!(
+        nothing.status.code(),
+        Some(1),
+        "a gate was made: {}",
+        text(&nothing.stdout)
+    );
+    // Zero is a token like any other.
+    let zero = run(curator(&connect, &["fence", &gate, "0"]));
+    assert_eq!(zero.status.code(), Some(0), "{}", text(&zero.stderr));
 }

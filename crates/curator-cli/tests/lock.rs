@@ -207,3 +207,37 @@ async fn an_expired_session_stops_the_command() {
     ));
     assert_eq!(after.status.code(), Some(0), "{}", text(&after.stderr));
 }
+
+/// A `--timeout` that runs out says who holds the lock: the holder's identity (from its lock
+/// node), its session and since when.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_lock_says_who_holds_it() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-lock-holder");
+    let holder = curator_testkit::started(
+        curator_testkit::builder(&connect, std::time::Duration::from_secs(10))
+            .identity("report-job"),
+    )
+    .await;
+    let mutex = curator_locks::InterProcessMutex::builder(holder.clone(), &path)
+        .build()
+        .unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let session = format!("0x{:x}", holder.session_id().unwrap());
+
+    let waiter = run(curator(
+        &connect,
+        &["lock", &path, "--timeout", "300ms", "--", "true"],
+    ));
+    let message = text(&waiter.stderr);
+    assert_eq!(waiter.status.code(), Some(4), "{message}");
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    assert!(message.contains("not acquired within 300ms"), "{message}");
+    assert!(message.contains("held by report-job on "), "{message}");
+    assert!(message.contains(&session), "{session} not in {message}");
+    assert!(message.contains(" since "), "{message}");
+
+    guard.release().await.unwrap();
+    holder.close().await;
+}

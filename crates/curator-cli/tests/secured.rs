@@ -459,6 +459,21 @@ async fn a_sasl_login_is_the_sasl_identity_and_its_password_is_never_printed() {
             "--sasl-user",
         ],
     );
+    // The same login from the environment: the message names the variable that was set.
+    let mut patient = PATIENT.to_vec();
+    patient.push("whoami");
+    let line = failed(
+        &zk(with_env(
+            curator_env(Some(&connect), &patient),
+            &[
+                ("ZK_SASL_USER", "alice"),
+                ("ZK_SASL_PASSWORD_FILE", path(&wrong_file)),
+            ],
+        )),
+        3,
+        &["the server refused the login", "$ZK_SASL_USER"],
+    );
+    assert!(!line.contains("--sasl-user"), "{line}");
     let refused = zk(login(&wrong_file, &["whoami", "--json"]));
     exited(&refused, 3);
     let event: Value = serde_json::from_slice(&refused.stderr).unwrap();

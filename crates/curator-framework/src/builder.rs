@@ -260,7 +260,9 @@ impl CuratorFrameworkBuilder {
         self
     }
 
-    /// Prefixes every path with `/<namespace>` (created as a container on first use).
+    /// Prefixes every path with `/<namespace>`. Its nodes are created, as containers, before the
+    /// first write; reads never create them (under a namespace that does not exist yet, a read
+    /// finds no node).
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         let namespace = namespace.into();
         match paths::validate_namespace(&namespace) {

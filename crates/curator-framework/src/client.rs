@@ -726,7 +726,7 @@ impl CuratorFramework {
             op: "zk.who_am_i",
             span: tracing::debug_span!("zk.who_am_i", session_id = ?self.session_id()),
         };
-        crate::ops::run(
+        crate::ops::run_read(
             self,
             span,
             |session, _| async move { session.who_am_i().await },

@@ -83,8 +83,9 @@ pub(crate) struct OpSpan {
     pub(crate) span: tracing::Span,
 }
 
-/// Runs an operation: submits attempt 0 now (see the module docs), then, inside `span`, awaits
-/// it and retries under the client's policy; `finish` turns the result into the operation's
+/// Runs an operation: submits attempt 0 now (see the module docs; under a namespace whose nodes
+/// are not known to exist, their creates go first), then, inside `span`, awaits it and retries
+/// under the client's policy; `finish` turns the result into the operation's
 /// output. `finish` is dropped unused if the future is, so a guard it owns sees the abandonment.
 /// Records the operation's metrics under `span.op` when it ends (not when abandoned).
 pub(crate) fn run<T, U, A, F>(
@@ -99,10 +100,44 @@ where
     A: Attempt<T>,
     F: FnOnce(Result<T>) -> Result<U> + Send + 'static,
 {
+    run_ensuring(client, client.namespace.clone(), span, attempt, finish)
+}
+
+/// [`run`] for an operation that only reads: it never creates the namespace's nodes, so a read
+/// under a namespace that does not exist yet finds nothing there (as a read of any missing path
+/// does) and leaves nothing behind.
+pub(crate) fn run_read<T, U, A, F>(
+    client: &CuratorFramework,
+    span: OpSpan,
+    attempt: A,
+    finish: F,
+) -> OpFuture<U>
+where
+    T: Send + 'static,
+    U: Send + 'static,
+    A: Attempt<T>,
+    F: FnOnce(Result<T>) -> Result<U> + Send + 'static,
+{
+    run_ensuring(client, None, span, attempt, finish)
+}
+
+/// [`run`], with the creates of `namespace`'s nodes first when they are not known to exist.
+fn run_ensuring<T, U, A, F>(
+    client: &CuratorFramework,
+    namespace: Option<Arc<str>>,
+    span: OpSpan,
+    attempt: A,
+    finish: F,
+) -> OpFuture<U>
+where
+    T: Send + 'static,
+    U: Send + 'static,
+    A: Attempt<T>,
+    F: FnOnce(Result<T>) -> Result<U> + Send + 'static,
+{
     let inner = Arc::clone(&client.inner);
     Counters::bump(&inner.counters.operations);
     let attempt = Arc::new(attempt);
-    let namespace = client.namespace.clone();
     let start = tokio::time::Instant::now();
     let OpSpan { op, span } = span;
     let first = span.in_scope(|| submit(&inner, namespace.as_ref(), &attempt, 0));
@@ -162,8 +197,8 @@ where
     }
 }
 
-/// An operation on one path with no options but the watch: given the session, the (namespaced)
-/// path and the namespace, its attempt.
+/// A read of one path with no options but the watch: given the session, the (namespaced) path
+/// and the namespace, its attempt.
 pub(crate) type PathOp<Fut> = fn(Arc<WireSession>, Arc<str>, Option<Arc<str>>) -> Fut;
 
 /// Runs a [`PathOp`] under the retry policy, in the span `span(path)`.
@@ -199,7 +234,7 @@ where
         Err(error) => return OpFuture::ready(Err(error)),
     };
     let namespace = client.namespace.clone();
-    run(
+    run_read(
         client,
         span(&fixed),
         move |session, _| op(session, Arc::clone(&fixed), namespace.clone()),

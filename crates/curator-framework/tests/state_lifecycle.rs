@@ -219,6 +219,71 @@ async fn namespaces_isolate_and_are_stripped_from_results() {
     assert!(client.using_namespace("/bad").is_err());
 }
 
+/// Reads never create the namespace's nodes: under a namespace that does not exist they find
+/// nothing, as anywhere else. The first write creates them (as containers).
+#[tokio::test]
+async fn reads_under_a_missing_namespace_create_nothing() {
+    let server = TestingServer::start().await.unwrap();
+    let raw = support::connected(&server.connect_string()).await;
+    let top = unique_root("ns-reads");
+    let namespace = format!("{}/b", top.trim_start_matches('/'));
+    let client = raw.using_namespace(&namespace).unwrap();
+
+    assert_eq!(
+        client.get_children().for_path("/").await,
+        Err(Error::NoNode)
+    );
+    assert_eq!(client.get_data().for_path("/x").await, Err(Error::NoNode));
+    assert_eq!(client.check_exists().for_path("/").await, Ok(None));
+    let (stat, _watcher) = client
+        .check_exists()
+        .watched()
+        .for_path("/x")
+        .await
+        .unwrap();
+    assert_eq!(stat, None);
+    assert_eq!(client.get_acl().for_path("/").await, Err(Error::NoNode));
+    assert_eq!(
+        client.get_all_children_number().for_path("/").await,
+        Err(Error::NoNode)
+    );
+    assert!(
+        client
+            .get_ephemerals()
+            .for_path("/")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let read = client.multi_read().get_data("/x").commit().await.unwrap();
+    assert_eq!(
+        read,
+        [curator_framework::ops::multi_read::ReadResult::Error(
+            Error::NoNode
+        )]
+    );
+    let _ = client.sync().for_path("/").await;
+    let _persistent = client.add_watch().recursive().for_path("/").await.unwrap();
+    assert!(!client.who_am_i().await.unwrap().is_empty());
+    for path in [top.as_str(), &format!("/{namespace}")] {
+        assert_eq!(
+            raw.check_exists().for_path(path).await,
+            Ok(None),
+            "{path} was made"
+        );
+    }
+
+    // The first write makes the namespace (its nodes as containers).
+    client.create().for_path("/x", b"1").await.unwrap();
+    let (_, stat) = raw
+        .get_data()
+        .for_path(&format!("/{namespace}"))
+        .await
+        .unwrap();
+    assert_eq!(stat.ephemeral_owner, 0);
+    assert_eq!(client.get_children().for_path("/").await.unwrap().0, ["x"]);
+}
+
 #[tokio::test]
 async fn listeners_hear_every_transition_in_order_and_a_panicking_one_is_reported() {
     let mut server = TestingServer::start_dedicated().await.unwrap();

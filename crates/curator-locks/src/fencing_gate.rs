@@ -130,13 +130,15 @@ impl FencingGate {
     /// ```
     ///
     /// # Errors
-    /// Connection errors after the client's retry policy gave up; [`Error::Decode`] when the
-    /// node holds something other than a decimal token.
+    /// [`Error::InvalidArgument`] for a negative token (tokens are zxids, never negative),
+    /// before anything is sent; connection errors after the client's retry policy gave up;
+    /// [`Error::Decode`] when the node holds something other than a decimal token.
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the gate consistent: the one write either happened (the token
     /// counts as admitted, as it would for a holder that crashed right after) or did not.
     pub async fn admit(&self, token: i64) -> Result<Admission> {
+        check_token(token)?;
         let text = token.to_string();
         loop {
             match self.client.get_data().for_path(&self.path).await {
@@ -208,6 +210,16 @@ impl FencingGate {
     }
 }
 
+/// Tokens are zxids (a lock node's creation, a lease grant's write): 0 or more.
+fn check_token(token: i64) -> Result<()> {
+    if token < 0 {
+        return Err(Error::InvalidArgument(format!(
+            "a fencing token is a zxid, never negative, not {token}"
+        )));
+    }
+    Ok(())
+}
+
 /// The stored token: decimal text (surrounding whitespace tolerated, for nodes written by hand);
 /// empty means none.
 fn decode_token(data: &[u8]) -> std::result::Result<Option<i64>, String> {
@@ -224,7 +236,24 @@ fn decode_token(data: &[u8]) -> std::result::Result<Option<i64>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::decode_token;
+    use super::{FencingGate, decode_token};
+    use curator_framework::{CuratorFramework, Error};
+
+    #[tokio::test]
+    async fn negative_tokens_are_refused_before_anything_is_sent() {
+        // Never started: a refusal that tried the server would fail another way.
+        let client = CuratorFramework::builder()
+            .connect_string("127.0.0.1:1")
+            .build()
+            .unwrap();
+        let gate = FencingGate::new(client, "/gate").unwrap();
+        for token in [-1, -5, i64::MIN] {
+            assert!(
+                matches!(gate.admit(token).await, Err(Error::InvalidArgument(ref why)) if why.contains("negative")),
+                "{token}"
+            );
+        }
+    }
 
     #[test]
     fn tokens_are_decimal_text() {

@@ -44,9 +44,10 @@ pub(crate) async fn run(
         }
     };
     let Some(grant) = grant else {
+        let holder = held_by(client, path).await;
         return Err(CliError::new(
             codes::NOT_WON,
-            format!("lease {path} is held by someone else; not running the command"),
+            format!("lease {path} is held by {holder}; not running the command"),
         ));
     };
     let deadline = grant.deadline();
@@ -160,6 +161,59 @@ pub(crate) async fn run(
     }
 }
 
+/// Who holds the lease at `path` and until when, from its node: the data is
+/// `lease-v1 <duration ms> <holder>` and the interval starts at the node's `mtime` (see
+/// [`NonBlockingLease`]); "someone else" when the node cannot be read as that.
+async fn held_by(client: &CuratorFramework, path: &str) -> String {
+    let someone = "someone else".to_owned();
+    let Ok((data, stat)) = client.get_data().for_path(path).await else {
+        return someone;
+    };
+    let Ok(text) = std::str::from_utf8(&data) else {
+        return someone;
+    };
+    let mut words = text.splitn(3, ' ');
+    let (Some("lease-v1"), Some(duration), Some(holder)) =
+        (words.next(), words.next(), words.next())
+    else {
+        return someone;
+    };
+    match duration.parse::<i64>() {
+        Ok(ms) => format!(
+            "{holder} until {} (the server's clock)",
+            utc(stat.mtime.saturating_add(ms))
+        ),
+        Err(_) => holder.to_owned(),
+    }
+}
+
+/// `ms` since the Unix epoch as UTC to the second: `2024-05-01T12:00:00Z`.
+fn utc(ms: i64) -> String {
+    let seconds = ms.div_euclid(1000);
+    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian), in 400-year eras.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 /// What ended a wait while CMD runs.
 enum Next {
     Child(ChildEvent),
@@ -167,4 +221,18 @@ enum Next {
     Ending,
     Signal(Signal),
     OutputGone(Stream),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn times_print_as_utc() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400_999), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_714_564_800_000), "2024-05-01T12:00:00Z");
+        assert_eq!(utc(4_107_542_399_000), "2100-02-28T23:59:59Z");
+        assert_eq!(utc(-1000), "1969-12-31T23:59:59Z");
+    }
 }

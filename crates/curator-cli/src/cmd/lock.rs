@@ -51,8 +51,9 @@ pub(crate) async fn run(
     };
     let Some(guard) = guard else {
         let timeout = timeout.unwrap_or_default();
+        let holder = held_by(client, path, check).await;
         return Err(CliError::timeout(format!(
-            "lock {path} not acquired within {}",
+            "lock {path} not acquired within {}{holder}",
             human(timeout)
         )));
     };
@@ -176,6 +177,20 @@ pub(crate) async fn run(
                 ));
             }
         }
+    }
+}
+
+/// `: held by <who> session 0x… since …` for the lock's holder, as `curator inspect` reads it
+/// (its lowest lock node: the identity in its data, its session, its creation time); nothing
+/// when it cannot be read within `within` or nobody holds the lock any more.
+async fn held_by(client: &CuratorFramework, path: &str, within: Duration) -> String {
+    match tokio::time::timeout(within, curator_inspect::inspect(client, path)).await {
+        Ok(Ok(report)) => report
+            .holders
+            .first()
+            .map(|holder| format!(": held by {holder}"))
+            .unwrap_or_default(),
+        _ => String::new(),
     }
 }
 

@@ -23,13 +23,17 @@ pub(crate) async fn run(
 ) -> CliResult {
     match command {
         Command::Ls { path, .. } => {
+            let what = format!("listing {path}");
             let (mut children, _) = client
                 .get_children()
                 .for_path(&path)
                 .await
-                .map_err(|error| CliError::zk(&format!("listing {path}"), error))?;
+                .map_err(|error| missing_namespace(client, &path, &what, error))?;
             children.sort();
-            report.result(json!(children), children.join("\n"))?;
+            // No children, no lines (`--json` still prints `[]`).
+            if report.json || !children.is_empty() {
+                report.result(json!(children), children.join("\n"))?;
+            }
         }
         Command::Get {
             path,
@@ -37,11 +41,12 @@ pub(crate) async fn run(
             encoding,
             ..
         } => {
+            let what = format!("reading {path}");
             let (data, node) = client
                 .get_data()
                 .for_path(&path)
                 .await
-                .map_err(|error| CliError::zk(&format!("reading {path}"), error))?;
+                .map_err(|error| missing_namespace(client, &path, &what, error))?;
             let (text, lossy) = encoding.encode(&data);
             if report.json {
                 let mut value = json!({ "path": path, "data": text, "encoding": encoding.name() });
@@ -70,10 +75,14 @@ pub(crate) async fn run(
             if let Some(version) = version {
                 set = set.with_version(version);
             }
-            let stat = set
-                .for_path(&path, data)
-                .await
-                .map_err(|error| CliError::zk(&format!("setting {path}"), error))?;
+            let what = format!("setting {path}");
+            let stat = match set.for_path(&path, data).await {
+                Ok(stat) => stat,
+                Err(Error::BadVersion) => {
+                    return Err(bad_version(client, &what, &path, version).await);
+                }
+                Err(error) => return Err(CliError::zk(&what, error)),
+            };
             report.result(
                 json!({ "path": path, "version": stat.version }),
                 format!("{path} version {}", stat.version),
@@ -127,19 +136,29 @@ pub(crate) async fn run(
             if let Some(version) = version {
                 delete = delete.with_version(version);
             }
-            delete
-                .for_path(&path)
-                .await
-                .map_err(|error| match error {
-                    // The only delete the server refuses this way: /zookeeper and below.
-                    Error::BadArguments => CliError::new(
+            let what = format!("deleting {path}");
+            match delete.for_path(&path).await {
+                Ok(()) => {}
+                // The only delete the server refuses this way: /zookeeper and below.
+                Err(Error::BadArguments) => {
+                    return Err(CliError::new(
                         codes::OTHER,
                         format!(
-                            "deleting {path}: refused by the server: /zookeeper and the nodes under it belong to ZooKeeper itself"
+                            "{what}: refused by the server: /zookeeper and the nodes under it belong to ZooKeeper itself"
                         ),
-                    ),
-                    error => CliError::zk(&format!("deleting {path}"), error),
-                })?;
+                    ));
+                }
+                Err(Error::BadVersion) => {
+                    return Err(bad_version(client, &what, &path, version).await);
+                }
+                Err(Error::NotEmpty) => {
+                    return Err(CliError::new(
+                        codes::OTHER,
+                        format!("{what}: node has children (-r deletes them too)"),
+                    ));
+                }
+                Err(error) => return Err(CliError::zk(&what, error)),
+            }
             if report.json {
                 report.result(json!({ "deleted": path }), "")?;
             }
@@ -183,6 +202,37 @@ pub(crate) async fn run(
         | Command::Sentinel { .. } => unreachable!("not a node command"),
     }
     Ok(codes::OK)
+}
+
+/// A refused `--version`, with the version the node is at (read after the refusal: it may have
+/// moved on again by the time the message is read, but it is what the server had).
+async fn bad_version(
+    client: &CuratorFramework,
+    what: &str,
+    path: &str,
+    asked: Option<i32>,
+) -> CliError {
+    let asked = asked.map(|v| format!(", not {v}")).unwrap_or_default();
+    let now = match client.check_exists().for_path(path).await {
+        Ok(Some(stat)) => format!(": it is at version {}{asked}", stat.version),
+        Ok(None) => ": it no longer exists".to_owned(),
+        Err(_) => String::new(),
+    };
+    CliError::new(codes::OTHER, format!("{what}: bad version{now}"))
+}
+
+/// A read of the namespace's root that found nothing because the namespace does not exist yet
+/// (reads do not create it) says so.
+fn missing_namespace(client: &CuratorFramework, path: &str, what: &str, error: Error) -> CliError {
+    match (client.namespace(), &error) {
+        (Some(namespace), Error::NoNode) if path == "/" => CliError::new(
+            codes::OTHER,
+            format!(
+                "{what}: no such node (the namespace /{namespace} does not exist yet: the first write under it makes it)"
+            ),
+        ),
+        _ => CliError::zk(what, error),
+    }
 }
 
 /// `-` means standard input; anything else is the data itself.

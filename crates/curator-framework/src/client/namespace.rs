@@ -1,5 +1,6 @@
-//! Namespace nodes: created (as containers, with their parents) before the first request under
-//! a namespace, in the same dispatch, so the request that needs them is queued right behind them.
+//! Namespace nodes: created (as containers, with their parents) before the first write under a
+//! namespace, in the same dispatch, so the request that needs them is queued right behind them.
+//! Reads never create them (see `ops::run_read`).
 
 use std::collections::HashMap;
 use std::future::Future;

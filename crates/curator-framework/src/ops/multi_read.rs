@@ -106,7 +106,7 @@ impl MultiReadBuilder {
                 session_id = ?client.session_id()
             ),
         };
-        ops::run(
+        ops::run_read(
             &client,
             span,
             move |session, _| {

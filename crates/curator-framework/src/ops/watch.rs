@@ -71,7 +71,7 @@ impl IntoFuture for AddWatch {
         };
         let recursive = self.builder.recursive;
         let namespace = client.namespace.clone();
-        ops::run(
+        ops::run_read(
             client,
             op_span!("zk.add_watch", client, fixed),
             move |session, _| {
