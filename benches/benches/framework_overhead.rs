@@ -24,7 +24,7 @@ struct Scenario {
 /// pipelined get_data, sequential create + delete. Run through
 /// `cargo bench -p curator-benches --bench framework_overhead -- [OPTIONS]`.
 #[derive(Debug, clap::Parser)]
-#[command(name = "framework_overhead")]
+#[command(name = "framework_overhead", bin_name = "framework_overhead")]
 struct Args {
     /// A short run: a quarter of the operations, 3 rounds.
     #[arg(long)]
