@@ -1,64 +1,79 @@
-# curator-rs tasks. `just --list` shows them.
+# curator-rs tasks. `just --list` shows them. Without `just`: `cargo demo` and `cargo test-all`
+# (aliases in .cargo/config.toml) run what `just demo` and `just test` run.
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # The quick start: install what is missing, then show the framework against a real server.
 default: demo
 
-# Install ZooKeeper, Apache Curator's jars and Kazoo from Debian when missing; print what is there.
-setup:
-    scripts/setup.sh
+# Debian packages; root or sudo only when something is missing. MODE: demo (ZooKeeper's jars),
+# test (everything the tests need), bench (ZooKeeper, Curator's jars, Kazoo, chart fonts) or
+# lint (Kerberos headers, libclang); `scripts/setup.sh --help` lists the packages.
+# Install what MODE needs (demo, test, bench, lint) when missing, and print what is there.
+setup MODE="test":
+    scripts/setup.sh {{MODE}}
 
-# Every test of the workspace (unit, doc and real-server tests, every feature: Kerberos too),
-# sharing one ZooKeeper where it can.
-test: setup
-    #!/usr/bin/env bash
-    set -euo pipefail
-    if cargo nextest --version >/dev/null 2>&1; then
-        scripts/with-shared-zk.sh cargo nextest run --workspace --all-targets --all-features --no-fail-fast
-    else
-        scripts/with-shared-zk.sh cargo test --workspace --all-targets --all-features --no-fail-fast
-    fi
-    cargo test --workspace --doc --all-features --quiet
+# Unit, doc and real-server tests, every feature (Kerberos too), sharing one ZooKeeper where
+# it can (scripts/test.sh).
+# Every test of the workspace, after installing what the tests need.
+test: (setup "test")
+    scripts/test.sh
 
-# The reliability suite: every recipe at once on a 3-member ensemble under a seeded random fault
-# schedule, with invariant checkers; fails on any violation. `just soak --minutes 10`; replay a
-# schedule with `--seed <n>` (or SOAK_SEED=<n>). The report also goes to target/soak-report.txt.
-soak *ARGS: setup
+# Every recipe at once on a 3-member ensemble under a seeded random fault schedule, with
+# invariant checkers; fails on any violation. Replay a schedule with `--seed <n>` (or
+# SOAK_SEED=<n>); `just soak --help` lists the flags. The report also goes to
+# target/soak-report.txt.
+# The reliability suite: `just soak --minutes 10`.
+soak *ARGS: (setup "demo")
     cargo run --quiet -p integration-tests --bin soak -- {{ARGS}}
 
 # The framework's show against a real ZooKeeper: election, lock, counter, barrier, watcher, hand-over.
-demo: setup
+demo: (setup "demo")
     cargo run --quiet -p curator-cli -- demo
 
 # A tour of the test harness against real ZooKeeper processes: restarts, partitions, expiry, ensembles.
-fault-tour: setup
+fault-tour: (setup "demo")
     cargo run --quiet -p curator-test --example fault_tour
 
 # Formatting, clippy and rustdoc, all with warnings as errors, with every feature (Kerberos too).
-lint: setup
+lint: (setup "lint")
     cargo fmt --all --check
     cargo clippy --workspace --all-targets --all-features -- -D warnings
     cargo clippy --workspace --all-targets -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
-# Benchmarks (never part of `just test`): curator-rs vs Apache Curator vs Kazoo on one server,
-# then the framework's overhead over the bare wire client. `just bench --quick` for a short run.
-bench *ARGS: setup
+# Never part of `just test`. curator-rs vs Apache Curator vs Kazoo on one server
+# (`side-by-side`; `just bench --help` lists its flags; `--quick` for a short run), then the
+# framework's overhead over the bare wire client (`--quick` makes it short too). docs/ is left
+# alone: `just bench --write-docs` (a full run) rewrites its section of docs/benchmarks.md and
+# its chart.
+# Benchmarks against Apache Curator and Kazoo (`--quick`, `--write-docs`, `--help`).
+bench *ARGS: (setup "bench")
+    #!/usr/bin/env bash
+    set -euo pipefail
     cargo build --release -p curator-benches --bins
-    target/release/side-by-side {{ARGS}}
-    cargo bench -p curator-benches --bench framework_overhead -- {{ARGS}}
+    "${CARGO_TARGET_DIR:-target}/release/side-by-side" {{ARGS}}
+    overhead=(--bench framework_overhead)
+    for arg in {{ARGS}}; do
+        case "$arg" in
+            -h | --help | --redraw-chart) exit 0 ;;  # no measuring asked for
+            --quick) overhead+=(-- --quick) ;;
+        esac
+    done
+    cargo bench -p curator-benches "${overhead[@]}"
 
 # Never part of `just test`: election, mutex, locks, caches and queues as N grows, on one server,
-# each point with a time budget and a library's failure recorded; a progress bar on stderr. Full
-# runs write the charts and tables into docs/benchmarks.md; `--quick` takes a few minutes.
-# Scale curves of curator-rs vs Curator and Kazoo (`--quick`, `--only caches,queues`, `--max-n 100000`).
-bench-scale *ARGS: setup
+# each point with a time budget and a library's failure recorded; a progress bar on stderr.
+# `--quick` takes a few minutes, a full run hours; `--only caches,queues`, `--max-n 100000`
+# narrow it; `just bench-scale --help` lists the flags. Results go to target/bench/;
+# `--write-docs` puts the charts and tables into docs/ and docs/benchmarks.md instead.
+# Scale curves of curator-rs vs Curator and Kazoo (`--quick`, `--write-docs`, `--help`).
+bench-scale *ARGS: (setup "bench")
     cargo build --release -p curator-benches --bins
     "${CARGO_TARGET_DIR:-target}/release/bench-scale" {{ARGS}}
 
 # Start a ZooKeeper server in the background for manual work; its address goes to target/zk/connect.
-zk-up:
+zk-up: (setup "demo")
     #!/usr/bin/env bash
     set -euo pipefail
     mkdir -p target/zk

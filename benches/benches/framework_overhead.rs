@@ -19,18 +19,34 @@ struct Scenario {
     ops: usize,
 }
 
+/// The framework's overhead over the bare wire client (`zookeeper-client`), on one real
+/// ZooKeeper server (started here unless ZK_CONNECT names one): sequential get_data, 1,000
+/// pipelined get_data, sequential create + delete. Run through
+/// `cargo bench -p curator-benches --bench framework_overhead -- [OPTIONS]`.
+#[derive(Debug, clap::Parser)]
+#[command(name = "framework_overhead", bin_name = "framework_overhead")]
+struct Args {
+    /// A short run: a quarter of the operations, 3 rounds.
+    #[arg(long)]
+    quick: bool,
+    /// Measured rounds [default: 9; 3 with --quick].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: Option<u16>,
+    /// Passed by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 #[tokio::main]
 async fn main() {
-    // `cargo bench` passes `--bench`; test runners list or run bench targets without it.
+    // `cargo bench` passes `--bench`; test runners list or run bench targets without it (and
+    // with their own flags, which are not this program's).
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let quick = std::env::args().any(|a| a == "--quick");
-    let rounds = std::env::args()
-        .skip_while(|a| a != "--rounds")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(if quick { 3 } else { 9 });
+    let args = <Args as clap::Parser>::parse();
+    let quick = args.quick;
+    let rounds = args.rounds.map_or(if quick { 3 } else { 9 }, usize::from);
     let scale = if quick { 1 } else { 4 };
 
     let (_server, connect) = server_or_env(TestingServer::start_dedicated())

@@ -1,10 +1,14 @@
 //! The pieces the side-by-side and scale harnesses share: driver processes speaking the line
-//! protocol (with an optional time budget per request), the machine's description, the Java
-//! driver's command line, the chart fonts and a progress bar on stderr.
+//! protocol (with an optional time budget per request, their stderr in a log file), the
+//! machine's description, the Java driver's command line, the chart fonts and a progress bar on
+//! stderr.
 
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -44,9 +48,52 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// The directory of the drivers' stderr logs: `target/bench/logs` in the workspace.
+pub fn driver_log_dir() -> PathBuf {
+    workspace_root().join("target/bench/logs")
+}
+
+/// The log file of the drivers named `name`: `curator-java.log` for "Curator (Java)".
+pub fn driver_log_path(name: &str) -> PathBuf {
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    driver_log_dir().join(format!("{slug}.log"))
+}
+
+/// Opens the log of the drivers named `name` for one more driver: emptied by the first driver
+/// of that name this process starts, appended to by the next ones.
+fn open_driver_log(name: &str) -> Result<(PathBuf, File), String> {
+    static STARTED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+    let path = driver_log_path(name);
+    let dir = driver_log_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let first = STARTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert(path.clone());
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(!first)
+        .truncate(first)
+        .open(&path)
+        .map_err(|e| format!("opening {}: {e}", path.display()))?;
+    Ok((path, file))
+}
+
 /// A long-lived driver process: `run <scenario> <ops> <path>` lines in, `ok <elapsed-ns>
 /// <values>` or `err <message>` lines out. Its output is read on a thread of its own, so a
-/// request can be given a time budget.
+/// request can be given a time budget. Its stderr (a JVM's or Python's tracebacks, say) goes to
+/// a log file under `target/bench/logs` ([`log_path`](Self::log_path)), never to the terminal;
+/// errors about the driver name that file.
 #[derive(Debug)]
 pub struct Driver {
     /// The name reports use ("curator-rs", "Curator (Java)", ...).
@@ -54,18 +101,29 @@ pub struct Driver {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
+    log: PathBuf,
 }
 
 impl Driver {
-    /// Starts `command` and waits for its `ready` line.
+    /// Starts `command` and waits for its `ready` line. Its stderr is appended to
+    /// [`driver_log_path`]`(name)`; the first driver of a name in a process empties the file.
+    ///
+    /// ```no_run
+    /// let mut command = std::process::Command::new("target/release/bench-driver");
+    /// command.args(["framework", "127.0.0.1:2181"]);
+    /// let driver = curator_benches::harness::Driver::start("curator-rs", command)?;
+    /// println!("its stderr: {}", driver.log_path().display());
+    /// # Ok::<(), String>(())
+    /// ```
     ///
     /// # Errors
-    /// When the process cannot be started or does not say `ready`.
+    /// When the process cannot be started or does not say `ready` (the message names the log).
     pub fn start(name: &'static str, mut command: Command) -> Result<Driver, String> {
+        let (log, log_file) = open_driver_log(name)?;
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::from(log_file))
             .spawn()
             .map_err(|e| format!("starting the {name} driver: {e}"))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
@@ -84,22 +142,44 @@ impl Driver {
             child,
             stdin,
             lines,
+            log,
         };
         match driver.lines.recv_timeout(Duration::from_secs(120)) {
             Ok(line) if line.trim() == "ready" => Ok(driver),
-            Ok(line) => Err(format!("the {name} driver did not start: {line:?}")),
+            Ok(line) => Err(format!(
+                "the {name} driver did not start: {line:?} (its stderr: {})",
+                driver.log.display()
+            )),
             Err(_) => {
                 let status = driver.exit_status();
-                Err(format!("the {name} driver did not start ({status})"))
+                Err(format!(
+                    "the {name} driver did not start ({status}; its stderr: {})",
+                    driver.log.display()
+                ))
             }
         }
+    }
+
+    /// The file the process's stderr goes to.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// "the Kazoo (Python) driver failed crash_join: driver exited (...) (its stderr:
+    /// target/bench/logs/kazoo-python.log)": a failure of `scenario`, for a report or an error.
+    pub fn failed(&self, scenario: &str, failure: &Failure) -> String {
+        format!(
+            "the {} driver failed {scenario}: {failure} (its stderr: {})",
+            self.name,
+            self.log.display()
+        )
     }
 
     /// Runs one request and waits for its answer; `None` when the driver does not implement the
     /// scenario.
     ///
     /// # Errors
-    /// When the driver fails the request or dies.
+    /// When the driver fails the request or dies (the message names its log).
     pub fn run(
         &mut self,
         scenario: &str,
@@ -109,10 +189,7 @@ impl Driver {
         match self.run_within(scenario, ops, path, None) {
             Ok(sample) => Ok(Some(sample)),
             Err(Failure::Unsupported) => Ok(None),
-            Err(failure) => Err(format!(
-                "the {} driver failed {scenario}: {failure}",
-                self.name
-            )),
+            Err(failure) => Err(self.failed(scenario, &failure)),
         }
     }
 
@@ -260,7 +337,7 @@ pub fn java_driver_command(
             .args(["-cp", &classpath])
             .arg(&source)
             .status()
-            .map_err(|e| format!("javac: {e} (run `just setup`)"))?;
+            .map_err(|e| format!("javac: {e} (run `scripts/setup.sh bench`)"))?;
         if !status.success() {
             return Err("javac failed on CuratorDriver.java".into());
         }
@@ -268,7 +345,10 @@ pub fn java_driver_command(
     let mut classpath = vec![classpath];
     for entry in jvm.classpath() {
         if !entry.exists() {
-            return Err(format!("{} is missing (run `just setup`)", entry.display()));
+            return Err(format!(
+                "{} is missing (run `scripts/setup.sh bench`)",
+                entry.display()
+            ));
         }
         classpath.push(entry.display().to_string());
     }

@@ -1,7 +1,8 @@
 //! Benchmark driver for the side-by-side harness, in Rust: `framework` (this workspace's
 //! `CuratorFramework`) or `bare` (`zookeeper-client` with nothing on top).
 //!
-//! Usage: `bench-driver framework|bare <connect-string> [--tls-ca <ca.pem>]`; with `--tls-ca`
+//! Usage: `bench-driver framework|bare <connect-string> [--tls-ca <ca.pem>]` (`--help` says
+//! more); with `--tls-ca`
 //! every session connects over TLS, trusting the CA certificate in that PEM file (the connect
 //! string names the servers' TLS ports). Prints `ready`, then answers each stdin line
 //! `run <scenario> <ops> <path>` with `ok <elapsed-ns> <latency-ns,...>` (or `err <message>`);
@@ -599,7 +600,20 @@ async fn connect_framework(server: &Server) -> CuratorFramework {
     connect_framework_with(server, Duration::from_secs(30)).await
 }
 
+/// A connected framework client; a scenario's task panics (its request answers `err`) when the
+/// server cannot be reached.
 async fn connect_framework_with(server: &Server, session: Duration) -> CuratorFramework {
+    match try_connect_framework(server, session).await {
+        Ok(client) => client,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+/// A connected framework client, or why there is none.
+async fn try_connect_framework(
+    server: &Server,
+    session: Duration,
+) -> Result<CuratorFramework, String> {
     let mut builder = CuratorFramework::builder()
         .connect_string(&server.connect)
         .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
@@ -607,66 +621,79 @@ async fn connect_framework_with(server: &Server, session: Duration) -> CuratorFr
     if let Some(ca) = &server.tls_ca {
         builder = builder.tls(TlsConfig::new().ca_file(ca));
     }
-    let client = builder.build().expect("valid settings");
-    client.start().await.expect("start");
+    let client = builder.build().map_err(|e| e.to_string())?;
+    client.start().await.map_err(|e| e.to_string())?;
     client
         .block_until_connected(Duration::from_secs(30))
         .await
-        .expect("connected");
-    client
+        .map_err(|e| format!("connecting to {}: {e}", server.connect))?;
+    Ok(client)
 }
 
 /// A bare `zookeeper-client` session, over TLS with a CA file.
-async fn connect_bare(server: &Server) -> zk::Client {
+async fn connect_bare(server: &Server) -> Result<zk::Client, String> {
     let connector = zk::Client::connector().with_session_timeout(Duration::from_secs(30));
     let connected = match &server.tls_ca {
         Some(ca) => {
-            let pem = std::fs::read_to_string(ca).expect("the CA file can be read");
+            let pem = std::fs::read_to_string(ca).map_err(|e| format!("{}: {e}", ca.display()))?;
+            let tls = zk::TlsOptions::new()
+                .with_pem_ca(&pem)
+                .map_err(|e| format!("{}: {e}", ca.display()))?;
             connector
-                .with_tls(
-                    zk::TlsOptions::new()
-                        .with_pem_ca(&pem)
-                        .expect("a PEM CA certificate"),
-                )
+                .with_tls(tls)
                 .secure_connect(&server.connect)
                 .await
         }
         None => connector.connect(&server.connect).await,
     };
-    connected.expect("connected")
+    connected.map_err(|e| format!("connecting to {}: {e}", server.connect))
+}
+
+/// A benchmark driver of the side-by-side and scale harnesses: prints `ready`, then answers
+/// each line `run <scenario> <ops> <path>` on stdin with `ok <elapsed-ns> <values>` (or
+/// `err <message>`); `quit` ends it.
+#[derive(Debug, clap::Parser)]
+#[command(name = "bench-driver")]
+struct Args {
+    /// Which client does the work.
+    #[arg(value_enum)]
+    kind: Kind,
+    /// The servers to connect to (their TLS ports with --tls-ca).
+    connect: String,
+    /// Connect over TLS, trusting the CA certificate in this PEM file.
+    #[arg(long, value_name = "CA.pem")]
+    tls_ca: Option<PathBuf>,
+}
+
+/// The client a driver measures.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Kind {
+    /// This workspace's `CuratorFramework`.
+    Framework,
+    /// `zookeeper-client` with nothing on top.
+    Bare,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (kind, server) = match args.as_slice() {
-        [_, kind, connect] => (
-            kind.as_str(),
-            Server {
-                connect: connect.clone(),
-                tls_ca: None,
-            },
-        ),
-        [_, kind, connect, flag, ca] if flag == "--tls-ca" => (
-            kind.as_str(),
-            Server {
-                connect: connect.clone(),
-                tls_ca: Some(PathBuf::from(ca)),
-            },
-        ),
-        _ => {
-            eprintln!("usage: bench-driver framework|bare <connect-string> [--tls-ca <ca.pem>]");
-            std::process::exit(2);
+    let args = <Args as clap::Parser>::parse();
+    let server = Server {
+        connect: args.connect,
+        tls_ca: args.tls_ca,
+    };
+    let driver = match args.kind {
+        Kind::Framework => try_connect_framework(&server, Duration::from_secs(30))
+            .await
+            .map(|client| Driver::Framework(client, server)),
+        Kind::Bare => connect_bare(&server).await.map(Driver::Bare),
+    };
+    let driver = match driver {
+        Ok(driver) => Arc::new(driver),
+        Err(error) => {
+            eprintln!("bench-driver: {error}");
+            std::process::exit(1);
         }
     };
-    let driver = Arc::new(match kind {
-        "framework" => Driver::Framework(connect_framework(&server).await, server),
-        "bare" => Driver::Bare(connect_bare(&server).await),
-        other => {
-            eprintln!("unknown driver {other}");
-            std::process::exit(2);
-        }
-    });
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "ready");
     let _ = out.flush();

@@ -5,8 +5,9 @@
 //! cargo build --release -p curator-benches --bins
 //! target/release/bench-scale [--quick] [--only election,mutex,locks,caches,queues] [--max-n N]
 //!                            [--libs rs,rsb,curator,kazoo] [--rounds R] [--budget-secs S]
-//!                            [--docs | --no-docs]
-//! target/release/bench-scale --redraw target/bench/scale.json [--docs]
+//!                            [--write-docs]
+//! target/release/bench-scale --redraw target/bench/scale.json [--write-docs]
+//! target/release/bench-scale --help
 //! ```
 //!
 //! Families (the driver scenarios are `scale_<family>_<n>` in `bench-driver.rs`,
@@ -30,9 +31,9 @@
 //! reads "failed: timeout after S s"; a driver's error (out of memory, a packet too large, ...)
 //! reads "failed: &lt;its message&gt;". Either way the run goes on, and that driver skips the larger
 //! points of the family. Results: `target/bench/scale.json`, one PNG per family and a markdown
-//! report. Full runs (no `--quick`, `--only`, `--libs` or `--max-n`) write the PNGs to `docs/` and the
-//! report between `<!-- bench-scale:begin -->` and `<!-- bench-scale:end -->` in
-//! `docs/benchmarks.md`; other runs write them to `target/bench/` unless `--docs` is given.
+//! report in `target/bench/`, the drivers' stderr in `target/bench/logs/`. With `--write-docs`
+//! the PNGs go to `docs/` and the report between `<!-- bench-scale:begin -->` and
+//! `<!-- bench-scale:end -->` in `docs/benchmarks.md` instead.
 
 use std::collections::BTreeMap;
 use std::future::IntoFuture;
@@ -40,21 +41,27 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use curator_benches::harness::{
-    CHART_FONTS, Driver, Failure, Progress, Sample, java_driver_command, machine, percentile,
-    server_or_env, server_version, today, workspace_root,
+    CHART_FONTS, Driver, Failure, Progress, Sample, driver_log_dir, java_driver_command, machine,
+    percentile, server_or_env, server_version, today, workspace_root,
 };
 use curator_framework::{CreateMode, CuratorFramework};
 use curator_test::{JvmOptions, TestingServer, unique_root};
 use serde_json::json;
 
 /// A family of curves: one chart, one table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Family {
+    /// leader election with N participants
     Election,
+    /// one mutex, N contending sessions
     Mutex,
+    /// N locks held by one process
     Locks,
+    /// a cache of N nodes
     Caches,
+    /// a queue at a backlog of N items
     Queues,
 }
 
@@ -218,11 +225,17 @@ impl Panel {
 }
 
 /// The libraries measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Lib {
+    /// curator-rs
+    #[value(name = "rs")]
     Rust,
+    /// curator-rs's bucketed queue layout (queues only)
+    #[value(name = "rsb")]
     RustBucketed,
+    /// Apache Curator (Java)
     Curator,
+    /// Kazoo (Python)
     Kazoo,
 }
 
@@ -251,12 +264,6 @@ impl Lib {
             Family::Queues => &[Lib::Rust, Lib::RustBucketed, Lib::Curator, Lib::Kazoo],
             _ => &[Lib::Rust, Lib::Curator, Lib::Kazoo],
         }
-    }
-
-    fn parse(key: &str) -> Option<Lib> {
-        [Lib::Rust, Lib::RustBucketed, Lib::Curator, Lib::Kazoo]
-            .into_iter()
-            .find(|lib| lib.key() == key)
     }
 
     /// The node-name prefix of a queue item in this library's flat layout, which the harness
@@ -891,84 +898,90 @@ fn short(message: &str) -> String {
     }
 }
 
+/// Scale curves: curator-rs, Apache Curator (Java) and Kazoo (Python) as N grows, on one
+/// ZooKeeper server, one chart and one table per recipe family.
+///
+/// Starts its own server with a large heap (6 GB; 1 GB with --quick) unless ZK_CONNECT names
+/// one. Each point has a time budget; a library that fails a point skips the larger ones.
+/// Writes target/bench/scale.json, the charts and a report to target/bench/, the drivers'
+/// stderr to target/bench/logs/. A full run takes hours; --quick a few minutes.
+#[derive(Debug, Parser)]
+#[command(name = "bench-scale")]
+struct Args {
+    /// Small N only, shorter budgets and smaller heaps (a few minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Only these families (comma-separated) [default: all].
+    #[arg(long, value_name = "FAMILY,...", value_delimiter = ',', value_enum)]
+    only: Option<Vec<Family>>,
+    /// Leave out the points with N above this (underscores allowed: 100_000).
+    #[arg(long, value_name = "N", value_parser = count)]
+    max_n: Option<usize>,
+    /// Only these libraries (comma-separated) [default: all].
+    #[arg(long, value_name = "LIB,...", value_delimiter = ',', value_enum)]
+    libs: Option<Vec<Lib>>,
+    /// Requests per point of the election, mutex and locks families [default: 3; 1 with --quick].
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: Option<u16>,
+    /// The time budget of one point, in seconds [default: 900; 120 with --quick].
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u32).range(1..))]
+    budget_secs: Option<u32>,
+    /// Write the charts to docs/ and the report into docs/benchmarks.md (else target/bench/).
+    #[arg(long, alias = "docs")]
+    write_docs: bool,
+    /// Accepted for older command lines: leaving docs/ alone is the default.
+    #[arg(long, hide = true, conflicts_with = "write_docs")]
+    no_docs: bool,
+    /// Draw the charts and the report again from a run's raw results, without running anything.
+    #[arg(
+        long,
+        value_name = "SCALE.json",
+        conflicts_with_all = ["quick", "only", "max_n", "libs", "rounds", "budget_secs"]
+    )]
+    redraw: Option<PathBuf>,
+}
+
+/// A count of at least 1, with optional `_` separators: `100_000`.
+fn count(text: &str) -> Result<usize, String> {
+    match text.replace('_', "").parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn main() {
-    if let Err(error) = run() {
+    let args = Args::parse();
+    if let Err(error) = run(args) {
         eprintln!("bench-scale: {error}");
         std::process::exit(1);
     }
 }
 
-fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == flag)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-}
-
-fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().collect();
+fn run(args: Args) -> Result<(), String> {
     let workspace = workspace_root();
     let bench_dir = workspace.join("target/bench");
     std::fs::create_dir_all(&bench_dir).map_err(|e| e.to_string())?;
-    if let Some(json) = flag_value(&args, "--redraw") {
-        let docs = args.iter().any(|a| a == "--docs");
-        return redraw(Path::new(json), &workspace, docs);
+    let write_docs = args.write_docs;
+    if let Some(json) = &args.redraw {
+        return redraw(json, &workspace, write_docs);
     }
-    let quick = args.iter().any(|a| a == "--quick");
-    let families = match flag_value(&args, "--only") {
-        Some(list) => list
-            .split(',')
-            .map(|key| {
-                Family::parse(key).ok_or_else(|| {
-                    format!(
-                        "--only: unknown family {key:?} (election, mutex, locks, caches, queues)"
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        None => FAMILIES.to_vec(),
-    };
-    let number = |flag: &str| -> Result<Option<usize>, String> {
-        flag_value(&args, flag)
-            .map(|v| {
-                v.replace('_', "")
-                    .parse::<usize>()
-                    .map_err(|_| format!("{flag} takes a number, not {v:?}"))
-            })
-            .transpose()
-    };
-    let max_n = number("--max-n")?;
-    let libs = match flag_value(&args, "--libs") {
-        Some(list) => list
-            .split(',')
-            .map(|key| {
-                Lib::parse(key).ok_or_else(|| {
-                    format!("--libs: unknown library {key:?} (rs, rsb, curator, kazoo)")
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        None => vec![Lib::Rust, Lib::RustBucketed, Lib::Curator, Lib::Kazoo],
-    };
+    let quick = args.quick;
     let settings = Settings {
         quick,
-        libs,
-        families,
-        max_n: max_n.unwrap_or(usize::MAX),
-        rounds: number("--rounds")?,
-        budget: Duration::from_secs(number("--budget-secs")?.unwrap_or(if quick {
-            120
-        } else {
-            900
-        }) as u64),
+        libs: args
+            .libs
+            .unwrap_or_else(|| vec![Lib::Rust, Lib::RustBucketed, Lib::Curator, Lib::Kazoo]),
+        families: args.only.unwrap_or_else(|| FAMILIES.to_vec()),
+        max_n: args.max_n.unwrap_or(usize::MAX),
+        rounds: args.rounds.map(usize::from),
+        budget: Duration::from_secs(
+            args.budget_secs
+                .map_or(if quick { 120 } else { 900 }, u64::from),
+        ),
         java_heap: if quick { "1g" } else { "4g" }.to_owned(),
         server_heap: if quick { "1g" } else { "6g" }.to_owned(),
     };
-    let full = !quick
-        && ["--only", "--libs", "--max-n"]
-            .iter()
-            .all(|flag| flag_value(&args, flag).is_none());
-    let write_docs =
-        (full || args.iter().any(|a| a == "--docs")) && !args.iter().any(|a| a == "--no-docs");
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1064,6 +1077,7 @@ fn run() -> Result<(), String> {
     let json_path = bench_dir.join("scale.json");
     std::fs::write(&json_path, json.to_string()).map_err(|e| e.to_string())?;
     println!("raw results: {}", json_path.display());
+    println!("drivers' stderr: {}", driver_log_dir().display());
     publish(&header, &points, &workspace, write_docs)
 }
 

@@ -3,14 +3,17 @@
 //!
 //! ```text
 //! cargo build --release -p curator-benches --bins
-//! target/release/side-by-side [--quick] [--rounds N] [--only a,b_tls,..] [--no-tls] [--no-docs]
+//! target/release/side-by-side [--quick] [--rounds N] [--only a,b_tls,..] [--no-tls] [--write-docs]
 //! target/release/side-by-side --redraw-chart target/bench/side-by-side.json OUT.png
+//! target/release/side-by-side --help
 //! ```
 //!
 //! Each driver is a long-lived process speaking a line protocol (see `bench-driver.rs`), so JIT
 //! and interpreter warm-up happen once; round 0 is a discarded warm-up and the order of drivers
-//! rotates from round to round. Results: a table on stdout and in `docs/benchmarks.md`, a PNG
-//! chart beside it, raw samples in `target/bench/side-by-side.json`.
+//! rotates from round to round. Results: a table on stdout, a PNG chart and the raw samples in
+//! `target/bench/` (`side-by-side.png`, `side-by-side.json`), the drivers' stderr in
+//! `target/bench/logs/`. With `--write-docs` (a full run only) the table goes into
+//! `docs/benchmarks.md` and the chart to `docs/benchmarks-side-by-side.png`.
 //!
 //! TLS rows (`get_data (tls)`, ...; `--only get_data_tls`; `--no-tls` leaves them out): a second
 //! server with a TLS client port and a test CA (`curator-test`), and a second group of driver
@@ -26,9 +29,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use clap::{CommandFactory, Parser};
 use curator_benches::harness::{
-    CHART_FONTS, Driver, Sample, java_driver_command, machine, percentile, server_or_env,
-    server_version, today, workspace_root,
+    CHART_FONTS, Driver, Sample, driver_log_dir, java_driver_command, machine, percentile,
+    server_or_env, server_version, today, workspace_root,
 };
 use curator_framework::CuratorFramework;
 use curator_framework::security::TlsConfig;
@@ -311,7 +315,7 @@ fn crash_once(
     leader.run("crash_join", 1, path)?.ok_or("unsupported")?;
     let mut next = Driver::start(name, command()?)?;
     next.send("crash_join", 1, path)
-        .map_err(|failure| failure.to_string())?;
+        .map_err(|failure| next.failed("crash_join", &failure))?;
     // Both in line: the next one's node is there (it watches the leader's right after). Both
     // nodes are watched here too: the first to go is the dead leader's, when its session
     // expires.
@@ -348,7 +352,7 @@ fn crash_once(
     let killed = Instant::now();
     leader.kill();
     next.reply(Some(Duration::from_secs(60)))
-        .map_err(|failure| failure.to_string())?;
+        .map_err(|failure| next.failed("crash_join", &failure))?;
     let led = Instant::now();
     // A throwaway process whose session holds the election: no orderly quit needed.
     next.kill();
@@ -722,37 +726,83 @@ fn redraw_chart(json_path: &Path, png: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// curator-rs, the bare wire client, Apache Curator (Java) and Kazoo (Python) doing the same
+/// work against one ZooKeeper server, in one run.
+///
+/// Starts its own servers (a plaintext one, and a TLS one for the TLS rows) unless ZK_CONNECT
+/// (and ZK_TLS_CONNECT with ZK_TLS_CA) name others. Prints a table; writes a chart and the raw
+/// samples to target/bench/, the drivers' stderr to target/bench/logs/. A full run takes about
+/// five minutes; --quick about one.
+#[derive(Debug, Parser)]
+#[command(name = "side-by-side")]
+struct Args {
+    /// A short run: a quarter of the operations, 2 rounds, one crash round.
+    #[arg(long)]
+    quick: bool,
+    /// Measured rounds per driver, after one discarded warm-up [default: 5; 2 with --quick].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: Option<u16>,
+    /// Only these rows, by key (comma-separated): a scenario (get_data, create_delete, ...),
+    /// its TLS variants (get_data_netty, get_data_tls), cache_memory or crash_failover.
+    #[arg(long, value_name = "KEY,...", value_delimiter = ',', value_parser = only_key)]
+    only: Option<Vec<String>>,
+    /// Leave out the TLS rows (and their TLS server).
+    #[arg(long)]
+    no_tls: bool,
+    /// Write the table into docs/benchmarks.md and the chart to docs/ (full runs only).
+    #[arg(long, conflicts_with_all = ["quick", "only"])]
+    write_docs: bool,
+    /// Accepted for older command lines: leaving docs/ alone is the default.
+    #[arg(long, hide = true, conflicts_with = "write_docs")]
+    no_docs: bool,
+    /// Redraw the chart from a run's raw samples into OUT.png, without running anything.
+    #[arg(long, num_args = 2, value_names = ["IN.json", "OUT.png"], exclusive = true)]
+    redraw_chart: Option<Vec<PathBuf>>,
+}
+
+/// Every row key `--only` takes.
+fn only_keys() -> Vec<String> {
+    let mut keys = Vec::new();
+    for scenario in scenarios(false, true) {
+        keys.push(scenario.key());
+    }
+    keys.push("cache_memory".to_owned());
+    keys.push("crash_failover".to_owned());
+    keys
+}
+
+/// `--only`'s value parser: a known row key.
+fn only_key(key: &str) -> Result<String, String> {
+    let keys = only_keys();
+    if keys.iter().any(|k| k == key) {
+        Ok(key.to_owned())
+    } else {
+        Err(format!("unknown row (one of: {})", keys.join(", ")))
+    }
+}
+
 fn main() {
-    if let Err(error) = run() {
+    let args = Args::parse();
+    let only_tls = |only: &Vec<String>| {
+        only.iter()
+            .all(|key| key.ends_with("_tls") || key.ends_with("_netty"))
+    };
+    if args.no_tls && args.only.as_ref().is_some_and(only_tls) {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--no-tls leaves out every row --only names: nothing to run",
+            )
+            .exit();
+    }
+    if let Err(error) = run(args) {
         eprintln!("side-by-side: {error}");
         std::process::exit(1);
     }
 }
 
-fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(at) = args.iter().position(|a| a == "--redraw-chart") {
-        return match (args.get(at + 1), args.get(at + 2)) {
-            (Some(json), Some(png)) => redraw_chart(Path::new(json), Path::new(png)),
-            _ => Err("--redraw-chart takes IN.json OUT.png".to_owned()),
-        };
-    }
-    let quick = args.iter().any(|a| a == "--quick");
-    // `--only a,b` runs just those scenarios.
-    let only: Option<Vec<String>> = args
-        .iter()
-        .skip_while(|a| *a != "--only")
-        .nth(1)
-        .map(|list| list.split(',').map(str::to_owned).collect());
-    // Only full runs are published.
-    let write_docs = !quick && only.is_none() && !args.iter().any(|a| a == "--no-docs");
-    let with_tls = !args.iter().any(|a| a == "--no-tls");
-    let rounds: usize = args
-        .iter()
-        .skip_while(|a| *a != "--rounds")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(if quick { 2 } else { 5 });
+/// The scenarios of a run: each plaintext row, followed (with `with_tls`) by its TLS variants.
+fn scenarios(quick: bool, with_tls: bool) -> Vec<Scenario> {
     let scale = if quick { 1 } else { 4 };
     let scenarios = [
         Scenario {
@@ -834,9 +884,7 @@ fn run() -> Result<(), String> {
             over: Over::Plain,
         },
     ];
-    // Each TLS row and its baseline (the same server's plaintext port) right after the
-    // plaintext row.
-    let scenarios: Vec<Scenario> = scenarios
+    scenarios
         .into_iter()
         .flat_map(|plain| {
             let secured = with_tls && TLS_SCENARIOS.contains(&plain.name);
@@ -854,11 +902,32 @@ fn run() -> Result<(), String> {
             ]);
             std::iter::once(plain).chain(variants.into_iter().flatten())
         })
+        .collect()
+}
+
+fn run(args: Args) -> Result<(), String> {
+    if let Some(files) = &args.redraw_chart {
+        return match files.as_slice() {
+            [json, png] => redraw_chart(json, png),
+            _ => Err("--redraw-chart takes IN.json OUT.png".to_owned()),
+        };
+    }
+    let quick = args.quick;
+    // `--only a,b` runs just those rows.
+    let only = args.only;
+    let write_docs = args.write_docs;
+    let rounds = args.rounds.map_or(if quick { 2 } else { 5 }, usize::from);
+    let scenarios: Vec<Scenario> = scenarios(quick, !args.no_tls)
+        .into_iter()
         .filter(|s| {
             only.as_ref()
                 .is_none_or(|only| only.iter().any(|o| *o == s.key()))
         })
         .collect();
+    let wanted = |key: &str| {
+        only.as_ref()
+            .is_none_or(|only| only.iter().any(|o| o == key))
+    };
     let with_tls = scenarios.iter().any(|s| s.over != Over::Plain);
     let workspace = workspace_root();
     // One worker thread: the crash failover's watch stamps its event while this thread waits
@@ -1045,9 +1114,7 @@ fn run() -> Result<(), String> {
     }
     // Memory per cached node: each driver kind in fresh processes (so nothing earlier in the
     // process is reused), median of three.
-    let measure_memory = only
-        .as_ref()
-        .is_none_or(|only| only.iter().any(|o| o == "cache_memory"));
+    let measure_memory = wanted("cache_memory");
     let mut memory: Vec<(&'static str, Option<u64>)> = Vec::new();
     if measure_memory {
         let kinds: [(&'static str, &CommandFn); 3] = [
@@ -1069,10 +1136,7 @@ fn run() -> Result<(), String> {
             memory.push((name, per_node.get(per_node.len() / 2).copied()));
         }
     }
-    let crash = if only
-        .as_ref()
-        .is_none_or(|only| only.iter().any(|o| o == "crash_failover"))
-    {
+    let crash = if wanted("crash_failover") {
         let kinds: [(&'static str, &CommandFn); 3] = [
             ("curator-rs", &|| {
                 Ok(rust_driver("framework", &plain_target))
@@ -1211,9 +1275,10 @@ fn run() -> Result<(), String> {
     );
     chart(&png, &subtitle, &rows)?;
     println!(
-        "chart: {}\nraw samples: {}",
+        "chart: {}\nraw samples: {}\ndrivers' stderr: {}",
         png.display(),
-        bench_dir.join("side-by-side.json").display()
+        bench_dir.join("side-by-side.json").display(),
+        driver_log_dir().display()
     );
 
     if write_docs {

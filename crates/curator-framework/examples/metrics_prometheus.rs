@@ -2,10 +2,11 @@
 //! `metrics-exporter-prometheus`'s recorder (before any client is built), runs a few operations
 //! (one of them failing), serves the page with plain tokio, fetches it once and prints it.
 //! Connects to `ZK_CONNECT`, or starts a ZooKeeper server of its own. With `--serve` it keeps
-//! serving on `METRICS_ADDR` (default `127.0.0.1:9898`) until Ctrl-C, for a Prometheus to scrape.
+//! serving on `--addr` (or `METRICS_ADDR`; default `127.0.0.1:9898`) until Ctrl-C, for a
+//! Prometheus to scrape.
 //!
 //! ```text
-//! cargo run -p curator-framework --example metrics_prometheus [-- --serve]
+//! cargo run -p curator-framework --example metrics_prometheus [-- --serve [--addr HOST:PORT]]
 //! ```
 //!
 //! The exporter is built without its own HTTP server (`default-features = false`), to keep
@@ -45,8 +46,10 @@
 //! Metrics can go the same way: `metrics-exporter-opentelemetry` is a recorder for the
 //! `metrics` facade, installed instead of the Prometheus one.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use clap::Parser;
 use curator_framework::CuratorFramework;
 use curator_framework::retry::ExponentialBackoffRetry;
 use curator_test::{TestingServer, unique_root};
@@ -56,8 +59,22 @@ use tokio::net::{TcpListener, TcpStream};
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// The client's metrics as a Prometheus page: runs a few operations against ZK_CONNECT (or a
+/// server of its own), prints the page once, and with --serve keeps serving it.
+#[derive(Debug, Parser)]
+#[command(name = "metrics_prometheus")]
+struct Args {
+    /// Keep serving /metrics until Ctrl-C.
+    #[arg(long)]
+    serve: bool,
+    /// Where --serve listens.
+    #[arg(long, env = "METRICS_ADDR", default_value = "127.0.0.1:9898")]
+    addr: SocketAddr,
+}
+
 #[tokio::main]
 async fn main() -> Result {
+    let args = Args::parse();
     // First the recorder: clients describe their metrics to it when they start.
     let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(
@@ -109,12 +126,11 @@ async fn main() -> Result {
         .for_path(&root)
         .await?;
 
-    let addr = std::env::var("METRICS_ADDR").unwrap_or_else(|_| "127.0.0.1:9898".into());
-    let serving = std::env::args().any(|a| a == "--serve");
+    let serving = args.serve;
     let listener = TcpListener::bind(if serving {
-        addr.as_str()
+        args.addr
     } else {
-        "127.0.0.1:0"
+        SocketAddr::from(([127, 0, 0, 1], 0))
     })
     .await?;
     let local = listener.local_addr()?;
@@ -166,4 +182,31 @@ async fn scrape(addr: &str) -> Result<String> {
         .map(|(_, body)| body.to_owned())
         .ok_or("no HTTP body")?;
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser, error::ErrorKind};
+
+    use super::Args;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once(&"metrics_prometheus").chain(args))
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        Args::command().debug_assert();
+        let args = parse(&["--serve", "--addr", "0.0.0.0:9100"]).expect("valid");
+        assert!(args.serve);
+        assert_eq!(args.addr.port(), 9100);
+        assert_eq!(
+            parse(&["--help"]).unwrap_err().kind(),
+            ErrorKind::DisplayHelp
+        );
+        for bad in [&["--addr", "nowhere"][..], &["--serv"], &["extra"]] {
+            let error = parse(bad).expect_err("refused");
+            assert_eq!(error.exit_code(), 2, "{bad:?}: {error}");
+        }
+    }
 }

@@ -25,6 +25,7 @@
 
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use curator_framework::CuratorFramework;
 use curator_framework::retry::ExponentialBackoffRetry;
 use curator_queues::SimpleDistributedQueue;
@@ -33,45 +34,44 @@ use futures::StreamExt;
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// Queue throughput against the size of its backlog: fills a SimpleDistributedQueue with N items,
+/// measures put and take throughput at that backlog, then drains it. Connects to ZK_CONNECT, or
+/// starts a ZooKeeper server of its own (2 GiB heap).
+#[derive(Debug, Parser)]
+#[command(name = "backlog")]
 struct Args {
-    /// One backlog, or several measured in interleaved rounds.
+    /// One backlog, or several (comma-separated, underscores allowed: 1_000,100_000) measured in
+    /// interleaved rounds.
+    #[arg(value_name = "N,...", value_delimiter = ',', value_parser = count, default_value = "1000")]
     backlogs: Vec<usize>,
+    /// Rounds of windows (with several backlogs).
+    #[arg(long, default_value_t = 10, value_parser = at_least_one)]
     rounds: usize,
+    /// Items per bucket of the bucketed layout.
+    #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
     capacity: usize,
+    /// Puts (and as many takes) per window.
+    #[arg(long, default_value_t = 2000, value_parser = at_least_one)]
     window: usize,
+    /// Measure the flat layout instead of the bucketed one.
+    #[arg(long)]
     flat: bool,
+    /// Leave the backlog on the server instead of draining it.
+    #[arg(long = "no-drain", action = clap::ArgAction::SetFalse)]
     drain: bool,
 }
 
-fn args() -> Result<Args> {
-    let mut args = Args {
-        backlogs: vec![1000],
-        rounds: 10,
-        capacity: 10_000,
-        window: 2000,
-        flat: false,
-        drain: true,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--flat" => args.flat = true,
-            "--no-drain" => args.drain = false,
-            "--capacity" => args.capacity = it.next().ok_or("--capacity needs a value")?.parse()?,
-            "--window" => args.window = it.next().ok_or("--window needs a value")?.parse()?,
-            "--rounds" => args.rounds = it.next().ok_or("--rounds needs a value")?.parse()?,
-            list => {
-                args.backlogs = list
-                    .split(',')
-                    .map(|n| n.replace('_', "").parse())
-                    .collect::<std::result::Result<_, _>>()?;
-            }
-        }
+/// A count, with optional `_` separators.
+fn count(text: &str) -> std::result::Result<usize, String> {
+    text.replace('_', "").parse().map_err(|e| format!("{e}"))
+}
+
+/// A count of at least 1.
+fn at_least_one(text: &str) -> std::result::Result<usize, String> {
+    match count(text)? {
+        0 => Err("must be at least 1".to_owned()),
+        n => Ok(n),
     }
-    if args.rounds == 0 || args.window == 0 {
-        return Err("--rounds and --window need at least 1".into());
-    }
-    Ok(args)
 }
 
 async fn client(connect: &str) -> Result<CuratorFramework> {
@@ -102,7 +102,7 @@ fn rate(ops: usize, elapsed: Duration) -> f64 {
 
 #[tokio::main]
 async fn main() -> Result {
-    let args = args()?;
+    let args = Args::parse();
     let server;
     let connect = match std::env::var("ZK_CONNECT") {
         Ok(connect) => connect,
@@ -304,4 +304,42 @@ fn spread(values: &[f64]) -> f64 {
     let highest = values.iter().copied().fold(f64::MIN, f64::max);
     let lowest = values.iter().copied().fold(f64::MAX, f64::min);
     highest / lowest
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser, error::ErrorKind};
+
+    use super::Args;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once(&"backlog").chain(args))
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        Args::command().debug_assert();
+        let args =
+            parse(&["1_000,100000", "--flat", "--no-drain", "--rounds", "3"]).expect("valid");
+        assert_eq!(args.backlogs, [1000, 100_000]);
+        assert!(args.flat && !args.drain);
+        assert_eq!(args.rounds, 3);
+        let args = parse(&[]).expect("defaults");
+        assert_eq!(args.backlogs, [1000]);
+        assert!(!args.flat && args.drain);
+        assert_eq!(
+            parse(&["--help"]).unwrap_err().kind(),
+            ErrorKind::DisplayHelp
+        );
+        for bad in [
+            &["--rounds", "abc"][..],
+            &["--window", "0"],
+            &["--capacity", "-1"],
+            &["1000,x"],
+            &["--qiuck"],
+        ] {
+            let error = parse(bad).expect_err("refused");
+            assert_eq!(error.exit_code(), 2, "{bad:?}: {error}");
+        }
+    }
 }

@@ -3,78 +3,54 @@
 //!
 //! ```text
 //! curator-test-server [--cluster N] [--connect-file PATH] [--until-stdin-closes]
+//! curator-test-server --help
 //! ```
 
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 
+use clap::Parser;
 use curator_test::{TestingCluster, TestingServer};
 
-const USAGE: &str =
-    "usage: curator-test-server [--cluster N] [--connect-file PATH] [--until-stdin-closes]";
-
+/// Starts a real ZooKeeper server (or an ensemble), prints its connect string, and keeps it
+/// until interrupted (Ctrl-C, SIGTERM) or, with --until-stdin-closes, until standard input
+/// closes.
+#[derive(Debug, Parser)]
+#[command(name = "curator-test-server")]
 struct Options {
-    cluster: Option<usize>,
-    connect_file: Option<String>,
+    /// Start an ensemble of N members instead of one server.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    cluster: Option<u16>,
+    /// Also write the connect string to PATH (whole, once the server is up; removed at the end).
+    #[arg(long, value_name = "PATH")]
+    connect_file: Option<PathBuf>,
+    /// Stop when standard input closes (so a parent's exit stops the server).
+    #[arg(long)]
     until_stdin_closes: bool,
-}
-
-fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut options = Options {
-        cluster: None,
-        connect_file: None,
-        until_stdin_closes: false,
-    };
-    let mut args = args;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--cluster" => {
-                let n = args.next().ok_or("--cluster needs a member count")?;
-                let n: usize = n
-                    .parse()
-                    .map_err(|_| format!("--cluster: `{n}` is not a count"))?;
-                if n == 0 {
-                    return Err("--cluster needs at least one member".into());
-                }
-                options.cluster = Some(n);
-            }
-            "--connect-file" => {
-                options.connect_file = Some(args.next().ok_or("--connect-file needs a path")?);
-            }
-            "--until-stdin-closes" => options.until_stdin_closes = true,
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
-        }
-    }
-    Ok(options)
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let options = match parse(std::env::args().skip(1)) {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
+    let options = Options::parse();
     // Keep whichever handle was started alive until the end of `main`.
     let (connect, _server, _cluster) = match options.cluster {
         None => match TestingServer::start_dedicated().await {
             Ok(server) => (server.connect_string(), Some(server), None),
             Err(error) => fail(&error),
         },
-        Some(n) => match TestingCluster::start(n).await {
+        Some(n) => match TestingCluster::start(usize::from(n)).await {
             Ok(cluster) => (cluster.connect_string(), None, Some(cluster)),
             Err(error) => fail(&error),
         },
     };
     if let Some(path) = &options.connect_file {
         // Written whole, then renamed, so a reader never sees half a line.
-        let partial = format!("{path}.partial");
+        let mut partial = path.clone().into_os_string();
+        partial.push(".partial");
         if let Err(error) = std::fs::write(&partial, format!("{connect}\n"))
             .and_then(|()| std::fs::rename(&partial, path))
         {
-            eprintln!("writing {path}: {error}");
+            eprintln!("writing {}: {error}", path.display());
             std::process::exit(1);
         }
     }
