@@ -465,7 +465,7 @@ impl CuratorFrameworkBuilder {
     }
 
     /// The provider that compresses and decompresses node data (default
-    /// [`GzipCompressionProvider`], Curator's format). It is used by operations that ask for it
+    /// [`GzipCompressionProvider`](crate::compression::GzipCompressionProvider), Curator's format). It is used by operations that ask for it
     /// (`create().compressed()`, `set_data().compressed()`, `get_data().decompressed()`,
     /// [`TransactionOp::compressed`](crate::ops::transaction::TransactionOp::compressed)), and by
     /// every one once [`enable_compression`](Self::enable_compression) is set.
