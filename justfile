@@ -42,6 +42,7 @@ lint: (setup "lint")
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy -p curator-framework --all-targets --no-default-features -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
+    cargo publish --dry-run --workspace --quiet
 
 # Never part of `just test`. curator-rs vs Apache Curator vs Kazoo on one server
 # (`side-by-side`; `just bench --help` lists its flags; `--quick` for a short run), then the

@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Background work goes through the recipe runtime (clippy.toml says why).
 #![warn(clippy::disallowed_methods)]
 
