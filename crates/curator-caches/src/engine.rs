@@ -754,7 +754,7 @@ impl Engine {
         if !self.client.compression_enabled() || data.is_empty() {
             return data;
         }
-        match self.client.compression_provider().decompress(path, &data) {
+        match self.client.data_as_read(path, data.clone()) {
             Ok(data) => data,
             Err(error) => {
                 self.report(CacheError::Read {

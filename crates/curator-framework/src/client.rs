@@ -575,12 +575,33 @@ impl CuratorFramework {
         self.inner.settings.schema_set.as_deref()
     }
 
+    /// `data` as stored at `path` turned into what `get_data()` returns: decompressed with the
+    /// client's provider when the client decompresses by default
+    /// ([`enable_compression`](CuratorFrameworkBuilder::enable_compression)), as it is
+    /// otherwise, and always as it is without the `compression` feature. For recipes that read
+    /// through their own paths (multi-reads, caches) and must hand out what `get_data()` would.
+    ///
+    /// ```
+    /// use curator_framework::CuratorFramework;
+    /// let client = CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(client.data_as_read("/a", b"plain".to_vec())?, b"plain");
+    /// # Ok::<(), curator_framework::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Decompression`] when the client decompresses and `data` does not decompress.
+    pub fn data_as_read(&self, path: &str, data: Vec<u8>) -> Result<Vec<u8>> {
+        match self.inner.settings.compression.inflate(path, None) {
+            Some(inflate) => inflate.apply(&data),
+            None => Ok(data),
+        }
+    }
+
     /// Whether writes compress and `get_data()` decompresses unless told otherwise (the
     /// builder's [`enable_compression`](CuratorFrameworkBuilder::enable_compression); Curator's
-    /// `compressionEnabled()`).
-    #[cfg(feature = "compression")]
+    /// `compressionEnabled()`); always `false` without the `compression` feature.
     pub fn compression_enabled(&self) -> bool {
-        self.inner.settings.compression.enabled
+        self.inner.settings.compression.enabled()
     }
 
     /// Who this client is, as recipes write it into the nodes they make (see

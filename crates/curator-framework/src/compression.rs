@@ -168,6 +168,11 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Whether writes compress and reads decompress unless told otherwise.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// The data a write sends: compressed when `ask` says so or, when it says nothing, when the
     /// client compresses by default. `path` is the caller's.
     pub(crate) fn outgoing(&self, path: &str, data: Vec<u8>, ask: Option<bool>) -> Result<Vec<u8>> {

@@ -7,6 +7,11 @@ use crate::error::Result;
 pub(crate) struct Settings;
 
 impl Settings {
+    /// Never.
+    pub(crate) fn enabled(&self) -> bool {
+        false
+    }
+
     /// The data, as it is.
     pub(crate) fn outgoing(
         &self,
