@@ -15,7 +15,7 @@
 //!
 //! # Limits
 //! Each decoder refuses a frame longer than its `max_frame` as soon as the length prefix has
-//! arrived, before buffering any of it ([`DecodeErrorKind::FrameTooLarge`](crate::DecodeErrorKind::FrameTooLarge)),
+//! arrived, before buffering any of it ([`FrameTooLarge`](crate::DecodeErrorKind::FrameTooLarge)),
 //! and a frame under the limit grows the read buffer only as its bytes arrive (at most
 //! 1 MiB ahead), so a peer that announces a long frame and sends nothing costs nothing.
 //!
@@ -39,15 +39,29 @@ use tokio_util::codec::{Decoder, Encoder};
 use crate::error::{CodecError, DecodeError, DecodeErrorKind};
 use crate::jute::{Jute, Reader, decode_exact};
 use crate::proto::{
-    ConnectRequest, ConnectResponse, ErrorCode, NOTIFICATION_XID, ReplyHeader, Request,
+    ConnectRequest, ConnectResponse, ErrorCode, NOTIFICATION_XID, OpCode, ReplyHeader, Request,
     RequestHeader, Response, WatcherEvent,
 };
 
 /// ZooKeeper's default `jute.maxbuffer`: the longest frame a server accepts (and a Java
 /// client, by default): one byte short of 1 MiB. The default limit of [`ServerCodec`].
+///
+/// ```
+/// use curator_wire::codec::{ClientCodec, JUTE_MAX_BUFFER};
+///
+/// // A client that refuses what a Java client with default settings refuses.
+/// let codec = ClientCodec::new().with_max_frame(JUTE_MAX_BUFFER);
+/// # drop(codec);
+/// ```
 pub const JUTE_MAX_BUFFER: usize = 0xfffff;
 
 /// The default limit of [`ClientCodec`]: 128 MiB (see [the module docs](self) for why).
+///
+/// ```
+/// use curator_wire::codec::{ClientCodec, DEFAULT_CLIENT_MAX_FRAME};
+///
+/// assert_eq!(ClientCodec::default().max_frame(), DEFAULT_CLIENT_MAX_FRAME);
+/// ```
 pub const DEFAULT_CLIENT_MAX_FRAME: usize = 128 * 1024 * 1024;
 
 /// The length prefix.
@@ -277,10 +291,7 @@ impl ReplyFrame {
     /// let error = frame.decode(OpCode::SetData).unwrap_err();
     /// assert_eq!((error.record(), error.field(), error.offset()), ("Stat", "czxid", 16));
     /// ```
-    pub fn decode(
-        &self,
-        op: crate::proto::OpCode,
-    ) -> Result<Result<Response, ErrorCode>, DecodeError> {
+    pub fn decode(&self, op: OpCode) -> Result<Result<Response, ErrorCode>, DecodeError> {
         if !self.header.err.is_ok() {
             return Ok(Err(self.header.err));
         }
@@ -630,7 +641,7 @@ fn put_frame(dst: &mut BytesMut, write: impl FnOnce(&mut BytesMut)) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{EventType, KeeperState, OpCode, Record, Stat};
+    use crate::proto::{EventType, KeeperState, Record, Stat};
 
     fn framed(payload: &[u8]) -> BytesMut {
         let mut bytes = BytesMut::new();

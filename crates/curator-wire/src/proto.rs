@@ -51,7 +51,7 @@ pub use multi::{
     MultiResponse, MultiResult,
 };
 pub use requests::{
-    AddWatchRequest, AuthPacket, CheckVersionRequest, CreateRequest, CreateTtlRequest,
+    AddWatchRequest, AuthPacket, CONFIG_NODE, CheckVersionRequest, CreateRequest, CreateTtlRequest,
     DeleteRequest, ExistsRequest, GetAclRequest, GetAllChildrenNumberRequest, GetChildrenRequest,
     GetDataRequest, GetEphemeralsRequest, GetSaslRequest, ReconfigRequest, RemoveWatchesRequest,
     SetAclRequest, SetDataRequest, SetWatches, SetWatches2, SyncRequest,

@@ -7,13 +7,13 @@ use std::collections::VecDeque;
 use curator_test::{TestingServer, Timing, unique_root};
 use curator_wire::codec::{ClientCodec, ClientFrame, ReplyFrame, RequestFrame, ServerFrame};
 use curator_wire::proto::{
-    Acl, AddWatchMode, AddWatchRequest, AuthPacket, CheckVersionRequest, ConnectRequest,
-    ConnectResponse, CreateMode, CreateRequest, CreateTtlRequest, DeleteRequest, ErrorCode,
-    EventType, ExistsRequest, GetAclRequest, GetAllChildrenNumberRequest, GetChildrenRequest,
-    GetDataRequest, GetEphemeralsRequest, KeeperState, MultiOp, MultiReadOp, MultiReadRequest,
-    MultiReadResult, MultiRequest, MultiResult, OpCode, PING_XID, Perms, ReconfigRequest,
-    RemoveWatchesRequest, ReplyHeader, Request, Response, SetAclRequest, SetDataRequest,
-    SetWatches, SetWatches2, Stat, SyncRequest, WatcherEvent, WatcherType,
+    Acl, AddWatchMode, AddWatchRequest, AuthPacket, CONFIG_NODE, CheckVersionRequest,
+    ConnectRequest, ConnectResponse, CreateMode, CreateRequest, CreateTtlRequest, DeleteRequest,
+    ErrorCode, EventType, ExistsRequest, GetAclRequest, GetAllChildrenNumberRequest,
+    GetChildrenRequest, GetDataRequest, GetEphemeralsRequest, KeeperState, MultiOp, MultiReadOp,
+    MultiReadRequest, MultiReadResult, MultiRequest, MultiResult, OpCode, PING_XID, Perms,
+    ReconfigRequest, RemoveWatchesRequest, ReplyHeader, Request, Response, SetAclRequest,
+    SetDataRequest, SetWatches, SetWatches2, Stat, SyncRequest, WatcherEvent, WatcherType,
 };
 use futures::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -557,6 +557,18 @@ async fn requests_and_replies_of_every_kind_decode() {
         }))
         .await;
     assert_eq!(code, ErrorCode::BadArguments);
+
+    // getConfig: a getData of the configuration node, which every server has.
+    let Response::GetData(config) = wire
+        .ok(Request::GetData(GetDataRequest {
+            path: CONFIG_NODE.to_owned(),
+            watch: false,
+        }))
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(config.stat.data_length as usize, config.data.len());
 
     // Reconfiguration is off on this server: a typed error code.
     let code = wire

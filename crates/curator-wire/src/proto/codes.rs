@@ -5,12 +5,42 @@ use crate::error::{DecodeError, DecodeErrorKind};
 use crate::jute::Reader;
 
 /// The xid of a reply header carrying a watch notification (sent by the server unasked).
+///
+/// ```
+/// use curator_wire::proto::{ErrorCode, NOTIFICATION_XID, ReplyHeader};
+///
+/// assert!(ReplyHeader { xid: NOTIFICATION_XID, zxid: -1, err: ErrorCode::Ok }.is_notification());
+/// ```
 pub const NOTIFICATION_XID: i32 = -1;
-/// The xid of a ping and of its reply.
+/// The xid of a ping and of its reply (so at most one ping is worth having in flight).
+///
+/// ```
+/// use curator_wire::codec::RequestFrame;
+/// use curator_wire::proto::{PING_XID, Request};
+///
+/// let ping = RequestFrame::new(PING_XID, &Request::Ping);
+/// # drop(ping);
+/// ```
 pub const PING_XID: i32 = -2;
 /// The xid of an auth packet and of its reply.
+///
+/// ```
+/// use curator_wire::codec::RequestFrame;
+/// use curator_wire::proto::{AUTH_XID, AuthPacket, Request};
+///
+/// let auth = RequestFrame::new(AUTH_XID, &Request::Auth(AuthPacket::new("digest", b"u:p".to_vec())));
+/// # drop(auth);
+/// ```
 pub const AUTH_XID: i32 = -4;
 /// The xid of a setWatches (or setWatches2) request and of its reply.
+///
+/// ```
+/// use curator_wire::codec::RequestFrame;
+/// use curator_wire::proto::{Request, SET_WATCHES_XID, SetWatches2};
+///
+/// let again = RequestFrame::new(SET_WATCHES_XID, &Request::SetWatches2(SetWatches2::default()));
+/// # drop(again);
+/// ```
 pub const SET_WATCHES_XID: i32 = -8;
 
 /// Declares a fieldless enum of wire codes with `from_code` and `code`, and a crate-private

@@ -27,8 +27,9 @@ use crate::jute::{Jute, Reader, decode_exact};
 /// assert_eq!(request.op_code(), OpCode::GetData);
 /// assert_eq!(Request::decode(OpCode::GetData, &body).unwrap(), request);
 /// ```
+// Not `#[non_exhaustive]`: the protocol's surface is fixed, and a session engine or a server
+// model should fail to compile, not fall through, if it ever grows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Request {
     /// create: the reply is [`Response::Create`].
     Create(CreateRequest),
@@ -250,8 +251,9 @@ impl Request {
 /// reply.encode(&mut body);
 /// assert_eq!(Response::decode(OpCode::SetData, &body).unwrap(), reply);
 /// ```
+// Not `#[non_exhaustive]`: the protocol's surface is fixed, and a session engine or a server
+// model should fail to compile, not fall through, if it ever grows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Response {
     /// No body: delete, ping, auth, setWatches, setWatches2, checkWatches, removeWatches,
     /// closeSession.

@@ -24,8 +24,9 @@ use crate::jute::{Jute, Reader, impl_record, put_bool};
 /// let step = MultiOp::Check(CheckVersionRequest { path: "/a".into(), version: 2 });
 /// assert_eq!(step.op_code(), OpCode::Check);
 /// ```
+// Not `#[non_exhaustive]`: the protocol's surface is fixed, and a session engine or a server
+// model should fail to compile, not fall through, if it ever grows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum MultiOp {
     /// A create whose result is the path only.
     Create(CreateRequest),
@@ -136,8 +137,9 @@ impl Jute for MultiRequest {
 /// let failed = MultiResult::Error(ErrorCode::BadVersion);
 /// assert_ne!(failed, MultiResult::Check);
 /// ```
+// Not `#[non_exhaustive]`: the protocol's surface is fixed, and a session engine or a server
+// model should fail to compile, not fall through, if it ever grows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum MultiResult {
     /// A create step's result without a stat (create steps; create2 steps on servers before
     /// 3.8.2).
@@ -231,8 +233,9 @@ impl Jute for MultiResponse {
 /// let step = MultiReadOp::GetData(GetDataRequest { path: "/a".into(), watch: false });
 /// assert_eq!(step.op_code(), OpCode::GetData);
 /// ```
+// Not `#[non_exhaustive]`: the protocol's surface is fixed, and a session engine or a server
+// model should fail to compile, not fall through, if it ever grows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum MultiReadOp {
     /// Read a node's data (the Java client sends `watch` false).
     GetData(GetDataRequest),
@@ -310,8 +313,9 @@ impl Jute for MultiReadRequest {
 /// let missing = MultiReadResult::Error(ErrorCode::NoNode);
 /// assert!(matches!(missing, MultiReadResult::Error(ErrorCode::NoNode)));
 /// ```
+// Not `#[non_exhaustive]`: the protocol's surface is fixed, and a session engine or a server
+// model should fail to compile, not fall through, if it ever grows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum MultiReadResult {
     /// A node's data and stat.
     GetData(GetDataResponse),

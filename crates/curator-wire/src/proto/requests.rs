@@ -8,6 +8,17 @@ use crate::jute::{
     Jute, Reader, Redacted, impl_record, put_bool, put_buffer, put_opt_string, put_string, put_vec,
 };
 
+/// The node that holds the ensemble's configuration: getConfig is a getData of it (and a
+/// reconfig answers with its new data).
+///
+/// ```
+/// use curator_wire::proto::{CONFIG_NODE, GetDataRequest, Request};
+///
+/// let get_config = Request::GetData(GetDataRequest { path: CONFIG_NODE.into(), watch: true });
+/// # drop(get_config);
+/// ```
+pub const CONFIG_NODE: &str = "/zookeeper/config";
+
 /// The body of create, create2 and createContainer (the opcode says which reply comes back;
 /// a container is created with [`CreateMode::Container`] and opcode createContainer).
 ///
@@ -204,7 +215,7 @@ path_record! {
 
 path_record! {
     /// The body of getData (and of a getData step of multiRead, with `watch` false); `watch`
-    /// leaves a data watch. getConfig is a getData of `/zookeeper/config`.
+    /// leaves a data watch. getConfig is a getData of [`CONFIG_NODE`].
     GetDataRequest ("GetDataRequest") { watch: bool = "watch", write_bool, read_bool }
     example "GetDataRequest { path: \"/zookeeper/config\".into(), watch: false }"
 }
