@@ -820,3 +820,26 @@ async fn auth_packets_are_answered_on_their_reserved_xid() {
     // The op codes the replies were read with are the requests' own.
     assert_eq!(Request::WhoAmI.op_code(), OpCode::WhoAmI);
 }
+
+#[tokio::test]
+async fn sasl_tokens_are_exchanged_in_sasl_records() {
+    let server = TestingServer::builder()
+        .sasl(curator_test::ServerSasl::digest_md5().with_user("wire-user", "wire-secret"))
+        .start()
+        .await
+        .unwrap();
+    let mut wire = Wire::connect(&server).await;
+    // DIGEST-MD5 starts with an empty response from the client; the server's first token is
+    // its challenge.
+    let reply = wire
+        .ok(Request::Sasl(curator_wire::proto::GetSaslRequest {
+            token: vec![],
+        }))
+        .await;
+    let Response::Sasl(challenge) = reply else {
+        panic!("{reply:?}")
+    };
+    let challenge = String::from_utf8(challenge.token).unwrap();
+    assert!(challenge.contains("nonce=\""), "{challenge}");
+    assert!(challenge.contains("algorithm=md5-sess"), "{challenge}");
+}
