@@ -2,20 +2,57 @@
 
 use std::time::Duration;
 
+use clap::Args;
+
 use curator_barriers::DistributedDoubleBarrier;
 use curator_framework::CuratorFramework;
 use nix::sys::signal::Signal;
 use serde_json::json;
 
+use super::{Ctx, Run};
 use crate::child::{self, Child, ChildEvent, exit_code};
-use crate::duration::human;
+use crate::duration::{human, parse_duration};
+use crate::args::{Session, Takes};
 use crate::exit::{CliError, CliResult, codes};
 use crate::output;
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
 
-pub(crate) async fn run(
+/// Enter the double barrier at PATH with N members, run CMD (or wait for Enter), then leave
+#[derive(Debug, Args)]
+pub(crate) struct Barrier {
+    /// The barrier's path
+    path: String,
+    /// How many members the barrier waits for
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    members: u32,
+    /// Give up (exit code 4) when the barrier does not open (or close) within D
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    timeout: Option<Duration>,
+    /// After SIGTERM, how long CMD gets before SIGKILL
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "D")]
+    grace: Duration,
+    /// The command to run inside the barrier (without one: wait for Enter or end of input)
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+    #[command(flatten)]
+    session: Session,
+}
+
+impl Run for Barrier {
+    fn takes(&self) -> Takes<'_> {
+        self.session.takes()
+    }
+
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let client = ctx.client_for(&self.path).await?;
+        let Barrier { path, members, timeout, grace, command, .. } = self;
+        meet(client, ctx.report, &path, members, timeout, grace, &command).await
+    }
+}
+
+async fn meet(
     client: &CuratorFramework,
     report: Reporter,
     path: &str,

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use curator_election::{CloseMode, LatchEvent, LeaderLatch};
 use curator_framework::CuratorFramework;
 use curator_framework::listen::ListenerStream;
@@ -10,16 +11,47 @@ use futures::StreamExt;
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::args::RunArgs;
+use super::{Ctx, Run};
+use crate::args::{RunArgs, Session, Takes, parse_id};
 use crate::child::{self, Child, ChildEvent, exit_code};
-use crate::duration::human;
+use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
 use crate::output::{self, Stream};
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
 
-pub(crate) async fn run(
+/// Run CMD only while this process leads the election at PATH (Curator's LeaderLatch)
+#[derive(Debug, Args)]
+pub(crate) struct Leader {
+    /// The election's path
+    path: String,
+    /// This participant's id (default: host name and process id)
+    #[arg(long, value_parser = parse_id)]
+    id: Option<String>,
+    /// Give up (exit code 4) when not leader within D the first time
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    timeout: Option<Duration>,
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    session: Session,
+}
+
+impl Run for Leader {
+    fn takes(&self) -> Takes<'_> {
+        self.session.takes()
+    }
+
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let client = ctx.client_for(&self.path).await?;
+        let check = ctx.settings.connection_timeout;
+        let Leader { path, id, timeout, run, .. } = self;
+        join(client, ctx.report, &path, id, timeout, &run, check).await
+    }
+}
+
+async fn join(
     client: &CuratorFramework,
     report: Reporter,
     path: &str,

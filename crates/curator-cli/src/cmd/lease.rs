@@ -3,19 +3,59 @@
 
 use std::time::Duration;
 
+use clap::Args;
+
 use curator_framework::CuratorFramework;
 use curator_locks::NonBlockingLease;
 use nix::sys::signal::Signal;
 use serde_json::json;
+
+use super::{Ctx, Run};
 use tokio::time::Instant;
 
-use crate::args::RunArgs;
+use crate::args::{RunArgs, Session, Takes, parse_id};
 use crate::child::{self, Child, ChildEvent, exit_code};
-use crate::duration::human;
+use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
 use crate::output::{self, Stream};
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
+
+/// Run CMD only if the time-boxed lease at PATH is won: at most one run per interval,
+/// cluster-wide (exit code 7, CMD not run, when someone else holds it)
+///
+/// The lease is timed by ZooKeeper's clock and is not bound to this session. CMD gets
+/// $CURATOR_LEASE_TOKEN (a fencing token, see `curator fence`) and $CURATOR_LEASE_UNTIL (the
+/// interval's end, milliseconds since the Unix epoch on the server's clock). CMD is stopped
+/// (SIGTERM, then SIGKILL after --grace) so that it is gone by the end of the interval
+/// (exit code 5 then).
+#[derive(Debug, Args)]
+pub(crate) struct Lease {
+    /// The lease's path
+    path: String,
+    /// How long the lease is held (its interval), e.g. 70m
+    #[arg(long = "for", value_parser = parse_duration, value_name = "D")]
+    duration: Duration,
+    /// This holder's id; the same id renews its own lease (default: host name and process id)
+    #[arg(long, value_parser = parse_id)]
+    id: Option<String>,
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    session: Session,
+}
+
+impl Run for Lease {
+    fn takes(&self) -> Takes<'_> {
+        self.session.takes()
+    }
+
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let client = ctx.client_for(&self.path).await?;
+        let Lease { path, duration, id, run, .. } = self;
+        take(client, ctx.report, &path, duration, id, &run).await
+    }
+}
 
 /// Tries the lease at `path` for `duration` as `id`; runs CMD when won.
 ///
@@ -23,7 +63,7 @@ use crate::signals::{self, Signals};
 /// taken until the interval ends. CMD gets SIGTERM `--grace` before the interval's end (at once
 /// when the interval is shorter than that) and SIGKILL at its end, as this process sees it (see
 /// [`curator_locks::LeaseGrant::deadline`]).
-pub(crate) async fn run(
+async fn take(
     client: &CuratorFramework,
     report: Reporter,
     path: &str,
@@ -225,7 +265,27 @@ enum Next {
 
 #[cfg(test)]
 mod tests {
-    use super::utc;
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::Cli;
+    use crate::cmd::Command;
+
+    #[test]
+    fn a_lease_takes_its_interval_an_id_and_a_command() {
+        let cli = Cli::try_parse_from([
+            "curator", "lease", "/l", "--for", "70m", "--id", "job", "--", "true",
+        ])
+        .unwrap();
+        let Command::Lease(lease) = cli.command else {
+            panic!("not a lease command");
+        };
+        assert_eq!(lease.path, "/l");
+        assert_eq!(lease.duration, Duration::from_secs(70 * 60));
+        assert_eq!(lease.id.as_deref(), Some("job"));
+        assert_eq!(lease.run.command, ["true"]);
+        assert!(Cli::try_parse_from(["curator", "lease", "/l", "--", "true"]).is_err());
+    }
 
     #[test]
     fn times_print_as_utc() {

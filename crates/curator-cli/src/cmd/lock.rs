@@ -2,23 +2,58 @@
 
 use std::time::Duration;
 
+use clap::Args;
+
 use curator_framework::CuratorFramework;
 use curator_locks::{InterProcessMutex, LockGuard};
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::args::RunArgs;
+use super::{Ctx, Run};
+use crate::args::{RunArgs, Session, Takes};
 use crate::child::{self, Child, ChildEvent, exit_code};
-use crate::duration::human;
+use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
 use crate::output::{self, Stream};
 use crate::report::Reporter;
 use crate::signals::{self, Signals};
 use crate::spinner::Spinner;
 
+/// Run CMD while holding the distributed lock at PATH (Curator's InterProcessMutex)
+///
+/// CMD gets the lock's fencing token in $CURATOR_FENCING_TOKEN (and the lock node in
+/// $CURATOR_LOCK_NODE). It can hand the token to what it changes, or pass a fencing gate
+/// first: `curator fence /gates/db "$CURATOR_FENCING_TOKEN" && write-to-db` refuses a holder
+/// whose lock was lost and taken by someone newer.
+#[derive(Debug, Args)]
+pub(crate) struct Lock {
+    /// The lock's path
+    path: String,
+    /// Give up (exit code 4) when the lock is not had within D
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    timeout: Option<Duration>,
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    session: Session,
+}
+
+impl Run for Lock {
+    fn takes(&self) -> Takes<'_> {
+        self.session.takes()
+    }
+
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let client = ctx.client_for(&self.path).await?;
+        // How long the check, after curator was stopped, that the lock is still ours may take.
+        let check = ctx.settings.connection_timeout;
+        hold(client, ctx.report, &self.path, self.timeout, &self.run, check).await
+    }
+}
+
 /// Runs CMD under the lock at `path`; `check` bounds the check, after curator was stopped, that
 /// the lock is still ours (see [`still_held`]).
-pub(crate) async fn run(
+async fn hold(
     client: &CuratorFramework,
     report: Reporter,
     path: &str,
@@ -228,5 +263,38 @@ async fn still_held(
         // A suspension during the check counts too.
         Some(_) if guard.is_lost() => Err("the connection was suspended".to_owned()),
         Some(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use crate::args::Cli;
+    use crate::cmd::Command;
+
+    #[test]
+    fn lock_takes_a_command_after_the_separator() {
+        let cli = Cli::try_parse_from([
+            "curator",
+            "lock",
+            "/l",
+            "--timeout",
+            "2s",
+            "--",
+            "echo",
+            "-n",
+            "hi",
+        ])
+        .unwrap();
+        let Command::Lock(lock) = cli.command else {
+            panic!("not a lock command");
+        };
+        assert_eq!(lock.path, "/l");
+        assert_eq!(lock.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(lock.run.command, ["echo", "-n", "hi"]);
+        assert!(Cli::try_parse_from(["curator", "lock", "/l"]).is_err());
     }
 }
