@@ -13,6 +13,7 @@ mod report;
 mod signals;
 mod spinner;
 mod srvr;
+mod supervise;
 mod ui;
 
 pub use duration::parse_duration;
