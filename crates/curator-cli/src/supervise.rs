@@ -9,12 +9,30 @@ use curator_framework::CuratorFramework;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use crate::child::{Child, ChildEvent, exit_code};
+use crate::child::{self, Child, ChildEvent, exit_code};
+use crate::cmd::Ctx;
 use crate::duration::human;
-use crate::exit::{CliError, codes};
+use crate::exit::{CliError, CliResult, codes};
 use crate::output::{self, Stream};
 use crate::report::Reporter;
 use crate::signals::Signals;
+
+/// What a wrapper sets up before it takes anything: the client, connected once `path` is
+/// checked, and from then on SIGINT, SIGTERM and SIGHUP ([`Signals`]) and SIGTSTP
+/// ([`child::handle_terminal_stops`]) handled by the wrapper rather than ending it.
+///
+/// # Errors
+/// A bad path or bad settings (exit code 2), no connection (3), or a handler that cannot be
+/// installed (1).
+pub(crate) async fn prepare<'a>(
+    ctx: &'a Ctx,
+    path: &str,
+) -> CliResult<(&'a CuratorFramework, Signals)> {
+    let client = ctx.client_for(path).await?;
+    let signals = Signals::install()?;
+    child::handle_terminal_stops()?;
+    Ok((client, signals))
+}
 
 /// What a wrapper holds while CMD runs, as [`supervise`] sees it.
 pub(crate) trait Held {

@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 
 use super::{Ctx, Run};
 use crate::args::{Session, Takes};
-use crate::child::{self, Child};
+use crate::child::Child;
 use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
 use crate::output;
-use crate::signals::{self, Signals};
+use crate::signals;
 use crate::spinner::Spinner;
-use crate::supervise::{Ended, Held, output_closed, supervise};
+use crate::supervise::{Ended, Held, prepare, output_closed, supervise};
 
 /// Enter the double barrier at PATH with N members, run CMD (or wait for Enter), then leave
 #[derive(Debug, Args)]
@@ -51,10 +51,8 @@ impl Run for Barrier {
             command,
             ..
         } = self;
-        let client = ctx.client_for(&path).await?;
+        let (client, mut signals) = prepare(ctx, &path).await?;
         let report = ctx.report;
-        let mut signals = Signals::install()?;
-        child::handle_terminal_stops()?;
         let barrier = DistributedDoubleBarrier::new(client.clone(), &path, members as usize)
             .map_err(|error| CliError::zk(&format!("barrier {path}"), error))?;
 

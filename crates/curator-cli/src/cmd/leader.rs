@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 
 use super::{Ctx, Run};
 use crate::args::{RunArgs, Session, Takes, parse_id};
-use crate::child::{self, Child};
+use crate::child::Child;
 use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
 use crate::report::Reporter;
 use crate::signals::Signals;
 use crate::spinner::Spinner;
-use crate::supervise::{Ended, Held, output_closed, report_exit, still_owned, supervise};
+use crate::supervise::{Ended, Held, prepare, output_closed, report_exit, still_owned, supervise};
 
 /// Run CMD only while this process leads the election at PATH (Curator's LeaderLatch)
 #[derive(Debug, Args)]
@@ -50,10 +50,8 @@ impl Run for Leader {
             run,
             ..
         } = self;
-        let client = ctx.client_for(&path).await?;
+        let (client, mut signals) = prepare(ctx, &path).await?;
         let report = ctx.report;
-        let mut signals = Signals::install()?;
-        child::handle_terminal_stops()?;
         let id = id.unwrap_or_else(super::default_id);
         let latch = LeaderLatch::builder(client.clone(), &path, id.clone())
             .close_mode(CloseMode::Silent)

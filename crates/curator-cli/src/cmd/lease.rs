@@ -11,11 +11,10 @@ use tokio::time::Instant;
 
 use super::{Ctx, Run};
 use crate::args::{RunArgs, Session, Takes, parse_id};
-use crate::child::{self, Child};
+use crate::child::Child;
 use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
-use crate::signals::Signals;
-use crate::supervise::{Ended, Held, output_closed, report_exit, supervise};
+use crate::supervise::{Ended, Held, prepare, output_closed, report_exit, supervise};
 
 /// Run CMD only if the time-boxed lease at PATH is won: at most one run per interval,
 /// cluster-wide (exit code 7, CMD not run, when someone else holds it)
@@ -60,10 +59,8 @@ impl Run for Lease {
             run,
             ..
         } = self;
-        let client = ctx.client_for(&path).await?;
+        let (client, mut signals) = prepare(ctx, &path).await?;
         let report = ctx.report;
-        let mut signals = Signals::install()?;
-        child::handle_terminal_stops()?;
         let id = id.unwrap_or_else(super::default_id);
         let lease = NonBlockingLease::new(client.clone(), &path, &id)
             .map_err(|error| CliError::zk(&format!("lease {path}"), error))?;

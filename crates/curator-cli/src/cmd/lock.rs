@@ -9,12 +9,11 @@ use serde_json::{Value, json};
 
 use super::{Ctx, Run};
 use crate::args::{RunArgs, Session, Takes};
-use crate::child::{self, Child};
+use crate::child::Child;
 use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
-use crate::signals::Signals;
 use crate::spinner::Spinner;
-use crate::supervise::{Ended, Held, output_closed, report_exit, still_owned, supervise};
+use crate::supervise::{Ended, Held, prepare, output_closed, report_exit, still_owned, supervise};
 
 /// Run CMD while holding the distributed lock at PATH (Curator's InterProcessMutex)
 ///
@@ -47,12 +46,10 @@ impl Run for Lock {
             run,
             ..
         } = self;
-        let client = ctx.client_for(&path).await?;
+        let (client, mut signals) = prepare(ctx, &path).await?;
         let report = ctx.report;
         // How long the check, after curator was stopped, that the lock is still ours may take.
         let check = ctx.settings.connection_timeout;
-        let mut signals = Signals::install()?;
-        child::handle_terminal_stops()?;
         let mutex = InterProcessMutex::builder(client.clone(), &path)
             .build()
             .map_err(|error| CliError::zk(&format!("lock {path}"), error))?;
