@@ -81,8 +81,16 @@ pub(crate) enum Takes<'a> {
     Session(Vec<&'a Session>),
     /// `--json` only (`server`): a connection flag before the command is a usage error, and
     /// no variable is read for the security settings.
+    #[cfg_attr(
+        not(feature = "server"),
+        expect(dead_code, reason = "only `server` takes it")
+    )]
     Output(&'a Output),
     /// The connection flags only (`demo`): `--json` before the command is a usage error.
+    #[cfg_attr(
+        not(feature = "server"),
+        expect(dead_code, reason = "only `demo` takes it")
+    )]
     Connection(&'a Connection),
     /// None (`__sentinel`, which `main` runs before anything is resolved).
     Nothing,
@@ -444,6 +452,15 @@ mod tests {
         let refused = |args: &[&str]| settings(args).unwrap_err().message.unwrap();
         assert!(refused(&["curator", "--tls-ca", "ca.pem", "server"]).contains("does not apply"));
         assert!(refused(&["curator", "--auth-user", "u", "server"]).contains("does not apply"));
+    }
+
+    #[cfg(not(feature = "server"))]
+    #[test]
+    fn without_the_server_feature_there_is_no_server_nor_demo() {
+        for name in ["server", "demo"] {
+            let error = Cli::try_parse_from(["curator", name]).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::InvalidSubcommand);
+        }
     }
 
     #[test]
