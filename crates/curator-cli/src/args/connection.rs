@@ -110,7 +110,7 @@ enum Field {
     Switch(fn(&Connection) -> &bool, fn(&mut Connection) -> &mut bool),
 }
 
-/// `field!(Kind, name)`: the field `name` of [`Connection`] as a [`Field::Kind`].
+/// `field!(Kind, name)`: the field `name` of [`Connection`] as a `Field::Kind`.
 macro_rules! field {
     ($kind:ident, $name:ident) => {
         Field::$kind(|c| &c.$name, |c| &mut c.$name)

@@ -9,6 +9,21 @@ use crate::exit::{CliError, CliResult};
 
 use super::connection::{Connection, FLAGS};
 
+/// How the client proves who it is, and to whom it talks.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Security {
+    pub(crate) tls: Option<TlsConfig>,
+    /// Whether `tls` presents a client certificate.
+    pub(crate) client_certificate: bool,
+    pub(crate) sasl: Option<SaslConfig>,
+    /// Whether `sasl` is a Kerberos login.
+    pub(crate) kerberos: bool,
+    /// The Kerberos variables the process must run with (see `main`).
+    pub(crate) kerberos_environment: Vec<(&'static str, std::ffi::OsString)>,
+    /// A digest identity added to the session (`--auth-user`).
+    pub(crate) digest: Option<DigestAuth>,
+}
+
 impl Connection {
     /// The security settings, checked.
     ///
@@ -226,21 +241,6 @@ fn kerberos(_: Option<&str>, _: Option<&str>) -> CliResult<SaslConfig> {
     Err(CliError::usage(
         "this curator was built without Kerberos (build it with --features kerberos)",
     ))
-}
-
-/// How the client proves who it is, and to whom it talks.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Security {
-    pub(crate) tls: Option<TlsConfig>,
-    /// Whether `tls` presents a client certificate.
-    pub(crate) client_certificate: bool,
-    pub(crate) sasl: Option<SaslConfig>,
-    /// Whether `sasl` is a Kerberos login.
-    pub(crate) kerberos: bool,
-    /// The Kerberos variables the process must run with (see `main`).
-    pub(crate) kerberos_environment: Vec<(&'static str, std::ffi::OsString)>,
-    /// A digest identity added to the session (`--auth-user`).
-    pub(crate) digest: Option<DigestAuth>,
 }
 
 #[cfg(test)]
