@@ -41,6 +41,7 @@ lint: (setup "lint")
     cargo clippy --workspace --all-targets --all-features -- -D warnings
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy -p curator-framework --all-targets --no-default-features -- -D warnings
+    cargo clippy -p curator-cli --all-targets --no-default-features -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
     cargo publish --dry-run --workspace --quiet
 

@@ -5,7 +5,7 @@
 //! Ctrl-C on itself, and handles Ctrl-Z (SIGTSTP) by stopping CMD's group and then itself. When
 //! continued, the wrapper first checks that it still holds what it held (the lock, the
 //! leadership) and only then continues CMD; see [`Child::next`]. A stop that cannot be caught
-//! (SIGSTOP) and the wrapper's death are the [`sentinel`](crate::sentinel)'s part.
+//! (SIGSTOP) and the wrapper's death are the [`sentinel`](crate::cmd::sentinel)'s part.
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -336,7 +336,7 @@ async fn read_line(
     Ok(read)
 }
 
-/// The wrapper's end of the sentinel process (see [`crate::sentinel`]).
+/// The wrapper's end of the sentinel process (see [`crate::cmd::sentinel`]).
 #[derive(Debug)]
 struct Sentinel {
     process: Option<tokio::process::Child>,

@@ -29,10 +29,11 @@ pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<Cur
     let client =
         build(settings, connect).map_err(|error| settings.from_environment.name_in(error))?;
     if let Some(why) = refused_everywhere(connect).await {
-        let hint = if why.contains("refused") {
-            " (no server runs there; `curator server` starts one)"
-        } else {
-            ""
+        // `curator server` is there only in a build with the `server` feature.
+        let hint = match (why.contains("refused"), cfg!(feature = "server")) {
+            (true, true) => " (no server runs there; `curator server` starts one)",
+            (true, false) => " (no server runs there)",
+            (false, _) => "",
         };
         return Err(CliError::new(
             codes::CONNECTION,

@@ -4,16 +4,16 @@ mod args;
 mod child;
 mod cmd;
 mod connect;
-mod demo;
 mod duration;
 mod encoding;
 mod exit;
+mod nodes;
 mod output;
 mod report;
-mod sentinel;
 mod signals;
 mod spinner;
 mod srvr;
+mod supervise;
 mod ui;
 
 pub use duration::parse_duration;
@@ -75,9 +75,9 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return exit::usage_error(&error, exit::json_in_args()),
     };
-    if let args::Command::Sentinel { wrapper, grace } = cli.command {
+    if let cmd::Command::Sentinel(sentinel) = cli.command {
         // A small helper process: no runtime, no connection.
-        return sentinel::run(wrapper, grace);
+        return sentinel.exec();
     }
     let json = cli.json();
     let (command, settings) = match cli.resolve() {

@@ -1,9 +1,11 @@
 //! SIGINT, SIGTERM and SIGHUP as one stream, for the commands that must clean up on them.
 
 use nix::sys::signal::Signal;
+use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::exit::{CliError, CliResult, codes};
+use crate::report::Reporter;
 
 /// Once created, these signals no longer kill the process: the command handles them.
 #[derive(Debug)]
@@ -36,6 +38,28 @@ impl Signals {
             _ = self.interrupt.recv() => Signal::SIGINT,
             _ = self.terminate.recv() => Signal::SIGTERM,
             _ = self.hangup.recv() => Signal::SIGHUP,
+        }
+    }
+
+    /// `work`'s output, unless a signal comes first: then `Err` with the exit code for it (see
+    /// [`exit_code`]), once it is reported as `interrupted` ("SIGINT while {doing}"). `work` is
+    /// dropped then.
+    pub(crate) async fn unless_interrupted<T>(
+        &mut self,
+        report: Reporter,
+        doing: &str,
+        work: impl Future<Output = T>,
+    ) -> Result<T, u8> {
+        tokio::select! {
+            done = work => Ok(done),
+            signal = self.recv() => {
+                let _ = report.status(
+                    "interrupted",
+                    json!({ "signal": signal.as_str() }),
+                    format!("{signal} while {doing}"),
+                );
+                Err(exit_code(signal))
+            }
         }
     }
 }

@@ -3,16 +3,102 @@
 
 use std::time::Duration;
 
+use clap::{Args, Subcommand};
 use curator_framework::ensemble::{EnsembleConfig, EnsembleMember, MemberRole};
 use curator_framework::{CuratorFramework, Error};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use crate::args::{EnsembleOp, Settings};
+use super::{Ctx, Run};
+use crate::args::{Session, Settings, Takes, not_for};
+use crate::duration::parse_duration;
 use crate::exit::{CliError, CliResult, codes};
 use crate::output;
 use crate::report::Reporter;
 use crate::srvr::{self, Probe};
+
+const ENSEMBLE_HELP: &str = "\
+Without a subcommand: the configuration's version (hexadecimal, as ZooKeeper writes it) and one
+row per member: id, role, quorum:election address, client address, and what the member says of
+itself to `srvr` (mode, zxid, connections, average latency), asked of every member at once over
+plain TCP on its client address; a member that does not answer shows as unreachable, and the
+command still succeeds.
+
+`add` and `remove` need servers with reconfigEnabled=true and a session that may write
+/zookeeper/config: the super user or an identity its ACL lets write (--auth-user with
+--auth-password-file). Start a new member before adding it.
+
+Examples:
+  curator ensemble --json
+  curator ensemble add 'server.4=10.0.0.4:2888:3888:participant;10.0.0.4:2181' \\
+      --auth-user super --auth-password-file /etc/zookeeper/super.password
+  curator ensemble remove 4 --from-version 100000003 --auth-user super --auth-password-file F";
+
+/// Show the ensemble's members and how each is doing; `add` or `remove` members (dynamic
+/// reconfiguration)
+#[derive(Debug, Args)]
+#[command(after_help = ENSEMBLE_HELP)]
+pub(crate) struct Ensemble {
+    #[command(subcommand)]
+    op: Option<EnsembleOp>,
+    /// How long each member gets to answer `srvr` before it shows as unreachable (without
+    /// a subcommand) [default: 2s]
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    probe_timeout: Option<Duration>,
+    #[command(flatten)]
+    session: Session,
+}
+
+/// What `curator ensemble` changes.
+#[derive(Debug, Subcommand)]
+#[command(args_conflicts_with_subcommands = false)]
+enum EnsembleOp {
+    /// Add members (or change them: the same id with other addresses or role), then print the
+    /// new configuration
+    Add {
+        /// A member, as ZooKeeper writes it:
+        /// server.ID=HOST:QUORUM_PORT:ELECTION_PORT[:participant|observer][;[HOST:]CLIENT_PORT]
+        #[arg(required = true, value_name = "SPEC", value_parser = parse_member)]
+        specs: Vec<String>,
+        #[command(flatten)]
+        change: Change,
+    },
+    /// Remove members by id, then print the new configuration
+    Remove {
+        /// A member's id (the N of server.N)
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<u64>,
+        #[command(flatten)]
+        change: Change,
+    },
+}
+
+impl EnsembleOp {
+    fn change(&self) -> &Change {
+        match self {
+            EnsembleOp::Add { change, .. } | EnsembleOp::Remove { change, .. } => change,
+        }
+    }
+
+    /// The name of the subcommand, for messages.
+    fn name(&self) -> &'static str {
+        match self {
+            EnsembleOp::Add { .. } => "add",
+            EnsembleOp::Remove { .. } => "remove",
+        }
+    }
+}
+
+/// The flags of `ensemble add` and `ensemble remove`.
+#[derive(Debug, Args)]
+struct Change {
+    /// Change the ensemble only if its configuration is still version V (hexadecimal, as
+    /// `curator ensemble` prints it; `0x` optional); otherwise nothing changes (exit code 1)
+    #[arg(long, value_name = "V", value_parser = parse_config_version)]
+    from_version: Option<i64>,
+    #[command(flatten)]
+    session: Session,
+}
 
 /// Where ZooKeeper keeps the ensemble's configuration.
 const CONFIG_NODE: &str = "/zookeeper/config";
@@ -20,101 +106,117 @@ const CONFIG_NODE: &str = "/zookeeper/config";
 /// How long each member gets to answer `srvr` without `--probe-timeout`.
 const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub(crate) async fn run(
-    client: &CuratorFramework,
-    report: Reporter,
-    op: Option<EnsembleOp>,
-    probe_timeout: Option<Duration>,
-    settings: &Settings,
-) -> CliResult {
-    let config = match op {
-        None => {
-            let config = read_config(client).await?;
-            let timeout = probe_timeout.unwrap_or(DEFAULT_PROBE_TIMEOUT);
-            // Every member at once, each within its own timeout: the slowest member costs one
-            // timeout, not one per member.
-            let probes = join_all(config.members.iter().map(|member| async move {
-                match member.client_address() {
-                    Some(address) => srvr::probe(&address, timeout).await,
-                    None => Probe::NoClientAddress,
+impl Run for Ensemble {
+    fn takes(&self) -> Takes<'_> {
+        let mut sessions = vec![&self.session];
+        sessions.extend(self.op.as_ref().map(|op| &op.change().session));
+        Takes::Session(sessions)
+    }
+
+    fn check(&self) -> CliResult<()> {
+        match (&self.op, self.probe_timeout) {
+            (Some(op), Some(_)) => Err(not_for(
+                "--probe-timeout",
+                &format!("ensemble {}", op.name()),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let client = ctx.client().await?;
+        let (report, settings) = (ctx.report, &ctx.settings);
+        let Ensemble { op, probe_timeout, .. } = self;
+        let config = match op {
+            None => {
+                let config = read_config(client).await?;
+                let timeout = probe_timeout.unwrap_or(DEFAULT_PROBE_TIMEOUT);
+                // Every member at once, each within its own timeout: the slowest member costs one
+                // timeout, not one per member.
+                let probes = join_all(config.members.iter().map(|member| async move {
+                    match member.client_address() {
+                        Some(address) => srvr::probe(&address, timeout).await,
+                        None => Probe::NoClientAddress,
+                    }
+                }))
+                .await;
+                print(report, &config, Some(&probes))?;
+                return Ok(codes::OK);
+            }
+            Some(EnsembleOp::Add { specs, change }) => {
+                let mut reconfig = client.reconfig().joining(specs);
+                if let Some(version) = change.from_version {
+                    reconfig = reconfig.from_config(version);
                 }
-            }))
-            .await;
-            print(report, &config, Some(&probes))?;
-            return Ok(codes::OK);
-        }
-        Some(EnsembleOp::Add { specs, change }) => {
-            let mut reconfig = client.reconfig().joining(specs);
-            if let Some(version) = change.from_version {
-                reconfig = reconfig.from_config(version);
+                reconfig
+                    .await
+                    .map_err(|error| refused(error, change.from_version, settings))
             }
-            reconfig
-                .await
-                .map_err(|error| refused(error, change.from_version, settings))
-        }
-        Some(EnsembleOp::Remove { ids, change }) => {
-            // ZooKeeper takes the removal of an id it does not know as a change that changes
-            // nothing (a new version, the same members): a mistyped id would pass for done.
-            let current = read_config(client).await?;
-            let strangers: Vec<String> = ids
-                .iter()
-                .filter(|id| current.member(**id).is_none())
-                .map(|id| format!("server.{id}"))
-                .collect();
-            if !strangers.is_empty() {
-                let members: Vec<String> =
-                    current.members.iter().map(|m| m.id.to_string()).collect();
-                return Err(CliError::new(
-                    codes::OTHER,
-                    format!(
-                        "cannot reconfigure the ensemble: {} {} not a member (configuration \
-                         version {} has {}); nothing was changed",
-                        strangers.join(", "),
-                        if strangers.len() == 1 { "is" } else { "are" },
-                        version_text(current.version),
-                        if members.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            members.join(", ")
-                        },
-                    ),
-                ));
-            }
-            let mut reconfig = client.reconfig().leaving(ids);
-            if let Some(version) = change.from_version {
-                reconfig = reconfig.from_config(version);
-            }
-            reconfig
-                .await
-                .map_err(|error| refused(error, change.from_version, settings))
-        }
-    };
-    let config = match config {
-        Ok(config) => config,
-        Err(error) => {
-            // A stale version says which version is current, when that can be read.
-            return Err(match error {
-                Refused::StaleVersion(from) => {
-                    let now = read_config(client)
-                        .await
-                        .map(|config| format!(" (it is now {})", version_text(config.version)))
-                        .unwrap_or_default();
-                    CliError::new(
+            Some(EnsembleOp::Remove { ids, change }) => {
+                // ZooKeeper takes the removal of an id it does not know as a change that changes
+                // nothing (a new version, the same members): a mistyped id would pass for done.
+                let current = read_config(client).await?;
+                let strangers: Vec<String> = ids
+                    .iter()
+                    .filter(|id| current.member(**id).is_none())
+                    .map(|id| format!("server.{id}"))
+                    .collect();
+                if !strangers.is_empty() {
+                    let members: Vec<String> =
+                        current.members.iter().map(|m| m.id.to_string()).collect();
+                    return Err(CliError::new(
                         codes::OTHER,
                         format!(
-                            "cannot reconfigure the ensemble: its configuration is no longer \
-                             version {}{now}; nothing was changed",
-                            version_text(from)
+                            "cannot reconfigure the ensemble: {} {} not a member (configuration \
+                             version {} has {}); nothing was changed",
+                            strangers.join(", "),
+                            if strangers.len() == 1 { "is" } else { "are" },
+                            version_text(current.version),
+                            if members.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                members.join(", ")
+                            },
                         ),
-                    )
+                    ));
                 }
-                Refused::Other(error) => error,
-            });
-        }
-    };
-    print(report, &config, None)?;
-    Ok(codes::OK)
+                let mut reconfig = client.reconfig().leaving(ids);
+                if let Some(version) = change.from_version {
+                    reconfig = reconfig.from_config(version);
+                }
+                reconfig
+                    .await
+                    .map_err(|error| refused(error, change.from_version, settings))
+            }
+        };
+        let config = match config {
+            Ok(config) => config,
+            Err(error) => {
+                // A stale version says which version is current, when that can be read.
+                return Err(match error {
+                    Refused::StaleVersion(from) => {
+                        let now = read_config(client)
+                            .await
+                            .map(|config| format!(" (it is now {})", version_text(config.version)))
+                            .unwrap_or_default();
+                        CliError::new(
+                            codes::OTHER,
+                            format!(
+                                "cannot reconfigure the ensemble: its configuration is no longer \
+                                 version {}{now}; nothing was changed",
+                                version_text(from)
+                            ),
+                        )
+                    }
+                    Refused::Other(error) => error,
+                });
+            }
+        };
+        print(report, &config, None)?;
+        Ok(codes::OK)
+    }
 }
+
 
 /// Reads `/zookeeper/config`, after a `sync`: the server this client is connected to may lag
 /// the leader, and a configuration changed a moment ago (by `curator ensemble add`, say) must
@@ -339,6 +441,40 @@ fn table(rows: &[Vec<String>]) -> Vec<String> {
         .collect()
 }
 
+/// Checks a member spec (`server.N=...`) before anything is sent; returns it trimmed.
+///
+/// # Errors
+/// What is wrong with it.
+fn parse_member(input: &str) -> Result<String, String> {
+    match input.parse::<curator_framework::ensemble::EnsembleMember>() {
+        Ok(_) => Ok(input.trim().to_owned()),
+        // "ensemble member ...: why", without the variant's "invalid argument:" in front.
+        Err(curator_framework::Error::InvalidArgument(reason)) => Err(reason),
+        Err(other) => Err(other.to_string()),
+    }
+}
+
+/// Reads a configuration version: hexadecimal, as ZooKeeper writes it (`version=100000003`),
+/// with or without `0x`.
+///
+/// # Errors
+/// When it is not a hexadecimal number that fits in an `i64`.
+fn parse_config_version(input: &str) -> Result<i64, String> {
+    let text = input.trim();
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "`{input}` is not a configuration version (hexadecimal, as `curator ensemble` prints \
+             it: 100000003 or 0x100000003)"
+        ));
+    }
+    i64::from_str_radix(digits, 16)
+        .map_err(|_| format!("`{input}` is too large for a configuration version"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,5 +514,76 @@ mod tests {
             "ID  ROLE         QUORUM:ELECTION      CLIENT"
         );
         assert_eq!(version_text(config.version), "10000000a");
+    }
+
+    #[test]
+    fn ensemble_takes_specs_ids_and_hex_versions() {
+        use clap::Parser;
+
+        use crate::args::{Cli, settings};
+        use crate::cmd::Command;
+
+        let cli = Cli::try_parse_from([
+            "curator",
+            "ensemble",
+            "--json",
+            "add",
+            "server.4=10.0.0.4:2888:3888;2181",
+            "server.5=10.0.0.5:2888:3888:observer;10.0.0.5:2181",
+            "--from-version",
+            "0x10000000A",
+            "--connect",
+            "h:1",
+        ])
+        .unwrap();
+        assert!(cli.json());
+        let (command, resolved) = cli.resolve().unwrap();
+        assert_eq!(resolved.connect.as_deref(), Some("h:1"));
+        let Command::Ensemble(Ensemble {
+            op: Some(EnsembleOp::Add { specs, change }),
+            ..
+        }) = command
+        else {
+            panic!("not ensemble add");
+        };
+        assert_eq!(specs.len(), 2);
+        assert_eq!(change.from_version, Some(0x1_0000_000a));
+        for bad in [
+            &["curator", "ensemble", "add", "4=h:1:2"][..],
+            &["curator", "ensemble", "add", "server.4=h:1:2:leader"],
+            &["curator", "ensemble", "add"],
+            &["curator", "ensemble", "remove"],
+            &["curator", "ensemble", "remove", "x"],
+            &["curator", "ensemble", "remove", "-1"],
+            &["curator", "ensemble", "remove", "1", "--from-version", "1g"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?} parsed");
+        }
+        assert_eq!(parse_config_version("100000003"), Ok(0x1_0000_0003));
+        assert_eq!(parse_config_version("0X0"), Ok(0));
+        for bad in ["", "0x", "-1", "ffffffffffffffffff", "12 34"] {
+            assert!(parse_config_version(bad).is_err(), "{bad:?} parsed");
+        }
+        let refused = settings(&[
+            "curator",
+            "ensemble",
+            "--probe-timeout",
+            "1s",
+            "remove",
+            "3",
+        ])
+        .unwrap_err();
+        assert!(refused.message.unwrap().contains("ensemble remove"));
+        let status = Cli::try_parse_from(["curator", "ensemble", "--probe-timeout", "500ms"])
+            .unwrap()
+            .command;
+        assert!(matches!(
+            status,
+            Command::Ensemble(Ensemble {
+                op: None,
+                probe_timeout: Some(timeout),
+                ..
+            }) if timeout == Duration::from_millis(500)
+        ));
     }
 }

@@ -3,161 +3,170 @@
 
 use std::time::Duration;
 
+use clap::Args;
 use curator_framework::CuratorFramework;
 use curator_locks::NonBlockingLease;
-use nix::sys::signal::Signal;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::args::RunArgs;
-use crate::child::{self, Child, ChildEvent, exit_code};
-use crate::duration::human;
+use super::{Ctx, Run};
+use crate::args::{RunArgs, Session, Takes, parse_id};
+use crate::child::Child;
+use crate::duration::{human, parse_duration};
 use crate::exit::{CliError, CliResult, codes};
-use crate::output::{self, Stream};
-use crate::report::Reporter;
-use crate::signals::{self, Signals};
+use crate::supervise::{Ended, Held, prepare, output_closed, report_exit, supervise};
 
-/// Tries the lease at `path` for `duration` as `id`; runs CMD when won.
+/// Run CMD only if the time-boxed lease at PATH is won: at most one run per interval,
+/// cluster-wide (exit code 7, CMD not run, when someone else holds it)
 ///
-/// The lease is not released when CMD ends: it is "at most one run per interval", so it stays
-/// taken until the interval ends. CMD gets SIGTERM `--grace` before the interval's end (at once
-/// when the interval is shorter than that) and SIGKILL at its end, as this process sees it (see
-/// [`curator_locks::LeaseGrant::deadline`]).
-pub(crate) async fn run(
-    client: &CuratorFramework,
-    report: Reporter,
-    path: &str,
+/// The lease is timed by ZooKeeper's clock and is not bound to this session. CMD gets
+/// $CURATOR_LEASE_TOKEN (a fencing token, see `curator fence`) and $CURATOR_LEASE_UNTIL (the
+/// interval's end, milliseconds since the Unix epoch on the server's clock). CMD is stopped
+/// (SIGTERM, then SIGKILL after --grace) so that it is gone by the end of the interval
+/// (exit code 5 then).
+#[derive(Debug, Args)]
+pub(crate) struct Lease {
+    /// The lease's path
+    path: String,
+    /// How long the lease is held (its interval), e.g. 70m
+    #[arg(long = "for", value_parser = parse_duration, value_name = "D")]
     duration: Duration,
+    /// This holder's id; the same id renews its own lease (default: host name and process id)
+    #[arg(long, value_parser = parse_id)]
     id: Option<String>,
-    run: &RunArgs,
-) -> CliResult {
-    let mut signals = Signals::install()?;
-    child::handle_terminal_stops()?;
-    let id = id.unwrap_or_else(super::default_id);
-    let lease = NonBlockingLease::new(client.clone(), path, &id)
-        .map_err(|error| CliError::zk(&format!("lease {path}"), error))?;
-    let grant = tokio::select! {
-        result = lease.try_acquire(duration) => result.map_err(|error| CliError::zk(&format!("taking lease {path}"), error))?,
-        signal = signals.recv() => {
-            let _ = report.status("interrupted", json!({ "signal": signal.as_str() }), format!("{signal} while taking lease {path}"));
-            return Ok(signals::exit_code(signal));
-        }
-    };
-    let Some(grant) = grant else {
-        let holder = held_by(client, path).await;
-        return Err(CliError::new(
-            codes::NOT_WON,
-            format!("lease {path} is held by {holder}; not running the command"),
-        ));
-    };
-    let deadline = grant.deadline();
-    // SIGTERM this long before the end, SIGKILL at the end: CMD is gone when the interval is.
-    let term_at = deadline
-        .checked_sub(run.grace)
-        .unwrap_or(deadline)
-        .max(Instant::now());
-    if let Err(error) = report.status(
-        "acquired",
-        json!({
-            "path": path,
-            "holder": grant.holder(),
-            "fencing_token": grant.fencing_token(),
-            "until_ms": grant.until_ms(),
-        }),
-        format!(
-            "won lease {path} for {} as {}",
-            human(duration),
-            grant.holder()
-        ),
-    ) {
-        // Nobody would hear what CMD does: do not start it.
-        return Err(error.into());
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    session: Session,
+}
+
+impl Run for Lease {
+    fn takes(&self) -> Takes<'_> {
+        self.session.takes()
     }
 
-    let env = [
-        ("CURATOR_LEASE_TOKEN", grant.fencing_token().to_string()),
-        ("CURATOR_LEASE_UNTIL", grant.until_ms().to_string()),
-        ("CURATOR_LEASE_HOLDER", grant.holder().to_owned()),
-    ];
-    let mut child = Child::spawn(&run.command, &env, run.grace, report).await?;
-    output::watch_pipes();
-    let until_end = || deadline.saturating_duration_since(Instant::now());
-    loop {
-        let next = tokio::select! {
-            event = child.next() => Next::Child(event),
-            () = tokio::time::sleep_until(term_at) => Next::Ending,
-            signal = signals.recv() => Next::Signal(signal),
-            stream = output::gone() => Next::OutputGone(stream),
+    /// Tries the lease at PATH for its interval as `--id`; runs CMD when won.
+    ///
+    /// The lease is not released when CMD ends: it is "at most one run per interval", so it
+    /// stays taken until the interval ends. CMD gets SIGTERM `--grace` before the interval's
+    /// end (at once when the interval is shorter than that) and SIGKILL at its end, as this
+    /// process sees it (see [`curator_locks::LeaseGrant::deadline`]).
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let Lease {
+            path,
+            duration,
+            id,
+            run,
+            ..
+        } = self;
+        let (client, mut signals) = prepare(ctx, &path).await?;
+        let report = ctx.report;
+        let id = id.unwrap_or_else(super::default_id);
+        let lease = NonBlockingLease::new(client.clone(), &path, &id)
+            .map_err(|error| CliError::zk(&format!("lease {path}"), error))?;
+        let taking = format!("taking lease {path}");
+        let grant = match signals
+            .unless_interrupted(report, &taking, lease.try_acquire(duration))
+            .await
+        {
+            Ok(taken) => taken.map_err(|error| CliError::zk(&taking, error))?,
+            Err(code) => return Ok(code),
         };
-        match next {
-            Next::Child(ChildEvent::Exited(status)) => {
-                let code = exit_code(status);
-                let _ = report.status(
-                    "exited",
-                    json!({ "code": code }),
-                    format!(
-                        "{} exited with code {code}; lease {path} stays taken until its interval ends",
-                        child.name()
-                    ),
-                );
-                return Ok(code);
-            }
-            Next::Child(ChildEvent::Paused) => {
-                // curator was stopped, and CMD with it: CMD goes on only while the interval runs.
-                if Instant::now() < term_at {
-                    child.resume();
-                    let _ = report.status(
-                        "continued",
-                        json!({ "pid": child.pid(), "path": path }),
-                        format!(
-                            "continued; lease {path} still runs, {} resumed",
-                            child.name()
-                        ),
-                    );
-                }
-                // Otherwise the next turn of the loop ends CMD.
-            }
-            Next::Ending => {
-                let status = child.stop(Signal::SIGTERM, until_end()).await;
-                return Err(CliError::new(
-                    codes::LOST,
-                    format!(
-                        "lease {path} ends; {} stopped (code {})",
-                        child.name(),
-                        exit_code(status)
-                    ),
-                ));
-            }
-            Next::Signal(signal) => {
-                let _ = report.status(
-                    "interrupted",
-                    json!({ "signal": signal.as_str() }),
-                    format!("{signal}: stopping {}", child.name()),
-                );
-                let status = child.stop(signal, run.grace.min(until_end())).await;
-                let code = exit_code(status);
-                let _ = report.status(
-                    "exited",
-                    json!({ "code": code }),
-                    format!("{} exited with code {code}", child.name()),
-                );
-                return Ok(code);
-            }
-            Next::OutputGone(stream) => {
-                let status = child
-                    .stop(Signal::SIGTERM, run.grace.min(until_end()))
-                    .await;
-                return Err(CliError::new(
-                    codes::OUTPUT_CLOSED,
-                    format!(
-                        "{} closed: {} stopped (code {})",
-                        stream.name(),
-                        child.name(),
-                        exit_code(status)
-                    ),
-                ));
-            }
+        let Some(grant) = grant else {
+            let holder = held_by(client, &path).await;
+            return Err(CliError::new(
+                codes::NOT_WON,
+                format!("lease {path} is held by {holder}; not running the command"),
+            ));
+        };
+        let deadline = grant.deadline();
+        // SIGTERM this long before the end, SIGKILL at the end: CMD is gone when the interval
+        // is.
+        let term_at = deadline
+            .checked_sub(run.grace)
+            .unwrap_or(deadline)
+            .max(Instant::now());
+        if let Err(error) = report.status(
+            "acquired",
+            json!({
+                "path": path,
+                "holder": grant.holder(),
+                "fencing_token": grant.fencing_token(),
+                "until_ms": grant.until_ms(),
+            }),
+            format!(
+                "won lease {path} for {} as {}",
+                human(duration),
+                grant.holder()
+            ),
+        ) {
+            // Nobody would hear what CMD does: do not start it.
+            return Err(error.into());
         }
+
+        let env = [
+            ("CURATOR_LEASE_TOKEN", grant.fencing_token().to_string()),
+            ("CURATOR_LEASE_UNTIL", grant.until_ms().to_string()),
+            ("CURATOR_LEASE_HOLDER", grant.holder().to_owned()),
+        ];
+        let mut child = Child::spawn(&run.command, &env, run.grace, report).await?;
+        let mut interval = Interval {
+            path: &path,
+            term_at,
+            deadline,
+        };
+        match supervise(&mut child, &mut interval, &mut signals, report, run.grace).await {
+            Ended::Exited(code) => {
+                let after = format!("; lease {path} stays taken until its interval ends");
+                report_exit(report, &child, code, &after);
+                Ok(code)
+            }
+            Ended::Interrupted(code) => {
+                report_exit(report, &child, code, "");
+                Ok(code)
+            }
+            Ended::Lost { code, .. } => Err(CliError::new(
+                codes::LOST,
+                format!("lease {path} ends; {} stopped (code {code})", child.name()),
+            )),
+            Ended::OutputGone { stream, code } => Err(output_closed(&child, stream, code, "")),
+        }
+    }
+}
+
+/// The lease's interval, as [`supervise`] watches over it: "lost" at `term_at`, when CMD
+/// gets SIGTERM so that it is gone by `deadline`.
+struct Interval<'a> {
+    path: &'a str,
+    term_at: Instant,
+    deadline: Instant,
+}
+
+impl Held for Interval<'_> {
+    async fn lost(&mut self) {
+        tokio::time::sleep_until(self.term_at).await;
+    }
+
+    /// CMD goes on after a stop only while the interval runs.
+    async fn recheck(&mut self) -> Result<(), String> {
+        if Instant::now() < self.term_at {
+            Ok(())
+        } else {
+            Err("the interval ends".to_owned())
+        }
+    }
+
+    fn continued(&self) -> (Value, Option<String>) {
+        let path = self.path;
+        (
+            json!({ "path": path }),
+            Some(format!("lease {path} still runs")),
+        )
+    }
+
+    /// No longer than what is left of the interval.
+    fn grace(&self, grace: Duration) -> Duration {
+        grace.min(self.deadline.saturating_duration_since(Instant::now()))
     }
 }
 
@@ -214,18 +223,29 @@ fn utc(ms: i64) -> String {
     )
 }
 
-/// What ended a wait while CMD runs.
-enum Next {
-    Child(ChildEvent),
-    /// The interval is about to end.
-    Ending,
-    Signal(Signal),
-    OutputGone(Stream),
-}
-
 #[cfg(test)]
 mod tests {
-    use super::utc;
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::Cli;
+    use crate::cmd::Command;
+
+    #[test]
+    fn a_lease_takes_its_interval_an_id_and_a_command() {
+        let cli = Cli::try_parse_from([
+            "curator", "lease", "/l", "--for", "70m", "--id", "job", "--", "true",
+        ])
+        .unwrap();
+        let Command::Lease(lease) = cli.command else {
+            panic!("not a lease command");
+        };
+        assert_eq!(lease.path, "/l");
+        assert_eq!(lease.duration, Duration::from_secs(70 * 60));
+        assert_eq!(lease.id.as_deref(), Some("job"));
+        assert_eq!(lease.run.command, ["true"]);
+        assert!(Cli::try_parse_from(["curator", "lease", "/l", "--", "true"]).is_err());
+    }
 
     #[test]
     fn times_print_as_utc() {

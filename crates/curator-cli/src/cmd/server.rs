@@ -2,85 +2,107 @@
 
 use std::net::TcpListener;
 
+use clap::Args;
 use curator_test::{TestingCluster, TestingServer};
 use serde_json::json;
 
-use crate::args::DEFAULT_CONNECT;
+use super::{Ctx, Run};
+use crate::args::{DEFAULT_CONNECT, Output, Takes};
 use crate::exit::{CliError, CliResult, codes};
-use crate::report::Reporter;
 use crate::signals::Signals;
+
+/// Start a local ZooKeeper server (or ensemble) and print its connect string until interrupted
+#[derive(Debug, Args)]
+pub(crate) struct Server {
+    /// Start an ensemble of N members instead of one server
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=9))]
+    cluster: Option<u16>,
+    /// Serve on this port [default: 2181 when free, else any free port]
+    #[arg(long, value_name = "PORT", conflicts_with = "cluster", value_parser = clap::value_parser!(u16).range(1..))]
+    port: Option<u16>,
+    #[command(flatten)]
+    output: Output,
+}
 
 /// The port every other command looks at without `--connect` (see [`DEFAULT_CONNECT`]).
 const DEFAULT_PORT: u16 = 2181;
 
-pub(crate) async fn run(report: Reporter, cluster: Option<u16>, port: Option<u16>) -> CliResult {
-    let mut signals = Signals::install()?;
-    let failed = |error: curator_test::Error| {
-        CliError::new(codes::OTHER, format!("cannot start ZooKeeper: {error}"))
-    };
-    // Keep whichever handle was started until the end: dropping it stops the server(s).
-    let (connect, _server, _cluster) = match cluster {
-        None => {
-            let server = match port {
-                Some(port) if !is_free(port) => {
-                    return Err(CliError::new(
-                        codes::OTHER,
-                        format!("cannot start ZooKeeper: port {port} is taken"),
-                    ));
-                }
-                Some(port) => start_on(port).await.map_err(failed)?,
-                // Where the other commands look by default, so that a first `curator server`
-                // and the next command meet.
-                None if is_free(DEFAULT_PORT) => match start_on(DEFAULT_PORT).await {
-                    Ok(server) => server,
-                    // Taken in the meantime (or another failure, which the next start
-                    // reports): any free port then.
-                    Err(_) => TestingServer::start_dedicated().await.map_err(failed)?,
-                },
-                None => TestingServer::start_dedicated().await.map_err(failed)?,
-            };
-            (server.connect_string(), Some(server), None)
-        }
-        Some(n) => {
-            let cluster = TestingCluster::start(usize::from(n))
-                .await
-                .map_err(failed)?;
-            (cluster.connect_string(), None, Some(cluster))
-        }
-    };
-    let default = connect == DEFAULT_CONNECT;
-    if cluster.is_none() && port.is_none() && !default {
-        report.status(
-            "port_taken",
-            json!({ "port": DEFAULT_PORT }),
-            format!("port {DEFAULT_PORT} is taken; serving at {connect} instead"),
-        )?;
+impl Run for Server {
+    fn takes(&self) -> Takes<'_> {
+        Takes::Output(&self.output)
     }
-    // Nobody to tell where the server is: stop it (by dropping it) rather than serve unseen.
-    report.result(json!({ "connect": connect }), &connect)?;
-    let export = format!("export ZK_CONNECT={connect}");
-    let elsewhere = std::env::var("ZK_CONNECT")
-        .ok()
-        .filter(|set| !set.trim().is_empty() && set.trim() != connect);
-    let reach = match (default, elsewhere) {
-        (true, None) => "other commands reach it without --connect".to_owned(),
-        (true, Some(_)) => format!(
-            "other commands reach it without --connect once $ZK_CONNECT, set here to another server, is unset, or after: {export}"
-        ),
-        (false, _) => format!("in other shells: {export}"),
-    };
-    report.status(
-        "serving",
-        json!({ "connect": connect, "default": default, "export": export }),
-        format!("serving until interrupted (Ctrl-C); {reach}"),
-    )?;
-    let signal = signals.recv().await;
-    let _ = report.status(
-        "stopped",
-        json!({ "signal": signal.as_str() }),
-        format!("{signal}: stopping"),
-    );
-    Ok(codes::OK)
+
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let Server { cluster, port, .. } = self;
+        let report = ctx.report;
+        let mut signals = Signals::install()?;
+        let failed = |error: curator_test::Error| {
+            CliError::new(codes::OTHER, format!("cannot start ZooKeeper: {error}"))
+        };
+        // Keep whichever handle was started until the end: dropping it stops the server(s).
+        let (connect, _server, _cluster) = match cluster {
+            None => {
+                let server = match port {
+                    Some(port) if !is_free(port) => {
+                        return Err(CliError::new(
+                            codes::OTHER,
+                            format!("cannot start ZooKeeper: port {port} is taken"),
+                        ));
+                    }
+                    Some(port) => start_on(port).await.map_err(failed)?,
+                    // Where the other commands look by default, so that a first `curator server`
+                    // and the next command meet.
+                    None if is_free(DEFAULT_PORT) => match start_on(DEFAULT_PORT).await {
+                        Ok(server) => server,
+                        // Taken in the meantime (or another failure, which the next start
+                        // reports): any free port then.
+                        Err(_) => TestingServer::start_dedicated().await.map_err(failed)?,
+                    },
+                    None => TestingServer::start_dedicated().await.map_err(failed)?,
+                };
+                (server.connect_string(), Some(server), None)
+            }
+            Some(n) => {
+                let cluster = TestingCluster::start(usize::from(n))
+                    .await
+                    .map_err(failed)?;
+                (cluster.connect_string(), None, Some(cluster))
+            }
+        };
+        let default = connect == DEFAULT_CONNECT;
+        if cluster.is_none() && port.is_none() && !default {
+            report.status(
+                "port_taken",
+                json!({ "port": DEFAULT_PORT }),
+                format!("port {DEFAULT_PORT} is taken; serving at {connect} instead"),
+            )?;
+        }
+        // Nobody to tell where the server is: stop it (by dropping it) rather than serve unseen.
+        report.result(json!({ "connect": connect }), &connect)?;
+        let export = format!("export ZK_CONNECT={connect}");
+        let elsewhere = std::env::var("ZK_CONNECT")
+            .ok()
+            .filter(|set| !set.trim().is_empty() && set.trim() != connect);
+        let reach = match (default, elsewhere) {
+            (true, None) => "other commands reach it without --connect".to_owned(),
+            (true, Some(_)) => format!(
+                "other commands reach it without --connect once $ZK_CONNECT, set here to another server, is unset, or after: {export}"
+            ),
+            (false, _) => format!("in other shells: {export}"),
+        };
+        report.status(
+            "serving",
+            json!({ "connect": connect, "default": default, "export": export }),
+            format!("serving until interrupted (Ctrl-C); {reach}"),
+        )?;
+        let signal = signals.recv().await;
+        let _ = report.status(
+            "stopped",
+            json!({ "signal": signal.as_str() }),
+            format!("{signal}: stopping"),
+        );
+        Ok(codes::OK)
+    }
 }
 
 /// Whether nothing listens on `127.0.0.1:port` (the address the server binds).

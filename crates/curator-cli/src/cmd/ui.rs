@@ -5,17 +5,48 @@ use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use clap::Args;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::Settings;
+use super::{Ctx, Run, valid_path};
+use crate::args::{Session, Takes};
 use crate::connect::connect;
 use crate::exit::{CliError, CliResult, codes};
 use crate::report::Reporter;
 use crate::signals::Signals;
 use crate::ui::{live, server};
+
+const UI_HELP: &str = "\
+Endpoints (GET only):
+  /            the dashboard: one self-contained page (no script or style from elsewhere)
+  /events      the annotated tree as server-sent events (`tree`), again after each change
+  /api/tree    the annotated tree now, as JSON
+  /metrics     this process's metrics, Prometheus text format 0.0.4";
+
+/// Serve a live dashboard of the tree under PATH (recipes recognized: holders, waiters,
+/// leaders, queue depths) and this process's metrics, until interrupted
+///
+/// Prints the page's URL as the first line of stdout. Read-only: the server has no endpoint
+/// that writes to ZooKeeper. It still shows who holds what (host names, process ids, session
+/// ids, paths): it listens on a loopback address only, unless --allow-remote.
+#[derive(Debug, Args)]
+#[command(after_help = UI_HELP)]
+pub(crate) struct Ui {
+    /// The root of the tree to show
+    path: String,
+    /// The address to serve on (port 0: any free port)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Allow a --listen address other than loopback (anyone who reaches it sees the tree;
+    /// there is no login)
+    #[arg(long)]
+    allow_remote: bool,
+    #[command(flatten)]
+    session: Session,
+}
 
 /// Histogram buckets (seconds) for every `*_seconds` metric: ZooKeeper latencies, lock waits
 /// and holds, leader tenures. Without buckets the exporter renders summaries.
@@ -26,41 +57,50 @@ const BUCKETS: &[f64] = &[
 /// How long open pages get to see their event streams end, after a signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-pub(crate) async fn run(
-    report: Reporter,
-    settings: &Settings,
-    path: &str,
-    listen: SocketAddr,
-    allow_remote: bool,
-) -> CliResult {
-    curator_framework::paths::validate(path).map_err(|error| CliError::usage(error.to_string()))?;
-    if !allow_remote && !listen.ip().is_loopback() {
-        return Err(CliError::usage(format!(
-            "--listen {listen} is not a loopback address: anyone who reaches it would see who \
-             holds what under {path}; add --allow-remote to serve there anyway"
-        )));
+impl Run for Ui {
+    fn takes(&self) -> Takes<'_> {
+        self.session.takes()
     }
-    // Before the client is built: clients describe their metrics when they start.
-    let metrics = recorder()?;
-    let listener = TcpListener::bind(listen).await.map_err(|error| {
-        CliError::new(codes::OTHER, format!("cannot listen on {listen}: {error}"))
-    })?;
-    let bound = listener.local_addr().map_err(|error| {
-        CliError::new(codes::OTHER, format!("cannot listen on {listen}: {error}"))
-    })?;
-    let client = connect(settings, &settings.connect_string()).await?;
-    let result = serve(
-        report,
-        &client,
-        path,
-        listener,
-        bound,
-        allow_remote,
-        metrics,
-    )
-    .await;
-    client.close().await;
-    result
+
+    /// Binds and installs its metrics recorder before it connects, with a client of its own
+    /// that it closes itself.
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let Ui {
+            path,
+            listen,
+            allow_remote,
+            ..
+        } = self;
+        let (report, settings) = (ctx.report, &ctx.settings);
+        valid_path(&path)?;
+        if !allow_remote && !listen.ip().is_loopback() {
+            return Err(CliError::usage(format!(
+                "--listen {listen} is not a loopback address: anyone who reaches it would see who \
+                 holds what under {path}; add --allow-remote to serve there anyway"
+            )));
+        }
+        // Before the client is built: clients describe their metrics when they start.
+        let metrics = recorder()?;
+        let listener = TcpListener::bind(listen).await.map_err(|error| {
+            CliError::new(codes::OTHER, format!("cannot listen on {listen}: {error}"))
+        })?;
+        let bound = listener.local_addr().map_err(|error| {
+            CliError::new(codes::OTHER, format!("cannot listen on {listen}: {error}"))
+        })?;
+        let client = connect(settings, &settings.connect_string()).await?;
+        let result = serve(
+            report,
+            &client,
+            &path,
+            listener,
+            bound,
+            allow_remote,
+            metrics,
+        )
+        .await;
+        client.close().await;
+        result
+    }
 }
 
 fn recorder() -> CliResult<PrometheusHandle> {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use curator_barriers::DistributedDoubleBarrier;
 use curator_caches::{CacheEvent, CuratorCache};
 use curator_counters::DistributedAtomicLong;
@@ -21,10 +22,112 @@ use futures::StreamExt;
 use futures::future::{join_all, select_all};
 use tokio::sync::watch;
 
-use crate::args::Settings;
+use super::{Ctx, Run};
+use crate::args::{Connection, Takes};
 use crate::connect::connect;
 use crate::exit::{CliError, CliResult, codes};
 use crate::output::{self, Stream};
+
+/// A short show of the framework against a real server (started here unless --connect)
+#[derive(Debug, Args)]
+pub(crate) struct Demo {
+    #[command(flatten)]
+    connection: Connection,
+}
+
+impl Run for Demo {
+    fn takes(&self) -> Takes<'_> {
+        Takes::Connection(&self.connection)
+    }
+
+    async fn run(self, ctx: &Ctx) -> CliResult {
+        let settings = &ctx.settings;
+        let started = Instant::now();
+        let mut show = Show {
+            step: 0,
+            proofs: Vec::new(),
+            title: String::new(),
+        };
+
+        // Keep the server (when we start one) until the end of the demo.
+        let (connect_string, _server) = match &settings.connect {
+            Some(connect) => {
+                output::out(format_args!("curator demo against ZooKeeper at {connect}"))?;
+                (connect.clone(), None)
+            }
+            None => {
+                output::out(
+                    "curator demo: starting a real ZooKeeper server (a JVM, via curator-test) ...",
+                )?;
+                let server = curator_test::TestingServer::start_dedicated()
+                    .await
+                    .map_err(|error| broken(format!("cannot start ZooKeeper: {error}")))?;
+                output::out(format_args!(
+                    "ZooKeeper serves at {} (started in {:.1}s; it stops when the demo ends)",
+                    server.connect_string(),
+                    started.elapsed().as_secs_f64()
+                ))?;
+                (server.connect_string(), Some(server))
+            }
+        };
+        let root = format!(
+            "/curator-demo-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        output::out(format_args!(
+            "everything happens under {root}; {WORKERS} workers, each with its own session"
+        ))?;
+
+        let mut workers = Vec::with_capacity(WORKERS);
+        for n in 1..=WORKERS {
+            let name = format!("worker-{n}");
+            let client = connect(settings, &connect_string).await?;
+            let latch =
+                LeaderLatch::builder(client.clone(), &paths::join(&root, "leader"), name.clone())
+                    .close_mode(CloseMode::Silent)
+                    .build()
+                    .map_err(failed("making a leader latch"))?;
+            workers.push(Worker {
+                name,
+                client,
+                latch,
+            });
+        }
+        let result = tour(&mut show, &workers, &root).await;
+
+        // Clean up whatever happened.
+        for worker in &workers {
+            let _ = worker.latch.close().await;
+        }
+        let _ = workers[0]
+            .client
+            .delete()
+            .deleting_children_if_needed()
+            .quietly()
+            .for_path(&root)
+            .await;
+        for worker in &workers {
+            worker.client.close().await;
+        }
+        if let Err(error) = result {
+            // The reader went away (`curator demo | head -2`): whatever failed afterwards (the
+            // cache's printer stopped, say) is a consequence; say nothing more.
+            if output::is_gone(Stream::Stdout) {
+                return Err(CliError::output_closed());
+            }
+            return Err(error);
+        }
+
+        output::out(format_args!(
+            "\nWhat the demo proved ({:.1}s):",
+            started.elapsed().as_secs_f64()
+        ))?;
+        for (step, claim) in &show.proofs {
+            output::out(format_args!("  - {step}: {claim}"))?;
+        }
+        Ok(codes::OK)
+    }
+}
 
 const WORKERS: usize = 3;
 const TURNS_PER_WORKER: usize = 2;
@@ -79,92 +182,6 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> CliResult<T> 
         .map_err(|_| CliError::timeout(format!("demo: {what} took longer than {WAIT:?}")))
 }
 
-pub(crate) async fn run(settings: &Settings) -> CliResult {
-    let started = Instant::now();
-    let mut show = Show {
-        step: 0,
-        proofs: Vec::new(),
-        title: String::new(),
-    };
-
-    // Keep the server (when we start one) until the end of the demo.
-    let (connect_string, _server) = match &settings.connect {
-        Some(connect) => {
-            output::out(format_args!("curator demo against ZooKeeper at {connect}"))?;
-            (connect.clone(), None)
-        }
-        None => {
-            output::out(
-                "curator demo: starting a real ZooKeeper server (a JVM, via curator-test) ...",
-            )?;
-            let server = curator_test::TestingServer::start_dedicated()
-                .await
-                .map_err(|error| broken(format!("cannot start ZooKeeper: {error}")))?;
-            output::out(format_args!(
-                "ZooKeeper serves at {} (started in {:.1}s; it stops when the demo ends)",
-                server.connect_string(),
-                started.elapsed().as_secs_f64()
-            ))?;
-            (server.connect_string(), Some(server))
-        }
-    };
-    let root = format!(
-        "/curator-demo-{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
-    output::out(format_args!(
-        "everything happens under {root}; {WORKERS} workers, each with its own session"
-    ))?;
-
-    let mut workers = Vec::with_capacity(WORKERS);
-    for n in 1..=WORKERS {
-        let name = format!("worker-{n}");
-        let client = connect(settings, &connect_string).await?;
-        let latch =
-            LeaderLatch::builder(client.clone(), &paths::join(&root, "leader"), name.clone())
-                .close_mode(CloseMode::Silent)
-                .build()
-                .map_err(failed("making a leader latch"))?;
-        workers.push(Worker {
-            name,
-            client,
-            latch,
-        });
-    }
-    let result = tour(&mut show, &workers, &root).await;
-
-    // Clean up whatever happened.
-    for worker in &workers {
-        let _ = worker.latch.close().await;
-    }
-    let _ = workers[0]
-        .client
-        .delete()
-        .deleting_children_if_needed()
-        .quietly()
-        .for_path(&root)
-        .await;
-    for worker in &workers {
-        worker.client.close().await;
-    }
-    if let Err(error) = result {
-        // The reader went away (`curator demo | head -2`): whatever failed afterwards (the
-        // cache's printer stopped, say) is a consequence; say nothing more.
-        if output::is_gone(Stream::Stdout) {
-            return Err(CliError::output_closed());
-        }
-        return Err(error);
-    }
-
-    output::out(format_args!(
-        "\nWhat the demo proved ({:.1}s):",
-        started.elapsed().as_secs_f64()
-    ))?;
-    for (step, claim) in &show.proofs {
-        output::out(format_args!("  - {step}: {claim}"))?;
-    }
-    Ok(codes::OK)
-}
 
 async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> {
     let client = &workers[0].client;

@@ -26,8 +26,36 @@ use std::process::ExitCode;
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+use super::{Ctx, Run};
+use crate::args::Takes;
+use crate::duration::parse_duration;
+use crate::exit::{CliError, CliResult};
+
+/// Internal: the helper process of `lock`, `leader` and `barrier` (see the sentinel module)
+#[derive(Debug, Args)]
+pub(crate) struct Sentinel {
+    /// The wrapper's process id
+    #[arg(long)]
+    wrapper: i32,
+    /// After SIGTERM, how long CMD gets before SIGKILL
+    #[arg(long, value_parser = parse_duration)]
+    grace: Duration,
+}
+
+impl Run for Sentinel {
+    fn takes(&self) -> Takes<'_> {
+        Takes::Nothing
+    }
+
+    /// Never called: `main` runs the sentinel ([`Sentinel::exec`]) before a runtime starts.
+    async fn run(self, _: &Ctx) -> CliResult {
+        Err(CliError::usage("__sentinel is internal"))
+    }
+}
 
 /// How often the sentinel looks at the wrapper's state.
 pub(crate) const POLL: Duration = Duration::from_millis(50);
@@ -44,8 +72,17 @@ enum Message {
     End,
 }
 
-/// Runs the sentinel for the wrapper `wrapper`; returns when the wrapper says `done` or dies.
-pub(crate) fn run(wrapper: i32, grace: Duration) -> ExitCode {
+impl Sentinel {
+    /// Runs the sentinel for its wrapper; returns when the wrapper says `done` or dies. A
+    /// small helper process: no runtime, no connection.
+    pub(crate) fn exec(self) -> ExitCode {
+        let Sentinel { wrapper, grace } = self;
+        watch_over(wrapper, grace)
+    }
+}
+
+/// Guards CMD's group for the wrapper `wrapper` (see the module's documentation).
+fn watch_over(wrapper: i32, grace: Duration) -> ExitCode {
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
