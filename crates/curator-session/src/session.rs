@@ -208,6 +208,10 @@ pub(crate) struct Core {
     subscribers: Vec<mpsc::UnboundedSender<SessionState>>,
     move_requested: bool,
     closing: bool,
+    /// A read-write server accepted this session: its id means something to the ensemble. A
+    /// session made by a read-only server is local to it; the first read-write server makes a
+    /// new one (as ZooKeeper's Java client does).
+    seen_read_write: bool,
 }
 
 impl Core {
@@ -352,6 +356,7 @@ impl Shared {
                 subscribers: Vec::new(),
                 move_requested: false,
                 closing: false,
+                seen_read_write: session_id != 0,
             }),
             config,
             stop: CancellationToken::new(),
@@ -514,12 +519,17 @@ impl Shared {
         );
         let request = {
             let core = self.core.lock();
+            let (session_id, passwd) = if core.seen_read_write {
+                (core.session_id, core.password.clone())
+            } else {
+                (0, vec![0; NEW_SESSION_PASSWORD_LEN])
+            };
             ConnectRequest {
                 protocol_version: 0,
                 last_zxid_seen: core.last_zxid,
                 timeout: i32::try_from(self.config.session_timeout.as_millis()).unwrap_or(i32::MAX),
-                session_id: core.session_id,
-                passwd: core.password.clone(),
+                session_id,
+                passwd,
                 read_only: Some(self.config.can_be_read_only),
             }
         };
@@ -557,6 +567,7 @@ impl Shared {
             let mut core = self.core.lock();
             core.session_id = response.session_id;
             core.password.clone_from(&response.passwd);
+            core.seen_read_write |= response.read_only != Some(true);
             core.negotiated = Duration::from_millis(u64::try_from(response.timeout).unwrap_or(0));
         }
         if let Some(sasl) = &self.config.sasl {

@@ -1,0 +1,237 @@
+//! A session on a real 3-member ensemble: failover when its member dies, a server list that
+//! changes within the session, planned moves that nobody sees as a disconnection, and the
+//! search for a read-write server from a read-only one.
+
+use std::time::Duration;
+
+use curator_session::proto::{CreateMode, ErrorCode};
+use curator_session::{Error, ServerAddress, Session, SessionConfig, SessionState, open_acl};
+use curator_test::{TestingCluster, Timing, unique_root};
+
+fn config(connect: &str, session_timeout: Duration) -> SessionConfig {
+    SessionConfig::new(connect)
+        .unwrap()
+        .session_timeout(session_timeout)
+        .connection_timeout(Timing::new().connection_timeout())
+}
+
+fn member(cluster: &TestingCluster, index: usize) -> ServerAddress {
+    cluster.member_connect_string(index).parse().unwrap()
+}
+
+fn index_of(cluster: &TestingCluster, server: &ServerAddress) -> usize {
+    (0..cluster.len())
+        .find(|&i| member(cluster, i) == *server)
+        .expect("a member's address")
+}
+
+async fn create_root(session: &Session, root: &str) {
+    let parent = &root[..root.rfind('/').unwrap()];
+    match session
+        .create(parent, b"", open_acl(), CreateMode::Persistent, None)
+        .await
+    {
+        Ok(_) | Err(Error::Server(ErrorCode::NodeExists)) => {}
+        Err(error) => panic!("{error}"),
+    }
+    session
+        .create(root, b"", open_acl(), CreateMode::Persistent, None)
+        .await
+        .unwrap();
+}
+
+/// Retries a read until the session is connected again (connection loss while it moves).
+async fn read_back(session: &Session, path: &str) -> Vec<u8> {
+    let timing = Timing::new();
+    tokio::time::timeout(timing.forever(), async {
+        loop {
+            match session.get_data(path).await {
+                Ok((data, _)) => return data,
+                Err(Error::ConnectionLoss) => {
+                    let mut state = session.state_watch();
+                    let _ = state.wait_for(|s| s.is_connected() || s.is_terminal()).await;
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
+    })
+    .await
+    .expect("connected again")
+}
+
+/// The session's member dies: the session moves to another member, keeping its id and its
+/// ephemeral node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_fails_over_when_its_member_dies() {
+    let mut cluster = TestingCluster::start(3).await.unwrap();
+    let session = Session::connect(config(&cluster.connect_string(), Duration::from_secs(6)))
+        .await
+        .unwrap();
+    let root = unique_root("failover");
+    create_root(&session, &root).await;
+    let node = format!("{root}/mine");
+    session
+        .create(&node, b"held", open_acl(), CreateMode::Ephemeral, None)
+        .await
+        .unwrap();
+    let id = session.session_id();
+    let first = session.server().unwrap();
+    let mut states = session.state_changes();
+    cluster.kill(index_of(&cluster, &first)).unwrap();
+    assert_eq!(read_back(&session, &node).await, b"held");
+    assert_eq!(session.session_id(), id);
+    assert_ne!(session.server().unwrap(), first);
+    assert_eq!(states.next().await, Some(SessionState::Disconnected));
+    assert_eq!(states.next().await, Some(SessionState::Connected));
+    session.close().await.unwrap();
+}
+
+/// Given only member 0, then the whole list: when member 0 is stopped for longer than the
+/// session timeout, the session lives on on the other members.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_server_list_lets_a_session_outlive_its_first_member() {
+    let mut cluster = TestingCluster::start(3).await.unwrap();
+    let timeout = Duration::from_secs(4);
+    let session = Session::connect(config(&cluster.member_connect_string(0), timeout))
+        .await
+        .unwrap();
+    let root = unique_root("server-list");
+    create_root(&session, &root).await;
+    let node = format!("{root}/mine");
+    session
+        .create(&node, b"held", open_acl(), CreateMode::Ephemeral, None)
+        .await
+        .unwrap();
+    let all: Vec<ServerAddress> = (0..3).map(|i| member(&cluster, i)).collect();
+    session.update_server_list(all.clone()).unwrap();
+    assert_eq!(session.servers().len(), 3);
+    let on = index_of(&cluster, &read_server(&session).await);
+    cluster.kill(on).unwrap();
+    // Longer than the session timeout, with a write from elsewhere to wait on.
+    let witness = Session::connect(config(
+        &cluster.member_connect_string((on + 1) % 3),
+        timeout,
+    ))
+    .await
+    .unwrap();
+    tokio::time::sleep(timeout + Duration::from_secs(1)).await;
+    assert!(witness.exists(&node).await.unwrap().is_some(), "the ephemeral node lives");
+    assert_eq!(read_back(&session, &node).await, b"held");
+    assert_ne!(index_of(&cluster, &session.server().unwrap()), on);
+    witness.close().await.unwrap();
+    session.close().await.unwrap();
+}
+
+async fn read_server(session: &Session) -> ServerAddress {
+    let mut state = session.state_watch();
+    state.wait_for(|s| s.is_connected()).await.unwrap();
+    session.server().unwrap()
+}
+
+/// A new list without the session's server moves it there and then, without a disconnection:
+/// requests made during the move wait and succeed, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_move_holds_requests_instead_of_failing_them() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    let session = Session::connect(config(&cluster.connect_string(), Duration::from_secs(6)))
+        .await
+        .unwrap();
+    let root = unique_root("planned-move");
+    create_root(&session, &root).await;
+    let node = format!("{root}/counter");
+    session
+        .create(&node, b"0", open_acl(), CreateMode::Ephemeral, None)
+        .await
+        .unwrap();
+    let mut states = session.state_changes();
+    for round in 0..6 {
+        let from = session.server().unwrap();
+        let others: Vec<ServerAddress> = (0..3)
+            .map(|i| member(&cluster, i))
+            .filter(|server| *server != from)
+            .collect();
+        // Writes in flight and queued across the move.
+        let writes: Vec<_> = (0..20)
+            .map(|i| session.set_data(&node, format!("{round}-{i}").as_bytes(), -1))
+            .collect();
+        if round % 2 == 0 {
+            assert!(session.update_server_list(others).unwrap(), "its server left the list");
+        } else {
+            session.reconnect();
+        }
+        let more: Vec<_> = (20..40)
+            .map(|i| session.set_data(&node, format!("{round}-{i}").as_bytes(), -1))
+            .collect();
+        let mut last = 0;
+        for write in writes.into_iter().chain(more) {
+            let stat = write.await.expect("a planned move fails no request");
+            assert!(stat.version > last, "in order");
+            last = stat.version;
+        }
+        let (data, _) = session.get_data(&node).await.unwrap();
+        assert_eq!(data, format!("{round}-39").as_bytes());
+        let mut state = session.state_watch();
+        state.wait_for(|s| s.is_connected()).await.unwrap();
+        // Put every member back in the list for the next round.
+        session
+            .update_server_list((0..3).map(|i| member(&cluster, i)).collect())
+            .unwrap();
+        let _ = from;
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(10), states.next()).await.is_err(),
+        "no state change was seen"
+    );
+    session.close().await.unwrap();
+}
+
+/// A read-only member serves the session while the quorum is gone; once a read-write member
+/// is back, the session moves there by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_session_finds_a_read_write_server() {
+    let mut cluster = TestingCluster::start_read_only_capable(3).await.unwrap();
+    let root = unique_root("read-only");
+    let writer = Session::connect(config(&cluster.connect_string(), Duration::from_secs(6)))
+        .await
+        .unwrap();
+    create_root(&writer, &root).await;
+    writer.close().await.unwrap();
+    cluster.kill(1).unwrap();
+    cluster.kill(2).unwrap();
+    let timing = Timing::new();
+    // Member 0 alone: read-only once it notices the quorum is gone.
+    let session = tokio::time::timeout(timing.forever(), async {
+        loop {
+            match Session::connect(
+                config(&cluster.connect_string(), Duration::from_secs(6)).can_be_read_only(true),
+            )
+            .await
+            {
+                Ok(session) if session.state() == SessionState::ConnectedReadOnly => break session,
+                Ok(session) => session.close().await.unwrap(),
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    })
+    .await
+    .expect("a read-only session");
+    assert!(session.exists(&root).await.unwrap().is_some());
+    assert_eq!(
+        session
+            .create(&format!("{root}/x"), b"", open_acl(), CreateMode::Persistent, None)
+            .await,
+        Err(Error::Server(ErrorCode::NotReadOnly))
+    );
+    cluster.restart(1).await.unwrap();
+    cluster.restart(2).await.unwrap();
+    let mut state = session.state_watch();
+    tokio::time::timeout(timing.forever(), state.wait_for(|s| *s == SessionState::Connected))
+        .await
+        .expect("moved to a read-write server")
+        .unwrap();
+    session
+        .create(&format!("{root}/x"), b"", open_acl(), CreateMode::Persistent, None)
+        .await
+        .unwrap();
+    session.close().await.unwrap();
+}
