@@ -49,7 +49,9 @@ async fn read_back(session: &Session, path: &str) -> Vec<u8> {
                 Ok((data, _)) => return data,
                 Err(Error::ConnectionLoss) => {
                     let mut state = session.state_watch();
-                    let _ = state.wait_for(|s| s.is_connected() || s.is_terminal()).await;
+                    let _ = state
+                        .wait_for(|s| s.is_connected() || s.is_terminal())
+                        .await;
                 }
                 Err(error) => panic!("{error}"),
             }
@@ -115,7 +117,10 @@ async fn a_new_server_list_lets_a_session_outlive_its_first_member() {
     .await
     .unwrap();
     tokio::time::sleep(timeout + Duration::from_secs(1)).await;
-    assert!(witness.exists(&node).await.unwrap().is_some(), "the ephemeral node lives");
+    assert!(
+        witness.exists(&node).await.unwrap().is_some(),
+        "the ephemeral node lives"
+    );
     assert_eq!(read_back(&session, &node).await, b"held");
     assert_ne!(index_of(&cluster, &session.server().unwrap()), on);
     witness.close().await.unwrap();
@@ -155,7 +160,10 @@ async fn a_planned_move_holds_requests_instead_of_failing_them() {
             .map(|i| session.set_data(&node, format!("{round}-{i}").as_bytes(), -1))
             .collect();
         if round % 2 == 0 {
-            assert!(session.update_server_list(others).unwrap(), "its server left the list");
+            assert!(
+                session.update_server_list(others).unwrap(),
+                "its server left the list"
+            );
         } else {
             session.reconnect();
         }
@@ -179,7 +187,9 @@ async fn a_planned_move_holds_requests_instead_of_failing_them() {
         let _ = from;
     }
     assert!(
-        tokio::time::timeout(Duration::from_millis(10), states.next()).await.is_err(),
+        tokio::time::timeout(Duration::from_millis(10), states.next())
+            .await
+            .is_err(),
         "no state change was seen"
     );
     session.close().await.unwrap();
@@ -218,19 +228,34 @@ async fn a_read_only_session_finds_a_read_write_server() {
     assert!(session.exists(&root).await.unwrap().is_some());
     assert_eq!(
         session
-            .create(&format!("{root}/x"), b"", open_acl(), CreateMode::Persistent, None)
+            .create(
+                &format!("{root}/x"),
+                b"",
+                open_acl(),
+                CreateMode::Persistent,
+                None
+            )
             .await,
         Err(Error::Server(ErrorCode::NotReadOnly))
     );
     cluster.restart(1).await.unwrap();
     cluster.restart(2).await.unwrap();
     let mut state = session.state_watch();
-    tokio::time::timeout(timing.forever(), state.wait_for(|s| *s == SessionState::Connected))
-        .await
-        .expect("moved to a read-write server")
-        .unwrap();
+    tokio::time::timeout(
+        timing.forever(),
+        state.wait_for(|s| *s == SessionState::Connected),
+    )
+    .await
+    .expect("moved to a read-write server")
+    .unwrap();
     session
-        .create(&format!("{root}/x"), b"", open_acl(), CreateMode::Persistent, None)
+        .create(
+            &format!("{root}/x"),
+            b"",
+            open_acl(),
+            CreateMode::Persistent,
+            None,
+        )
         .await
         .unwrap();
     session.close().await.unwrap();

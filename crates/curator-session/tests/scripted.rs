@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use bytes::BufMut;
 use curator_session::proto::{
-    ConnectResponse, ErrorCode, GetDataResponse, KeeperState, OpCode, Request, Response, Stat,
-    WatcherEvent, EventType,
+    ConnectResponse, ErrorCode, EventType, GetDataResponse, KeeperState, OpCode, Request, Response,
+    Stat, WatcherEvent,
 };
 use curator_session::{
     BoxTransport, Connector, Error, ServerAddress, Session, SessionConfig, SessionState,
@@ -29,10 +29,7 @@ use tokio_util::codec::Framed;
 struct Pipes(mpsc::UnboundedSender<(ServerAddress, DuplexStream)>);
 
 impl Connector for Pipes {
-    fn connect<'a>(
-        &'a self,
-        server: &'a ServerAddress,
-    ) -> BoxFuture<'a, io::Result<BoxTransport>> {
+    fn connect<'a>(&'a self, server: &'a ServerAddress) -> BoxFuture<'a, io::Result<BoxTransport>> {
         Box::pin(async move {
             let (client, server_end) = tokio::io::duplex(1 << 16);
             self.0
@@ -65,14 +62,21 @@ impl Peer {
             }))
             .await
             .unwrap();
-        (Peer { framed, zxid: 0x100 }, hello.last_zxid_seen)
+        (
+            Peer {
+                framed,
+                zxid: 0x100,
+            },
+            hello.last_zxid_seen,
+        )
     }
 
     /// The next request (pings skipped).
     async fn request(&mut self) -> RequestFrame {
         loop {
             match self.framed.next().await {
-                Some(Ok(ClientFrame::Request(request))) if request.header.op_code == OpCode::Ping => {}
+                Some(Ok(ClientFrame::Request(request)))
+                    if request.header.op_code == OpCode::Ping => {}
                 Some(Ok(ClientFrame::Request(request))) => return request,
                 other => panic!("expected a request, got {other:?}"),
             }
@@ -82,7 +86,11 @@ impl Peer {
     async fn reply(&mut self, request: &RequestFrame, response: Response) {
         self.zxid += 1;
         self.framed
-            .send(ServerFrame::Reply(ReplyFrame::ok(request.header.xid, self.zxid, &response)))
+            .send(ServerFrame::Reply(ReplyFrame::ok(
+                request.header.xid,
+                self.zxid,
+                &response,
+            )))
             .await
             .unwrap();
     }
@@ -185,7 +193,11 @@ async fn a_reply_with_an_unknown_xid_drops_the_connection() {
     let request = h.peer.request().await;
     h.peer
         .framed
-        .send(ServerFrame::Reply(ReplyFrame::ok(request.header.xid + 40, 1, &data(b"x"))))
+        .send(ServerFrame::Reply(ReplyFrame::ok(
+            request.header.xid + 40,
+            1,
+            &data(b"x"),
+        )))
         .await
         .unwrap();
     assert_eq!(bounded(read).await, Err(Error::ConnectionLoss));
@@ -202,7 +214,10 @@ async fn a_reply_to_nothing_drops_the_connection() {
         .send(ServerFrame::Reply(ReplyFrame::ok(5, 1, &data(b"x"))))
         .await
         .unwrap();
-    assert_eq!(bounded(states.next()).await, Some(SessionState::Disconnected));
+    assert_eq!(
+        bounded(states.next()).await,
+        Some(SessionState::Disconnected)
+    );
     bounded(h.reconnected()).await;
     bounded(h.works()).await;
 }
@@ -247,7 +262,11 @@ async fn garbage_after_a_valid_frame() {
     h.peer.reply(&request, data(b"fine")).await;
     // A negative length: not a frame.
     h.peer.raw(&[0xff, 0xff, 0xff, 0x00, 0xde, 0xad]).await;
-    assert_eq!(bounded(read).await.unwrap().0, b"fine", "the valid frame counts");
+    assert_eq!(
+        bounded(read).await.unwrap().0,
+        b"fine",
+        "the valid frame counts"
+    );
     bounded(h.reconnected()).await;
     bounded(h.works()).await;
 }
@@ -265,7 +284,10 @@ async fn an_unreadable_body_fails_its_request_only() {
     frame.put_i32(0);
     frame.put_slice(&[0, 9]);
     h.peer.raw(&frame).await;
-    assert!(matches!(bounded(read).await, Err(Error::UnexpectedReply(_))));
+    assert!(matches!(
+        bounded(read).await,
+        Err(Error::UnexpectedReply(_))
+    ));
     bounded(h.works()).await;
 }
 
@@ -280,7 +302,10 @@ async fn an_unreadable_notification_drops_the_connection() {
     frame.put_i32(0);
     frame.put_slice(&[0, 0, 0, 9, 0, 0, 0, 3, 0, 0, 0, 0]); // event type 9: none such
     h.peer.raw(&frame).await;
-    assert_eq!(bounded(states.next()).await, Some(SessionState::Disconnected));
+    assert_eq!(
+        bounded(states.next()).await,
+        Some(SessionState::Disconnected)
+    );
     bounded(h.reconnected()).await;
     bounded(h.works()).await;
 }
@@ -324,7 +349,11 @@ async fn an_expired_session_is_reported_by_the_handshake() {
         let request = h.peer.request().await;
         h.peer
             .framed
-            .send(ServerFrame::Reply(ReplyFrame::error(request.header.xid, 1, ErrorCode::NoNode)))
+            .send(ServerFrame::Reply(ReplyFrame::error(
+                request.header.xid,
+                1,
+                ErrorCode::NoNode,
+            )))
             .await
             .unwrap();
         watched.await.unwrap()
@@ -376,5 +405,8 @@ async fn notifications_reach_watchers_before_later_replies() {
     assert_eq!(read.await.unwrap().0, b"v2");
     use futures::FutureExt;
     let event = watch.changed().now_or_never().expect("already delivered");
-    assert_eq!((event.event_type, event.zxid), (EventType::NodeDataChanged, Some(0x300)));
+    assert_eq!(
+        (event.event_type, event.zxid),
+        (EventType::NodeDataChanged, Some(0x300))
+    );
 }

@@ -91,44 +91,6 @@ fn request_body_input(values: &mut Values) -> Vec<u8> {
     body.to_vec()
 }
 
-/// Damages `bytes` a few times.
-fn mutate(values: &mut Values, mut bytes: Vec<u8>) -> Vec<u8> {
-    const EDGES: [i32; 9] = [-1, -2, 0, 1, 4, 0xfffff, 0x10_0000, i32::MAX, i32::MIN];
-    for _ in 0..values.below(5) {
-        let len = bytes.len();
-        match values.below(6) {
-            0 if len > 0 => {
-                let at = values.below(len);
-                bytes[at] ^= 1 << values.below(8);
-            }
-            1 if len > 0 => bytes.truncate(values.below(len)),
-            2 => {
-                let at = values.below(len + 1);
-                let extra: Vec<u8> = (0..1 + values.below(8))
-                    .map(|_| values.rng_byte())
-                    .collect();
-                bytes.splice(at..at, extra);
-            }
-            3 if len >= 4 => {
-                let at = values.below(len - 3);
-                let edge = EDGES[values.below(EDGES.len())];
-                bytes[at..at + 4].copy_from_slice(&edge.to_be_bytes());
-            }
-            4 if len > 0 => {
-                let from = values.below(len);
-                let to = from + values.below(len - from + 1);
-                bytes.drain(from..to);
-            }
-            _ if len > 0 => {
-                let at = values.below(len);
-                bytes[at] = values.rng_byte();
-            }
-            _ => bytes.push(values.rng_byte()),
-        }
-    }
-    bytes
-}
-
 fn run_case(target: &str, driver: Driver, input: &[u8], what: &str) {
     if std::panic::catch_unwind(|| driver(input)).is_err() {
         let hex: String = input.iter().map(|b| format!("{b:02x}")).collect();
@@ -175,7 +137,7 @@ fn the_drivers_hold_on_random_and_damaged_input() {
                 (0..len).map(|_| values.rng_byte()).collect()
             } else {
                 let input = valid(&mut values);
-                mutate(&mut values, input)
+                values.mutate(input)
             };
             run_case(target, driver, &input, &format!("seed {seed}"));
         }

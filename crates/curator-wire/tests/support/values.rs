@@ -493,4 +493,40 @@ impl Values {
         let xid = self.i32();
         RequestFrame::new(xid, &self.request())
     }
+
+    /// Damages `bytes` a few times.
+    pub(crate) fn mutate(&mut self, mut bytes: Vec<u8>) -> Vec<u8> {
+        const EDGES: [i32; 9] = [-1, -2, 0, 1, 4, 0xfffff, 0x10_0000, i32::MAX, i32::MIN];
+        for _ in 0..self.below(5) {
+            let len = bytes.len();
+            match self.below(6) {
+                0 if len > 0 => {
+                    let at = self.below(len);
+                    bytes[at] ^= 1 << self.below(8);
+                }
+                1 if len > 0 => bytes.truncate(self.below(len)),
+                2 => {
+                    let at = self.below(len + 1);
+                    let extra: Vec<u8> = (0..1 + self.below(8)).map(|_| self.rng_byte()).collect();
+                    bytes.splice(at..at, extra);
+                }
+                3 if len >= 4 => {
+                    let at = self.below(len - 3);
+                    let edge = EDGES[self.below(EDGES.len())];
+                    bytes[at..at + 4].copy_from_slice(&edge.to_be_bytes());
+                }
+                4 if len > 0 => {
+                    let from = self.below(len);
+                    let to = from + self.below(len - from + 1);
+                    bytes.drain(from..to);
+                }
+                _ if len > 0 => {
+                    let at = self.below(len);
+                    bytes[at] = self.rng_byte();
+                }
+                _ => bytes.push(self.rng_byte()),
+            }
+        }
+        bytes
+    }
 }
