@@ -82,7 +82,11 @@ impl std::str::FromStr for ServerAddress {
                 "" => (host, None),
                 _ => (
                     host,
-                    Some(after.strip_prefix(':').ok_or_else(|| bad("expected ':port'"))?),
+                    Some(
+                        after
+                            .strip_prefix(':')
+                            .ok_or_else(|| bad("expected ':port'"))?,
+                    ),
                 ),
             }
         } else {
@@ -234,7 +238,11 @@ impl fmt::Debug for SessionConfig {
             .field("can_be_read_only", &self.can_be_read_only)
             .field(
                 "auth_schemes",
-                &self.auth.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(),
+                &self
+                    .auth
+                    .iter()
+                    .map(|(s, _)| s.as_str())
+                    .collect::<Vec<_>>(),
             )
             .field("sasl", &self.sasl)
             .field("connector", &self.connector)

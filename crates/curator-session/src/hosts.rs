@@ -229,7 +229,13 @@ mod tests {
         assert!(hosts.next().1, "the fourth attempt starts a new round");
         hosts.connected(&ServerAddress::new("localhost", 2));
         assert!(!hosts.next().1);
-        assert_ne!(hosts.next_other(&ServerAddress::new("127.0.0.1", 1)).unwrap().port, 1);
+        assert_ne!(
+            hosts
+                .next_other(&ServerAddress::new("127.0.0.1", 1))
+                .unwrap()
+                .port,
+            1
+        );
     }
 
     #[test]

@@ -6,14 +6,14 @@
 
 use std::future::Future;
 
-use curator_wire::proto::{
-    AddWatchMode, AddWatchRequest, ClientInfo, CONFIG_NODE, CreateMode, CreateRequest,
-    CreateTtlRequest, DeleteRequest, ErrorCode, ExistsRequest, GetAclRequest,
-    GetAllChildrenNumberRequest, GetChildrenRequest, GetDataRequest, GetEphemeralsRequest,
-    MultiOp, MultiReadOp, MultiReadRequest, MultiReadResult, MultiRequest, MultiResult,
-    Perms, ReconfigRequest, Request, Response, SetAclRequest, SetDataRequest, Stat, SyncRequest,
-};
 use curator_wire::proto::{Acl, Id};
+use curator_wire::proto::{
+    AddWatchMode, AddWatchRequest, CONFIG_NODE, ClientInfo, CreateMode, CreateRequest,
+    CreateTtlRequest, DeleteRequest, ErrorCode, ExistsRequest, GetAclRequest,
+    GetAllChildrenNumberRequest, GetChildrenRequest, GetDataRequest, GetEphemeralsRequest, MultiOp,
+    MultiReadOp, MultiReadRequest, MultiReadResult, MultiRequest, MultiResult, Perms,
+    ReconfigRequest, Request, Response, SetAclRequest, SetDataRequest, Stat, SyncRequest,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
@@ -155,10 +155,17 @@ impl Session {
             }),
         };
         let chroot = self.chroot().map(str::to_owned);
-        self.call(request, move |body| match body.map_err(Error::from_code)? {
-            Response::Create2(created) => Ok((strip_chroot(chroot.as_deref(), created.path), created.stat)),
-            Response::Create(created) => Ok((strip_chroot(chroot.as_deref(), created.path), Stat::default())),
-            _ => Err(unexpected("a create's reply")),
+        self.call(request, move |body| {
+            match body.map_err(Error::from_code)? {
+                Response::Create2(created) => {
+                    Ok((strip_chroot(chroot.as_deref(), created.path), created.stat))
+                }
+                Response::Create(created) => Ok((
+                    strip_chroot(chroot.as_deref(), created.path),
+                    Stat::default(),
+                )),
+                _ => Err(unexpected("a create's reply")),
+            }
         })
     }
 
@@ -166,7 +173,11 @@ impl Session {
     ///
     /// # Errors
     /// [`Error::Server`] with `NoNode`, `BadVersion`, `NotEmpty`, ...
-    pub fn delete(&self, path: &str, version: i32) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
+    pub fn delete(
+        &self,
+        path: &str,
+        version: i32,
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         let request = Request::Delete(DeleteRequest {
             path: self.server_path(path),
             version,
@@ -178,7 +189,10 @@ impl Session {
     ///
     /// # Errors
     /// Connection and session errors, [`Error::Server`] with `NoAuth` (3.9 checks READ).
-    pub fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static + use<> {
+    pub fn exists(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static + use<> {
         let request = Request::Exists(ExistsRequest {
             path: self.server_path(path),
             watch: false,
@@ -207,7 +221,10 @@ impl Session {
     ///
     /// # Errors
     /// [`Error::Server`] with `NoNode`, `NoAuth`, ...
-    pub fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + 'static + use<> {
+    pub fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + 'static + use<> {
         let request = Request::GetData(GetDataRequest {
             path: self.server_path(path),
             watch: false,
@@ -222,7 +239,8 @@ impl Session {
     pub fn get_data_watched(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<((Vec<u8>, Stat), OneshotWatch)>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<((Vec<u8>, Stat), OneshotWatch)>> + Send + 'static + use<>
+    {
         let server_path = self.server_path(path);
         let request = Request::GetData(GetDataRequest {
             path: server_path.clone(),
@@ -272,7 +290,8 @@ impl Session {
     pub fn get_children_watched(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<((Vec<String>, Stat), OneshotWatch)>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<((Vec<String>, Stat), OneshotWatch)>> + Send + 'static + use<>
+    {
         let server_path = self.server_path(path);
         let request = Request::GetChildren2(GetChildrenRequest {
             path: server_path.clone(),
@@ -285,18 +304,23 @@ impl Session {
     ///
     /// # Errors
     /// Connection and session errors.
-    pub fn get_ephemerals(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
+    pub fn get_ephemerals(
+        &self,
+        prefix: &str,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
         let request = Request::GetEphemerals(GetEphemeralsRequest {
             path: self.server_path(prefix),
         });
         let chroot = self.chroot().map(str::to_owned);
-        self.call(request, move |body| match body.map_err(Error::from_code)? {
-            Response::GetEphemerals(response) => Ok(response
-                .ephemerals
-                .into_iter()
-                .map(|path| strip_chroot(chroot.as_deref(), path))
-                .collect()),
-            _ => Err(unexpected("a getEphemerals reply")),
+        self.call(request, move |body| {
+            match body.map_err(Error::from_code)? {
+                Response::GetEphemerals(response) => Ok(response
+                    .ephemerals
+                    .into_iter()
+                    .map(|path| strip_chroot(chroot.as_deref(), path))
+                    .collect()),
+                _ => Err(unexpected("a getEphemerals reply")),
+            }
         })
     }
 
@@ -304,7 +328,10 @@ impl Session {
     ///
     /// # Errors
     /// [`Error::Server`] with `NoNode`, ...
-    pub fn get_all_children_number(&self, path: &str) -> impl Future<Output = Result<i32>> + Send + 'static + use<> {
+    pub fn get_all_children_number(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<i32>> + Send + 'static + use<> {
         let request = Request::GetAllChildrenNumber(GetAllChildrenNumberRequest {
             path: self.server_path(path),
         });
@@ -318,7 +345,10 @@ impl Session {
     ///
     /// # Errors
     /// [`Error::Server`] with `NoNode`, ...
-    pub fn get_acl(&self, path: &str) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + 'static + use<> {
+    pub fn get_acl(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + 'static + use<> {
         let request = Request::GetAcl(GetAclRequest {
             path: self.server_path(path),
         });
@@ -399,7 +429,9 @@ impl Session {
     ///
     /// # Errors
     /// Connection and session errors; `NoNode` on a server without one.
-    pub fn get_config(&self) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + 'static + use<> {
+    pub fn get_config(
+        &self,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + 'static + use<> {
         let request = Request::GetData(GetDataRequest {
             path: CONFIG_NODE.to_owned(),
             watch: false,
@@ -413,7 +445,8 @@ impl Session {
     /// As [`get_config`](Self::get_config).
     pub fn get_config_watched(
         &self,
-    ) -> impl Future<Output = Result<((Vec<u8>, Stat), OneshotWatch)>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<((Vec<u8>, Stat), OneshotWatch)>> + Send + 'static + use<>
+    {
         let request = Request::GetData(GetDataRequest {
             path: CONFIG_NODE.to_owned(),
             watch: true,
@@ -449,31 +482,31 @@ impl Session {
     ///
     /// # Errors
     /// Connection and session errors (a failed step is in the results, not here).
-    pub fn multi(&self, ops: Vec<MultiOp>) -> impl Future<Output = Result<Vec<MultiResult>>> + Send + 'static + use<> {
-        let ops = ops
-            .into_iter()
-            .map(|op| self.chroot_op(op))
-            .collect();
+    pub fn multi(
+        &self,
+        ops: Vec<MultiOp>,
+    ) -> impl Future<Output = Result<Vec<MultiResult>>> + Send + 'static + use<> {
+        let ops = ops.into_iter().map(|op| self.chroot_op(op)).collect();
         let chroot = self.chroot().map(str::to_owned);
-        self.call(Request::Multi(MultiRequest { ops }), move |body| {
-            match body.map_err(Error::from_code)? {
-                Response::Multi(response) => Ok(response
-                    .results
-                    .into_iter()
-                    .map(|result| match result {
-                        MultiResult::Create(mut created) => {
-                            created.path = strip_chroot(chroot.as_deref(), created.path);
-                            MultiResult::Create(created)
-                        }
-                        MultiResult::Create2(mut created) => {
-                            created.path = strip_chroot(chroot.as_deref(), created.path);
-                            MultiResult::Create2(created)
-                        }
-                        other => other,
-                    })
-                    .collect()),
-                _ => Err(unexpected("a multi reply")),
-            }
+        self.call(Request::Multi(MultiRequest { ops }), move |body| match body
+            .map_err(Error::from_code)?
+        {
+            Response::Multi(response) => Ok(response
+                .results
+                .into_iter()
+                .map(|result| match result {
+                    MultiResult::Create(mut created) => {
+                        created.path = strip_chroot(chroot.as_deref(), created.path);
+                        MultiResult::Create(created)
+                    }
+                    MultiResult::Create2(mut created) => {
+                        created.path = strip_chroot(chroot.as_deref(), created.path);
+                        MultiResult::Create2(created)
+                    }
+                    other => other,
+                })
+                .collect()),
+            _ => Err(unexpected("a multi reply")),
         })
     }
 
@@ -531,22 +564,27 @@ impl Session {
                 }
             })
             .collect();
-        self.call(Request::MultiRead(MultiReadRequest { ops }), |body| {
-            match body.map_err(Error::from_code)? {
+        self.call(
+            Request::MultiRead(MultiReadRequest { ops }),
+            |body| match body.map_err(Error::from_code)? {
                 Response::MultiRead(response) => Ok(response.results),
                 _ => Err(unexpected("a multiRead reply")),
-            }
-        })
+            },
+        )
     }
 
     /// The identities the server gives this session (ZooKeeper 3.7+).
     ///
     /// # Errors
     /// Connection and session errors; `Unimplemented` on older servers.
-    pub fn who_am_i(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static + use<> {
-        self.call(Request::WhoAmI, |body| match body.map_err(Error::from_code)? {
-            Response::WhoAmI(response) => Ok(response.client_info),
-            _ => Err(unexpected("a whoAmI reply")),
+    pub fn who_am_i(
+        &self,
+    ) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static + use<> {
+        self.call(Request::WhoAmI, |body| {
+            match body.map_err(Error::from_code)? {
+                Response::WhoAmI(response) => Ok(response.client_info),
+                _ => Err(unexpected("a whoAmI reply")),
+            }
         })
     }
 }
@@ -592,7 +630,10 @@ mod tests {
         assert_eq!(strip_chroot(chroot, "/app".into()), "/");
         assert_eq!(strip_chroot(chroot, "/app/a".into()), "/a");
         assert_eq!(strip_chroot(chroot, "/apple".into()), "/apple");
-        assert_eq!(strip_chroot(chroot, "/zookeeper/config".into()), "/zookeeper/config");
+        assert_eq!(
+            strip_chroot(chroot, "/zookeeper/config".into()),
+            "/zookeeper/config"
+        );
         assert_eq!(strip_chroot(None, "/app/a".into()), "/app/a");
     }
 }

@@ -154,7 +154,10 @@ pub(crate) async fn exchange(
     writer: &mut WriteHalf<BoxTransport>,
 ) -> Result<(), ConnectError> {
     let failed = |why: String| {
-        ConnectError::Terminal(SessionState::AuthFailed, Error::AuthFailed(format!("SASL: {why}")))
+        ConnectError::Terminal(
+            SessionState::AuthFailed,
+            Error::AuthFailed(format!("SASL: {why}")),
+        )
     };
     let retry = |why: String| ConnectError::Retry(format!("SASL: {why}"));
     let mut mechanism = sasl.mechanism(server).map_err(failed)?;
@@ -171,12 +174,18 @@ pub(crate) async fn exchange(
             Some(Ok(ServerFrame::Reply(reply))) if reply.header.xid == xid => reply,
             Some(Ok(_)) => return Err(retry("an unexpected frame during the login".into())),
             Some(Err(error)) => return Err(retry(error.to_string())),
-            None => return Err(retry("the server closed the connection during the login".into())),
+            None => {
+                return Err(retry(
+                    "the server closed the connection during the login".into(),
+                ));
+            }
         };
         let challenge = match reply.decode(OpCode::Sasl) {
             Ok(Ok(Response::Sasl(response))) => response.token,
             Ok(Ok(_)) => return Err(retry("not a SASL answer".into())),
-            Ok(Err(ErrorCode::AuthFailed)) => return Err(failed("the server refused the login".into())),
+            Ok(Err(ErrorCode::AuthFailed)) => {
+                return Err(failed("the server refused the login".into()));
+            }
             Ok(Err(code)) => return Err(retry(format!("the server answered {code}"))),
             Err(error) => return Err(retry(error.to_string())),
         };
@@ -346,9 +355,10 @@ mod tests {
 
     #[test]
     fn directives_with_quotes_and_escapes() {
-        let fields =
-            parse_directives(r#"realm="zk-sasl-md5",nonce="a\"b,c",charset=utf-8,algorithm=md5-sess"#)
-                .unwrap();
+        let fields = parse_directives(
+            r#"realm="zk-sasl-md5",nonce="a\"b,c",charset=utf-8,algorithm=md5-sess"#,
+        )
+        .unwrap();
         assert_eq!(
             fields,
             [
@@ -379,9 +389,14 @@ mod tests {
             panic!("a response is sent");
         };
         let response = String::from_utf8(response).unwrap();
-        assert!(response.contains("response=d388dad90d4bbd760a152321f2143af7"), "{response}");
+        assert!(
+            response.contains("response=d388dad90d4bbd760a152321f2143af7"),
+            "{response}"
+        );
         assert_eq!(
-            mechanism.step(b"rspauth=ea40f60335c427b5527b84dbabcdfffd").unwrap(),
+            mechanism
+                .step(b"rspauth=ea40f60335c427b5527b84dbabcdfffd")
+                .unwrap(),
             Step::Done
         );
     }
@@ -392,7 +407,11 @@ mod tests {
         let _ = mechanism.step(br#"realm="r",nonce="n""#).unwrap();
         assert!(mechanism.step(b"rspauth=00").is_err());
         let mut fresh = DigestMd5::new("u".into(), "p".into(), "x/y".into());
-        assert!(fresh.step(br#"realm="r",nonce="n",qop="auth-conf""#).is_err());
+        assert!(
+            fresh
+                .step(br#"realm="r",nonce="n",qop="auth-conf""#)
+                .is_err()
+        );
         assert!(fresh.step(br#"realm="r""#).is_err());
     }
 }

@@ -58,8 +58,8 @@ use bytes::{BufMut, BytesMut};
 use curator_wire::codec::{ClientCodec, ReplyFrame, ServerFrame};
 use curator_wire::proto::{
     AUTH_XID, AuthPacket, ConnectRequest, ConnectResponse, ErrorCode, KeeperState,
-    NEW_SESSION_PASSWORD_LEN, NOTIFICATION_XID, PING_XID, Record, RemoveWatchesRequest,
-    Request, RequestHeader, SET_WATCHES_XID, SetWatches, SetWatches2, WatcherType,
+    NEW_SESSION_PASSWORD_LEN, NOTIFICATION_XID, PING_XID, Record, RemoveWatchesRequest, Request,
+    RequestHeader, SET_WATCHES_XID, SetWatches, SetWatches2, WatcherType,
 };
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -216,7 +216,11 @@ pub(crate) struct Core {
 
 impl Core {
     pub(crate) fn next_xid(&mut self) -> i32 {
-        self.xid = if self.xid >= i32::MAX - 1 { 1 } else { self.xid + 1 };
+        self.xid = if self.xid >= i32::MAX - 1 {
+            1
+        } else {
+            self.xid + 1
+        };
         self.xid
     }
 
@@ -372,7 +376,11 @@ impl Shared {
         if core.state == state {
             return;
         }
-        tracing::debug!(session_id = format_args!("{:#x}", core.session_id), ?state, "session state");
+        tracing::debug!(
+            session_id = format_args!("{:#x}", core.session_id),
+            ?state,
+            "session state"
+        );
         core.state = state;
         self.state_tx.send_replace(state);
         core.subscribers.retain(|s| s.send(state).is_ok());
@@ -384,7 +392,11 @@ impl Shared {
     }
 
     /// Queues `request`; its reply (or why none came) arrives on the returned receiver.
-    pub(crate) fn submit(&self, mut request: Request, watch: Option<WatchSpec>) -> Result<Submitted> {
+    pub(crate) fn submit(
+        &self,
+        mut request: Request,
+        watch: Option<WatchSpec>,
+    ) -> Result<Submitted> {
         let (reply, receiver) = oneshot::channel();
         let mut core = self.core.lock();
         core.check_open()?;
@@ -494,7 +506,11 @@ impl Shared {
         (core.negotiated / servers).max(Duration::from_millis(100))
     }
 
-    async fn establish(&self, server: &ServerAddress, timeout: Duration) -> Result<Established, ConnectError> {
+    async fn establish(
+        &self,
+        server: &ServerAddress,
+        timeout: Duration,
+    ) -> Result<Established, ConnectError> {
         match tokio::time::timeout(timeout, self.handshake(server)).await {
             Ok(result) => result,
             Err(_) => Err(ConnectError::Retry(format!(
@@ -687,7 +703,11 @@ impl Shared {
             } else {
                 Vec::new()
             };
-            (running, streams, WatchedEvent::session(state.keeper_state()))
+            (
+                running,
+                streams,
+                WatchedEvent::session(state.keeper_state()),
+            )
         };
         for stream in streams {
             let _ = stream.send(event.clone());
@@ -700,7 +720,8 @@ impl Shared {
     fn lost(&self, link_id: u64, why: &str) {
         let (pending, streams) = {
             let mut core = self.core.lock();
-            if core.link.as_ref().is_none_or(|link| link.id != link_id) || core.state.is_terminal() {
+            if core.link.as_ref().is_none_or(|link| link.id != link_id) || core.state.is_terminal()
+            {
                 return;
             }
             let link = core.link.take().expect("checked");
@@ -1404,8 +1425,7 @@ impl Session {
 
     /// When anything was last heard from a server (a reply, a notification, a ping's answer).
     pub fn last_heard(&self) -> Instant {
-        self.shared.base
-            + Duration::from_micros(self.shared.last_heard.load(Ordering::Relaxed))
+        self.shared.base + Duration::from_micros(self.shared.last_heard.load(Ordering::Relaxed))
     }
 
     /// The server of the current connection.
@@ -1553,4 +1573,3 @@ mod tests {
         assert_eq!(&out[..], &[0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11]);
     }
 }
-

@@ -47,8 +47,7 @@ pub type BoxTransport = Box<dyn Transport>;
 /// ```
 pub trait Connector: fmt::Debug + Send + Sync + 'static {
     /// A new connection to `server`. The session bounds the attempt by its own timeout.
-    fn connect<'a>(&'a self, server: &'a ServerAddress)
-    -> BoxFuture<'a, io::Result<BoxTransport>>;
+    fn connect<'a>(&'a self, server: &'a ServerAddress) -> BoxFuture<'a, io::Result<BoxTransport>>;
 }
 
 /// Plain TCP, with `TCP_NODELAY` (a request is one small write; waiting to coalesce it with
@@ -91,10 +90,7 @@ impl TcpConnector {
 }
 
 impl Connector for TcpConnector {
-    fn connect<'a>(
-        &'a self,
-        server: &'a ServerAddress,
-    ) -> BoxFuture<'a, io::Result<BoxTransport>> {
+    fn connect<'a>(&'a self, server: &'a ServerAddress) -> BoxFuture<'a, io::Result<BoxTransport>> {
         Box::pin(async move {
             let stream = Self::stream(server).await?;
             Ok(Box::new(stream) as BoxTransport)
@@ -165,10 +161,9 @@ impl TlsConnector {
         let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()
             .map_err(|error| tls("the protocol versions", error.to_string()))?;
-        let verifier =
-            rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
-                .build()
-                .map_err(|error| tls("the CA", error.to_string()))?;
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
+            .build()
+            .map_err(|error| tls("the CA", error.to_string()))?;
         let builder = if verify_hostname {
             builder.with_webpki_verifier(verifier)
         } else {
@@ -190,7 +185,9 @@ impl TlsConnector {
                 }
                 let key = rustls_pemfile::private_key(&mut key.as_bytes())
                     .map_err(|error| tls("the client key", error.to_string()))?
-                    .ok_or_else(|| tls("the client key", "no private key in the PEM text".into()))?;
+                    .ok_or_else(|| {
+                        tls("the client key", "no private key in the PEM text".into())
+                    })?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|error| tls("the client certificate or key", error.to_string()))?
@@ -201,10 +198,7 @@ impl TlsConnector {
 }
 
 impl Connector for TlsConnector {
-    fn connect<'a>(
-        &'a self,
-        server: &'a ServerAddress,
-    ) -> BoxFuture<'a, io::Result<BoxTransport>> {
+    fn connect<'a>(&'a self, server: &'a ServerAddress) -> BoxFuture<'a, io::Result<BoxTransport>> {
         Box::pin(async move {
             let config = Arc::clone(&self.config.read());
             let name = rustls::pki_types::ServerName::try_from(server.host.clone())
@@ -232,13 +226,10 @@ impl rustls::client::danger::ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: rustls::pki_types::UnixTime,
     ) -> std::result::Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
             Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
             | Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForNameContext { .. },

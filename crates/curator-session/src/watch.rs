@@ -356,11 +356,7 @@ impl Watches {
 
     /// The local watchers a notification reaches (one-shot ones leave the registry), and a
     /// removal to send when a kept persistent watch lost its last dependent.
-    pub(crate) fn materialize(
-        &mut self,
-        event_type: EventType,
-        path: &str,
-    ) -> Materialized {
+    pub(crate) fn materialize(&mut self, event_type: EventType, path: &str) -> Materialized {
         let mut out = Materialized::default();
         if let Some(watches) = self.paths.get_mut(path) {
             let had_local = watches.has_local();
@@ -634,12 +630,20 @@ mod tests {
 
     #[test]
     fn ancestors_of_paths() {
-        assert_eq!(ancestors("/a/b/c").collect::<Vec<_>>(), ["/a/b/c", "/a/b", "/a", "/"]);
+        assert_eq!(
+            ancestors("/a/b/c").collect::<Vec<_>>(),
+            ["/a/b/c", "/a/b", "/a", "/"]
+        );
         assert_eq!(ancestors("/").collect::<Vec<_>>(), ["/"]);
         assert_eq!(ancestors("/a").collect::<Vec<_>>(), ["/a", "/"]);
     }
 
-    fn watch(w: &mut Watches, path: &str, intent: Intent, code: curator_wire::proto::ErrorCode) -> (u64, Receiver) {
+    fn watch(
+        w: &mut Watches,
+        path: &str,
+        intent: Intent,
+        code: curator_wire::proto::ErrorCode,
+    ) -> (u64, Receiver) {
         let id = w.next_id();
         let (sender, receiver) = match intent {
             Intent::Persistent | Intent::Recursive => {
@@ -770,7 +774,9 @@ mod tests {
         }
         let Receiver::Once(mut r1) = r1 else { panic!() };
         assert_eq!(r1.try_recv().unwrap().state, KeeperState::Expired);
-        let Receiver::Stream(mut r2) = r2 else { panic!() };
+        let Receiver::Stream(mut r2) = r2 else {
+            panic!()
+        };
         assert_eq!(r2.try_recv().unwrap().state, KeeperState::Expired);
         assert!(r2.try_recv().is_err(), "then the stream ends");
         assert_eq!(w.len(), 0);
