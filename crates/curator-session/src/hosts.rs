@@ -96,6 +96,11 @@ impl HostList {
         None
     }
 
+    /// The servers chosen to move to, in order (they are no longer tried first).
+    pub(crate) fn take_preferred(&mut self) -> Vec<ServerAddress> {
+        self.preferred.drain(..).collect()
+    }
+
     /// Tries `server` first at the next attempt.
     pub(crate) fn prefer(&mut self, server: ServerAddress) {
         self.preferred.clear();

@@ -22,9 +22,12 @@
 //! When a connection breaks, the requests waiting on it fail with
 //! [`Error::ConnectionLoss`], the state becomes [`SessionState::Disconnected`], and the driver
 //! connects to the next server with the same session (its last seen zxid, so a server behind
-//! it refuses and the next is tried), replays credentials and sets every watch again. The
-//! server ends the session, not the client: the driver keeps trying until a server says the
-//! session expired, or the owner closes it.
+//! it refuses and the next is tried), replays credentials and sets every watch again. It keeps
+//! trying until a server says the session expired, the owner closes it, or no server was heard
+//! from for 7/5 of the negotiated timeout: the server has then gone a whole timeout without
+//! hearing from this client (unless only its answers were lost), so the session is over there
+//! or soon will be, and it ends here as [`SessionState::Expired`] too. (ZooKeeper's Java client
+//! waits for a server's word however long that takes.)
 //!
 //! # Timing (and how it compares with ZooKeeper's Java client)
 //! With `T` the negotiated session timeout and `n` servers in the list:
@@ -36,8 +39,9 @@
 //! - a connection that brings nothing for `2T/3` is dead (as Java): with pings every `T/2` a
 //!   healthy connection always answers in time, and `T/3` is left to reach another server
 //!   before the server gives the session up;
-//! - each connection attempt gets `T/n` (as Java), the first connection the session timeout
-//!   asked for divided by `n`;
+//! - each connection attempt gets `T/n` (as Java), and no more than `2T/5` with one or two
+//!   servers, so that a server that accepts a connection and never answers it still leaves time
+//!   for two more attempts (the first connection divides the session timeout asked for);
 //! - the first reconnect attempt goes out at once (Java waits up to a second first); after a
 //!   whole round of servers failed, the next round waits 50 ms, doubling up to 1 s.
 //!
@@ -314,12 +318,11 @@ pub(crate) enum ConnectError {
 }
 
 /// How a connection ended.
-#[derive(Debug)]
 enum LinkEnd {
     /// It broke (or was dropped for a protocol error): reconnect.
     Lost(String),
-    /// Dropped on purpose for a planned move; its link waits, paused, for the next connection.
-    Moved,
+    /// A planned move reached its server: the link, paused, goes on over this connection.
+    MovedTo(Established),
     /// The session ended.
     Terminal(SessionState, Error),
     /// The session is stopping.
@@ -502,8 +505,12 @@ impl Shared {
     /// The time one connection attempt gets.
     fn attempt_timeout(&self) -> Duration {
         let core = self.core.lock();
-        let servers = u32::try_from(core.hosts.len().max(1)).unwrap_or(u32::MAX);
-        (core.negotiated / servers).max(Duration::from_millis(100))
+        // Two and a half attempts per session timeout at least, also with one or two servers.
+        #[allow(clippy::cast_precision_loss, reason = "a server count")]
+        let servers = (core.hosts.len() as f64).max(2.5);
+        core.negotiated
+            .div_f64(servers)
+            .max(Duration::from_millis(100))
     }
 
     async fn establish(
@@ -554,8 +561,7 @@ impl Shared {
         request.encode(&mut out);
         let len = i32::try_from(out.len() - 4).unwrap_or(i32::MAX);
         out[..4].copy_from_slice(&len.to_be_bytes());
-        writer
-            .write_all(&out)
+        write_flush(&mut writer, &out)
             .await
             .map_err(|error| retry(error.to_string()))?;
         let response = match reader.next().await {
@@ -599,8 +605,7 @@ impl Shared {
                 });
                 put_request(&mut out, AUTH_XID, &packet);
             }
-            writer
-                .write_all(&out)
+            write_flush(&mut writer, &out)
                 .await
                 .map_err(|error| retry(error.to_string()))?;
             // Each answer before anything else: a refused credential ends the session now,
@@ -634,8 +639,7 @@ impl Shared {
             for request in set_watches(lists, last_zxid) {
                 put_request(&mut out, SET_WATCHES_XID, &request);
             }
-            writer
-                .write_all(&out)
+            write_flush(&mut writer, &out)
                 .await
                 .map_err(|error| retry(error.to_string()))?;
         }
@@ -798,7 +802,14 @@ impl Shared {
         let read = self.read_loop(link_id, reader, negotiated * 2 / 3);
         let write = self.write_loop(link_id, writer, wake, negotiated / 2);
         tokio::pin!(read, write);
-        let mut moving: Option<Instant> = None;
+        // A move: the link is paused until the replies of what was sent are in (`draining`),
+        // then the new connection is made (`making`) while this one stays, idle but alive; the
+        // move completes when the new one is up, and is given up (this one resumes) when no
+        // candidate answers.
+        let mut draining: Option<Instant> = None;
+        let mut making: Option<
+            futures::future::BoxFuture<'static, Result<Option<Established>, ConnectError>>,
+        > = None;
         let mut probe_every = RW_PROBE_START;
         let mut next_probe = read_only.then(|| Instant::now() + probe_every);
         let mut probing: Option<futures::future::BoxFuture<'static, Option<ServerAddress>>> = None;
@@ -808,21 +819,39 @@ impl Shared {
                 () = self.stop.cancelled() => return LinkEnd::Stop,
                 end = &mut read => return end,
                 end = &mut write => return end,
-                () = self.wake_driver.notified(), if moving.is_none() => {
-                    if self.begin_move(link_id) {
-                        return LinkEnd::Moved;
-                    }
-                    if self.core.lock().link.as_ref().is_some_and(|l| l.paused) {
-                        moving = Some(Instant::now() + negotiated * 2 / 3);
+                () = self.wake_driver.notified(), if draining.is_none() && making.is_none() => {
+                    if let Some(drained) = self.begin_move(link_id) {
+                        if drained {
+                            making = Some(self.make_move());
+                        } else {
+                            draining = Some(Instant::now() + negotiated * 2 / 3);
+                        }
                     }
                 }
-                () = drained.notified(), if moving.is_some() => {
+                () = drained.notified(), if draining.is_some() => {
                     if self.core.lock().link.as_ref().is_some_and(|l| l.id == link_id && l.sent == 0) {
-                        return LinkEnd::Moved;
+                        draining = None;
+                        making = Some(self.make_move());
                     }
                 }
-                () = sleep_until(moving), if moving.is_some() => {
+                () = sleep_until(draining), if draining.is_some() => {
                     return LinkEnd::Lost("the replies of the requests sent before a move did not come".into());
+                }
+                made = async { making.as_mut().expect("guarded").await }, if making.is_some() => {
+                    making = None;
+                    match made {
+                        Ok(Some(established)) => return LinkEnd::MovedTo(established),
+                        Ok(None) => {
+                            tracing::info!("no server to move to answered; staying on {server}");
+                            self.resume_link(link_id);
+                            if read_only {
+                                probe_every = (probe_every * 2).min(RW_PROBE_MAX);
+                                next_probe = Some(Instant::now() + probe_every);
+                            }
+                        }
+                        Err(ConnectError::Terminal(state, error)) => return LinkEnd::Terminal(state, error),
+                        Err(ConnectError::Retry(_)) => self.resume_link(link_id),
+                    }
                 }
                 () = sleep_until(next_probe), if probing.is_none() && next_probe.is_some() => {
                     next_probe = None;
@@ -834,19 +863,20 @@ impl Shared {
                 found = async { probing.as_mut().expect("guarded").await }, if probing.is_some() => {
                     probing = None;
                     match found {
-                        Some(target) => {
+                        Some(target) if draining.is_none() && making.is_none() => {
                             tracing::info!(%target, "a read-write server answers; moving there");
                             {
                                 let mut core = self.core.lock();
                                 core.hosts.prefer(target);
                                 core.move_requested = true;
                             }
-                            if self.begin_move(link_id) {
-                                return LinkEnd::Moved;
+                            match self.begin_move(link_id) {
+                                Some(true) => making = Some(self.make_move()),
+                                Some(false) => draining = Some(Instant::now() + negotiated * 2 / 3),
+                                None => {}
                             }
-                            moving = Some(Instant::now() + negotiated * 2 / 3);
                         }
-                        None => {
+                        _ => {
                             probe_every = (probe_every * 2).min(RW_PROBE_MAX);
                             next_probe = Some(Instant::now() + probe_every);
                         }
@@ -856,17 +886,48 @@ impl Shared {
         }
     }
 
-    /// Pauses the link for a requested move; true when nothing sent waits for a reply.
-    fn begin_move(&self, link_id: u64) -> bool {
+    /// The connection to move to: the first of the chosen servers that takes the session.
+    fn make_move(
+        self: &Arc<Self>,
+    ) -> futures::future::BoxFuture<'static, Result<Option<Established>, ConnectError>> {
+        let shared = Arc::clone(self);
+        Box::pin(async move {
+            let candidates = shared.core.lock().hosts.take_preferred();
+            for server in candidates {
+                let timeout = shared.attempt_timeout();
+                match shared.establish(&server, timeout).await {
+                    Ok(established) => return Ok(Some(established)),
+                    Err(ConnectError::Retry(why)) => {
+                        tracing::debug!(%server, why, "could not move there");
+                    }
+                    Err(terminal) => return Err(terminal),
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    /// A move was given up: the paused link goes on over its connection.
+    fn resume_link(&self, link_id: u64) {
+        let mut core = self.core.lock();
+        if let Some(link) = core.link.as_mut().filter(|link| link.id == link_id) {
+            link.paused = false;
+            if !link.out.is_empty() {
+                link.wake.notify_one();
+            }
+        }
+    }
+
+    /// Pauses the link for a requested move: `Some(true)` when nothing sent waits for a reply,
+    /// `None` when no move was asked for.
+    fn begin_move(&self, link_id: u64) -> Option<bool> {
         let mut core = self.core.lock();
         if !std::mem::take(&mut core.move_requested) {
-            return false;
+            return None;
         }
-        let Some(link) = core.link.as_mut().filter(|link| link.id == link_id) else {
-            return false;
-        };
+        let link = core.link.as_mut().filter(|link| link.id == link_id)?;
         link.paused = true;
-        link.sent == 0
+        Some(link.sent == 0)
     }
 
     async fn read_loop(
@@ -1022,16 +1083,27 @@ impl Shared {
                         ping.as_mut().reset(last_send + ping_every);
                         continue;
                     }
-                    let mut core = self.core.lock();
-                    match core.link.as_mut() {
-                        Some(link) if link.id == link_id && !link.paused => {
-                            put_request(&mut link.out, PING_XID, &Request::Ping);
+                    let paused = {
+                        let mut core = self.core.lock();
+                        match core.link.as_mut() {
+                            Some(link) if link.id == link_id && !link.paused => {
+                                put_request(&mut link.out, PING_XID, &Request::Ping);
+                                false
+                            }
+                            Some(link) if link.id == link_id => true,
+                            _ => return LinkEnd::Lost("the connection was replaced".into()),
                         }
-                        _ => {
-                            drop(core);
-                            ping.as_mut().reset(Instant::now() + ping_every);
-                            continue;
+                    };
+                    if paused {
+                        // Held requests wait; the connection is kept alive meanwhile.
+                        let mut frame = BytesMut::new();
+                        put_request(&mut frame, PING_XID, &Request::Ping);
+                        if let Err(error) = write_flush(&mut writer, &frame).await {
+                            return LinkEnd::Lost(error.to_string());
                         }
+                        last_send = Instant::now();
+                        ping.as_mut().reset(last_send + ping_every);
+                        continue;
                     }
                 }
             }
@@ -1060,17 +1132,31 @@ impl Shared {
 
     // ---- the driver ----
 
+    /// No server was heard from for 7/5 of the negotiated timeout: the server has gone a whole
+    /// timeout without hearing from this client (unless only its answers were lost), so the
+    /// session is over there, or soon will be.
+    fn silent_too_long(&self) -> bool {
+        let negotiated = self.core.lock().negotiated;
+        let heard = self.base + Duration::from_micros(self.last_heard.load(Ordering::Relaxed));
+        heard.elapsed() > negotiated * 7 / 5
+    }
+
     async fn drive(self: Arc<Self>, first: Running) {
         let mut running = Some(first);
         let mut backoff = BACKOFF_START;
-        // The link is paused in the core for a planned move.
-        let mut moving = false;
         loop {
             let current = match running.take() {
                 Some(current) => current,
                 None => {
+                    if self.silent_too_long() {
+                        tracing::warn!(
+                            "no server heard from for 7/5 of the session timeout: the session is given up as expired"
+                        );
+                        self.terminate(SessionState::Expired, &Error::SessionExpired);
+                        break;
+                    }
                     let (server, round_done) = self.core.lock().hosts.next();
-                    if round_done && !moving {
+                    if round_done {
                         let pause = jitter(backoff);
                         backoff = (backoff * 2).min(BACKOFF_MAX);
                         tokio::select! {
@@ -1087,7 +1173,6 @@ impl Shared {
                     match attempt {
                         Ok(established) => {
                             backoff = BACKOFF_START;
-                            moving = false;
                             self.install(established)
                         }
                         Err(ConnectError::Terminal(state, error)) => {
@@ -1096,15 +1181,6 @@ impl Shared {
                         }
                         Err(ConnectError::Retry(why)) => {
                             tracing::debug!(%server, why, "connection attempt failed");
-                            if moving {
-                                // The planned move could not reach its server: the held
-                                // requests fail, and the session looks for any server.
-                                moving = false;
-                                let link_id = self.core.lock().link.as_ref().map(|l| l.id);
-                                if let Some(link_id) = link_id {
-                                    self.lost(link_id, &format!("moving to {server}: {why}"));
-                                }
-                            }
                             continue;
                         }
                     }
@@ -1113,9 +1189,9 @@ impl Shared {
             let link_id = current.link_id;
             match self.run(current).await {
                 LinkEnd::Stop => break,
-                LinkEnd::Moved => {
-                    moving = true;
-                    tracing::debug!("connection dropped for a planned move");
+                LinkEnd::MovedTo(established) => {
+                    tracing::debug!(server = %established.server, "moved");
+                    running = Some(self.install(established));
                 }
                 LinkEnd::Lost(why) => self.lost(link_id, &why),
                 LinkEnd::Terminal(state, error) => {
@@ -1482,6 +1558,14 @@ impl Session {
         core.move_requested = true;
         drop(core);
         self.shared.wake_driver.notify_one();
+    }
+
+    /// Ends the session here without telling the server, which keeps it until it expires or
+    /// another connection takes it over ([`SessionConfig::resume`]): for handing a session
+    /// over to another client. Watchers hear `Closed`; waiting requests fail with
+    /// [`Error::Closed`].
+    pub fn abandon(&self) {
+        self.shared.terminate(SessionState::Closed, &Error::Closed);
     }
 
     /// Closes the session: watchers hear `Closed` at once and new requests fail with
