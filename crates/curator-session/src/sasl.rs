@@ -10,11 +10,11 @@
 //! - **GSSAPI** (Kerberos, feature `gssapi`) through MIT Kerberos with `libgssapi` (RFC 4752;
 //!   see `gssapi.rs`). Its steps may block on the KDC, so they run on Tokio's blocking pool.
 //!
-//! A server that refuses the login answers with `AuthFailed`, and a mechanism that cannot go on
-//! (a wrong `rspauth`, no Kerberos credentials, a service the KDC does not know) fails it here:
-//! either way the session ends with
-//! [`SessionState::AuthFailed`](crate::SessionState::AuthFailed) and [`Error::AuthFailed`]
-//! naming why.
+//! A server that refuses the login answers with `AuthFailed` (`SessionClosedRequireSaslAuth`
+//! when it requires SASL), and a mechanism that cannot go on (a wrong `rspauth`, no Kerberos
+//! credentials, a service the KDC does not know) fails it here: either way the session ends with
+//! [`SessionState::AuthFailed`](crate::SessionState::AuthFailed) and
+//! [`Error::AuthFailed`] naming why.
 
 use std::fmt;
 
@@ -213,7 +213,9 @@ pub(crate) async fn exchange(
         let challenge = match reply.decode(OpCode::Sasl) {
             Ok(Ok(Response::Sasl(response))) => response.token,
             Ok(Ok(_)) => return Err(retry("not a SASL answer".into())),
-            Ok(Err(ErrorCode::AuthFailed)) => {
+            // A server that requires SASL (`enforceAuth`, `requireClientAuthScheme=sasl`) says
+            // so instead of AuthFailed, and closes the session.
+            Ok(Err(ErrorCode::AuthFailed | ErrorCode::SessionClosedRequireSaslAuth)) => {
                 return Err(failed("the server refused the login".into()));
             }
             Ok(Err(code)) => return Err(retry(format!("the server answered {code}"))),
