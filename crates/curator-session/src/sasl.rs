@@ -196,10 +196,13 @@ pub(crate) async fn exchange(
         let xid = shared.core.lock().next_xid();
         let mut out = BytesMut::new();
         put_request(&mut out, xid, &Request::Sasl(GetSaslRequest { token }));
-        writer
-            .write_all(&out)
-            .await
-            .map_err(|error| retry(error.to_string()))?;
+        // Flushed: a transport may hold written bytes until then (`AsyncWrite`'s contract),
+        // and the server's answer is awaited next.
+        let sent = async {
+            writer.write_all(&out).await?;
+            writer.flush().await
+        };
+        sent.await.map_err(|error| retry(error.to_string()))?;
         let reply = match reader.next().await {
             Some(Ok(ServerFrame::Reply(reply))) if reply.header.xid == xid => reply,
             Some(Ok(_)) => return Err(retry("an unexpected frame during the login".into())),
