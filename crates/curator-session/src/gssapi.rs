@@ -27,12 +27,12 @@
 //! to the installed Kerberos library. A Kerberos client written in Rust would have to read all
 //! of those the same way and still talk to the KDC; `libgssapi` is a thin safe binding to the
 //! system's GSS-API (MIT Kerberos here), so a login behaves exactly as `kinit`, `kvno` and
-//! every other Kerberos program on the machine. It is the binding the workspace already uses
-//! (curator-framework's diagnosis of failed logins, `zookeeper-client`'s GSSAPI), it is
-//! maintained, and it exposes exactly the calls RFC 4752 needs (`init_sec_context`, `wrap`,
-//! `unwrap`, the context's flags). The other candidates either wrap a whole SASL library
-//! (`rsasl`'s GSSAPI goes through the same C library with more layers between) or are not
-//! maintained.
+//! every other Kerberos program on the machine. It exposes exactly the calls RFC 4752 needs
+//! (`init_sec_context`, `wrap`, `unwrap`, the context's flags), and the workspace already
+//! uses it (curator-framework's diagnosis of failed logins; `zookeeper-client`'s GSSAPI,
+//! through `rsasl`). `rsasl`'s GSSAPI mechanism is itself built on `libgssapi`, behind a SASL
+//! framework (mechanism registry, callbacks, negotiation) that one fixed exchange does not
+//! need.
 //!
 //! # Blocking
 //! GSS-API calls block: the first step may ask the KDC for a service ticket over the network,
