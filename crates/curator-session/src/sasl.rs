@@ -7,10 +7,14 @@
 //!   Rust SASL crate ships it (`rsasl` has none). The server's answer to our response
 //!   (`rspauth`) is checked, so a server that does not know the password cannot pass for one
 //!   that does.
-//! - **GSSAPI** (Kerberos, feature `gssapi`) through MIT Kerberos with `libgssapi`.
+//! - **GSSAPI** (Kerberos, feature `gssapi`) through MIT Kerberos with `libgssapi` (RFC 4752;
+//!   see `gssapi.rs`). Its steps may block on the KDC, so they run on Tokio's blocking pool.
 //!
-//! A server that refuses the login answers with `AuthFailed`: the session ends with
-//! [`SessionState::AuthFailed`](crate::SessionState::AuthFailed).
+//! A server that refuses the login answers with `AuthFailed` (`SessionClosedRequireSaslAuth`
+//! when it requires SASL), and a mechanism that cannot go on (a wrong `rspauth`, no Kerberos
+//! credentials, a service the KDC does not know) fails it here: either way the session ends with
+//! [`SessionState::AuthFailed`](crate::SessionState::AuthFailed) and
+//! [`Error::AuthFailed`] naming why.
 
 use std::fmt;
 
@@ -143,6 +147,32 @@ pub(crate) trait Mechanism: Send {
     fn start(&mut self) -> Result<Vec<u8>, String>;
     /// The answer to the server's `challenge`.
     fn step(&mut self, challenge: &[u8]) -> Result<Step, String>;
+    /// Whether `start` and `step` may block (GSSAPI asks a KDC for tickets): they then run on
+    /// Tokio's blocking pool, so neither the runtime nor the connection's timeout waits on them.
+    fn blocks(&self) -> bool {
+        false
+    }
+}
+
+/// Runs `call` on `mechanism`, on the blocking pool when the mechanism blocks.
+async fn run<T: Send + 'static>(
+    mechanism: &mut Option<Box<dyn Mechanism>>,
+    call: impl FnOnce(&mut dyn Mechanism) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let mut owned = mechanism.take().ok_or("the login ended")?;
+    if !owned.blocks() {
+        let result = call(owned.as_mut());
+        *mechanism = Some(owned);
+        return result;
+    }
+    let (owned, result) = tokio::task::spawn_blocking(move || {
+        let result = call(owned.as_mut());
+        (owned, result)
+    })
+    .await
+    .map_err(|error| format!("the mechanism's task failed: {error}"))?;
+    *mechanism = Some(owned);
+    result
 }
 
 /// Runs the login on a fresh connection.
@@ -160,16 +190,19 @@ pub(crate) async fn exchange(
         )
     };
     let retry = |why: String| ConnectError::Retry(format!("SASL: {why}"));
-    let mut mechanism = sasl.mechanism(server).map_err(failed)?;
-    let mut token = mechanism.start().map_err(failed)?;
+    let mut mechanism = Some(sasl.mechanism(server).map_err(failed)?);
+    let mut token = run(&mut mechanism, |m| m.start()).await.map_err(failed)?;
     loop {
         let xid = shared.core.lock().next_xid();
         let mut out = BytesMut::new();
         put_request(&mut out, xid, &Request::Sasl(GetSaslRequest { token }));
-        writer
-            .write_all(&out)
-            .await
-            .map_err(|error| retry(error.to_string()))?;
+        // Flushed: a transport may hold written bytes until then (`AsyncWrite`'s contract),
+        // and the server's answer is awaited next.
+        let sent = async {
+            writer.write_all(&out).await?;
+            writer.flush().await
+        };
+        sent.await.map_err(|error| retry(error.to_string()))?;
         let reply = match reader.next().await {
             Some(Ok(ServerFrame::Reply(reply))) if reply.header.xid == xid => reply,
             Some(Ok(_)) => return Err(retry("an unexpected frame during the login".into())),
@@ -183,13 +216,18 @@ pub(crate) async fn exchange(
         let challenge = match reply.decode(OpCode::Sasl) {
             Ok(Ok(Response::Sasl(response))) => response.token,
             Ok(Ok(_)) => return Err(retry("not a SASL answer".into())),
-            Ok(Err(ErrorCode::AuthFailed)) => {
+            // A server that requires SASL (`enforceAuth`, `requireClientAuthScheme=sasl`) says
+            // so instead of AuthFailed, and closes the session.
+            Ok(Err(ErrorCode::AuthFailed | ErrorCode::SessionClosedRequireSaslAuth)) => {
                 return Err(failed("the server refused the login".into()));
             }
             Ok(Err(code)) => return Err(retry(format!("the server answered {code}"))),
             Err(error) => return Err(retry(error.to_string())),
         };
-        match mechanism.step(&challenge).map_err(failed)? {
+        match run(&mut mechanism, move |m| m.step(&challenge))
+            .await
+            .map_err(failed)?
+        {
             Step::Send(next) => token = next,
             Step::Done => return Ok(()),
         }
