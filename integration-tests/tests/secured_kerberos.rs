@@ -201,7 +201,7 @@ async fn kerberos_child() {
     let logs = captured.text();
     // (A pinned client with the wrong credentials never reaches the wire client.)
     if role != "bob-as-alice" {
-        assert!(logs.contains("zookeeper_client"), "nothing captured");
+        assert!(logs.contains("curator_session"), "nothing captured");
     }
     let dumps = capture::byte_dumps(&logs);
     assert!(dumps.is_empty(), "raw bytes in the logs: {:?}", &dumps[..1]);

@@ -153,7 +153,7 @@ async fn no_password_key_or_token_reaches_the_logs() {
     let logs = captured.text();
     // The capture saw the wire client's own detail, not only the framework's.
     assert!(
-        logs.contains("zookeeper_client"),
+        logs.contains("curator_session"),
         "nothing captured from the wire client"
     );
     assert!(logs.contains("TRACE") || logs.contains("DEBUG"));

@@ -97,6 +97,12 @@ impl CliError {
         };
         let detail = match &error {
             Error::NoNode => "no such node".to_owned(),
+            // A server that requires a login accepts the connection and refuses the first
+            // request of a client without one (or with one it does not accept).
+            Error::AuthFailed => "the server refused this client: it requires a login \
+                                  (--sasl-user and --sasl-password-file, or --kerberos), or \
+                                  refused the one given"
+                .to_owned(),
             other => other.to_string(),
         };
         Self {

@@ -380,10 +380,9 @@ impl CuratorFrameworkBuilder {
     /// Reports `Lost` (and abandons the session) once `Suspended` has lasted this percentage of
     /// the negotiated session timeout (1–100, default 100).
     ///
-    /// 0 turns the framework's own clock off and leaves the decision to the wire client: the
-    /// server's answer when a connection comes back, and otherwise the wire client's deadline of
-    /// 7/5 of the negotiated session timeout since it last heard from a server. So `Lost` still
-    /// comes during a long partition, only later than with the default.
+    /// 0 turns the framework's own clock off and leaves the decision to the server, as Curator
+    /// does with 0: `Lost` comes when a connection comes back and the server says the session
+    /// expired. During a partition that lasts, the state stays `Suspended`.
     pub fn simulated_session_expiration_percent(mut self, percent: u8) -> Self {
         if percent > 100 {
             return self.fail(Error::InvalidArgument(format!(

@@ -445,9 +445,6 @@ async fn check_identity(inner: &Inner, session: &WireSession) -> Result<(), Erro
 /// certificate with every server that could be reached, or (without TLS settings) servers that
 /// speak only TLS.
 async fn why_not(inner: &Inner, connect_string: &str, error: &Error) -> Option<Error> {
-    if *error == Error::AuthFailed {
-        return Some(Error::AuthFailed);
-    }
     let servers = crate::ensemble::servers(connect_string);
     #[cfg(feature = "kerberos")]
     if let Some(crate::security::SaslConfig {
@@ -460,6 +457,10 @@ async fn why_not(inner: &Inner, connect_string: &str, error: &Error) -> Option<E
         {
             return Some(failure);
         }
+    }
+    // (After Kerberos, whose refusal the diagnosis above explains better.)
+    if matches!(error, Error::AuthFailed | Error::IdentityNotGranted { .. }) {
+        return Some(error.clone());
     }
     let timeout = inner.settings.connection_timeout;
     match inner.connect_settings.tls.as_ref() {

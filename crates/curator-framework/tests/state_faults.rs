@@ -264,18 +264,17 @@ async fn a_session_expired_by_the_server_is_lost_then_replaced() {
         .unwrap();
 }
 
-/// `simulated_session_expiration_percent(0)` leaves `Lost` to the wire client: the server's word
-/// when a connection comes back, otherwise the wire client's own deadline (7/5 of the negotiated
-/// session timeout without hearing from a server). So a partition still ends in `Lost` on the
-/// client's clock, later than the default policy's.
+/// `simulated_session_expiration_percent(0)` leaves `Lost` to the server, as Curator does: the
+/// partition outlasts the session at the server (its ephemeral node goes), and the client still
+/// says `Suspended`; once the link is back, the server's word makes it `Lost`, then a new
+/// session `Reconnected`.
 #[tokio::test]
-async fn with_simulated_expiration_off_the_wire_client_still_declares_a_partition_lost() {
+async fn with_simulated_expiration_off_lost_comes_from_the_server() {
     let server = TestingServer::start().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let timing = Timing::new();
-    let session_timeout = timing.scale(Duration::from_secs(2));
     let client = support::builder(&proxy.connect_string())
-        .session_timeout(session_timeout)
+        .session_timeout(timing.scale(Duration::from_secs(2)))
         .connection_timeout(timing.scale(Duration::from_millis(800)))
         .simulated_session_expiration_percent(0)
         .build()
@@ -283,17 +282,36 @@ async fn with_simulated_expiration_off_the_wire_client_still_declares_a_partitio
     let mut states = client.connection_state_stream();
     client.start().await.unwrap();
     support::expect_states(&mut states, &[Connected]).await;
-    let negotiated = client.negotiated_session_timeout().unwrap();
-    let connected_at = tokio::time::Instant::now();
+    let root = support::create_root(&client, "expiration-off").await;
+    let node = client
+        .create()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path(&format!("{root}/mine"), b"")
+        .await
+        .unwrap();
+    let observer = support::started(support::builder(&server.connect_string())).await;
+    let (_, gone) = observer
+        .check_exists()
+        .watched()
+        .for_path(&node)
+        .await
+        .unwrap();
 
     proxy.pause();
-    support::expect_states(&mut states, &[Suspended, Lost]).await;
-    assert!(proxy.is_paused(), "Lost came without a server");
+    support::expect_states(&mut states, &[Suspended]).await;
+    let event = tokio::time::timeout(timing.forever(), gone).await.unwrap();
+    assert_eq!(
+        event.event_type,
+        EventType::NodeDeleted,
+        "the server expired the session"
+    );
+    use futures::FutureExt;
     assert!(
-        connected_at.elapsed() >= negotiated,
-        "Lost came before the session timeout: {:?} < {negotiated:?}",
-        connected_at.elapsed()
+        futures::StreamExt::next(&mut states)
+            .now_or_never()
+            .is_none(),
+        "no Lost on the client's own clock"
     );
     proxy.resume();
-    support::expect_states(&mut states, &[Reconnected]).await;
+    support::expect_states(&mut states, &[Lost, Reconnected]).await;
 }

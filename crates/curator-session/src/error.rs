@@ -33,6 +33,10 @@ pub enum Error {
     /// The server refused the session's credentials (an `auth` packet or SASL).
     #[error("authentication failed: {0}")]
     AuthFailed(String),
+    /// A SASL login was asked for and the server does not offer SASL (it would have made an
+    /// anonymous session).
+    #[error("SASL is not available: {0}")]
+    SaslUnavailable(String),
     /// The session was closed by its owner.
     #[error("session closed")]
     Closed,
@@ -65,6 +69,9 @@ impl Error {
             ErrorCode::SessionExpired => Error::SessionExpired,
             ErrorCode::ConnectionLoss => Error::ConnectionLoss,
             ErrorCode::AuthFailed => Error::AuthFailed("the server refused the credentials".into()),
+            ErrorCode::SessionClosedRequireSaslAuth => {
+                Error::AuthFailed("the server requires a SASL login and closed the session".into())
+            }
             code => Error::Server(code),
         }
     }

@@ -89,6 +89,15 @@ impl fmt::Debug for Sasl {
 }
 
 impl Sasl {
+    /// The mechanism's SASL name.
+    pub fn mechanism_name(&self) -> &'static str {
+        match self {
+            Sasl::DigestMd5 { .. } => "DIGEST-MD5",
+            #[cfg(feature = "gssapi")]
+            Sasl::Gssapi { .. } => "GSSAPI",
+        }
+    }
+
     /// DIGEST-MD5 as ZooKeeper servers expect it (digest URI `zookeeper/zk-sasl-md5`).
     pub fn digest_md5(user: impl Into<String>, password: impl Into<String>) -> Self {
         Sasl::DigestMd5 {
@@ -192,6 +201,7 @@ pub(crate) async fn exchange(
     let retry = |why: String| ConnectError::Retry(format!("SASL: {why}"));
     let mut mechanism = Some(sasl.mechanism(server).map_err(failed)?);
     let mut token = run(&mut mechanism, |m| m.start()).await.map_err(failed)?;
+    let mut first = true;
     loop {
         let xid = shared.core.lock().next_xid();
         let mut out = BytesMut::new();
@@ -224,6 +234,17 @@ pub(crate) async fn exchange(
             Ok(Err(code)) => return Err(retry(format!("the server answered {code}"))),
             Err(error) => return Err(retry(error.to_string())),
         };
+        if std::mem::take(&mut first) && challenge.is_empty() {
+            // A server without SASL answers the login with nothing (its SASL server is
+            // missing) and would go on with an anonymous session.
+            return Err(ConnectError::Terminal(
+                SessionState::AuthFailed,
+                Error::SaslUnavailable(format!(
+                    "{server} answered the {} login with nothing: SASL is not enabled on it, or on that port",
+                    sasl.mechanism_name()
+                )),
+            ));
+        }
         match run(&mut mechanism, move |m| m.step(&challenge))
             .await
             .map_err(failed)?

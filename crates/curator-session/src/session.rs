@@ -22,12 +22,12 @@
 //! When a connection breaks, the requests waiting on it fail with
 //! [`Error::ConnectionLoss`], the state becomes [`SessionState::Disconnected`], and the driver
 //! connects to the next server with the same session (its last seen zxid, so a server behind
-//! it refuses and the next is tried), replays credentials and sets every watch again. It keeps
-//! trying until a server says the session expired, the owner closes it, or no server was heard
-//! from for 7/5 of the negotiated timeout: the server has then gone a whole timeout without
-//! hearing from this client (unless only its answers were lost), so the session is over there
-//! or soon will be, and it ends here as [`SessionState::Expired`] too. (ZooKeeper's Java client
-//! waits for a server's word however long that takes.)
+//! it refuses and the next is tried), replays credentials and sets every watch again. The
+//! server ends the session, not the client (as with ZooKeeper's Java client): the driver keeps
+//! trying until a server says the session expired, or the owner closes it. A server that was
+//! down for longer than the timeout may still have the session (a restarted server gives the
+//! sessions it loads a fresh timeout); an owner that wants a deadline of its own, as
+//! curator-framework's simulated expiration is, closes the session when it passes.
 //!
 //! # Timing (and how it compares with ZooKeeper's Java client)
 //! With `T` the negotiated session timeout and `n` servers in the list:
@@ -981,8 +981,19 @@ impl Shared {
                     }
                 }
                 _ => {
+                    // A server that requires SASL answers anything else with this code and
+                    // closes the session.
+                    let refused = reply.header.err == ErrorCode::SessionClosedRequireSaslAuth;
                     if let Err(why) = self.answer(link_id, reply) {
                         return LinkEnd::Lost(why);
+                    }
+                    if refused {
+                        return LinkEnd::Terminal(
+                            SessionState::AuthFailed,
+                            Error::AuthFailed(
+                                "the server requires a SASL login and closed the session".into(),
+                            ),
+                        );
                     }
                 }
             }
@@ -1132,15 +1143,6 @@ impl Shared {
 
     // ---- the driver ----
 
-    /// No server was heard from for 7/5 of the negotiated timeout: the server has gone a whole
-    /// timeout without hearing from this client (unless only its answers were lost), so the
-    /// session is over there, or soon will be.
-    fn silent_too_long(&self) -> bool {
-        let negotiated = self.core.lock().negotiated;
-        let heard = self.base + Duration::from_micros(self.last_heard.load(Ordering::Relaxed));
-        heard.elapsed() > negotiated * 7 / 5
-    }
-
     async fn drive(self: Arc<Self>, first: Running) {
         let mut running = Some(first);
         let mut backoff = BACKOFF_START;
@@ -1148,13 +1150,6 @@ impl Shared {
             let current = match running.take() {
                 Some(current) => current,
                 None => {
-                    if self.silent_too_long() {
-                        tracing::warn!(
-                            "no server heard from for 7/5 of the session timeout: the session is given up as expired"
-                        );
-                        self.terminate(SessionState::Expired, &Error::SessionExpired);
-                        break;
-                    }
                     let (server, round_done) = self.core.lock().hosts.next();
                     if round_done {
                         let pause = jitter(backoff);

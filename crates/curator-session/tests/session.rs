@@ -373,3 +373,18 @@ async fn no_server_names_every_reason() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A SASL login asked of a server without SASL: the server would go on with an anonymous
+/// session; the session refuses instead of running as someone it was not asked to be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sasl_login_to_a_server_without_sasl_is_refused() {
+    let server = TestingServer::start().await.unwrap();
+    let result = Session::connect(
+        config(&server.connect_string()).sasl(curator_session::Sasl::digest_md5("bob", "secret")),
+    )
+    .await;
+    match result {
+        Err(Error::SaslUnavailable(reason)) => assert!(reason.contains("not enabled"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
