@@ -203,11 +203,14 @@ pub(crate) fn usage_error(error: &clap::Error, json: bool) -> ExitCode {
 /// - after an option that takes a value (`--grace -5`): `-- -5` would not give it to the option.
 ///   With `=` it would (`--grace=-5`): when the option refuses that value, its reason is the
 ///   message; when it takes it, the tip says to write it so.
-/// - in a command whose `--` starts CMD (`lock /l -5 -- job`): `-- -5` would make `-5` the
-///   command to run.
+/// - in a command whose `--` starts CMD (`lock /l -5 -- job`, `lock /l --timout 5s -- job`):
+///   `-- -5` would make `-5` the command to run. clap's other tips (a similar option's name)
+///   stay; without one, the message says that what follows `--` is CMD.
+/// - where `-- -5` is refused too (`ui /a --port 8080`: every positional is given): the usage
+///   line instead.
 ///
-/// `None` where clap's tip is right (a positional value of a command without CMD), or for other
-/// errors. `args` are the process's arguments, the program first.
+/// `None` where clap's tip is right (a positional value of a command without CMD, `set /x -1`),
+/// or for other errors. `args` are the process's arguments, the program first.
 fn hyphen_value(error: &clap::Error, args: &[String]) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if error.kind() != ErrorKind::UnknownArgument {
@@ -216,7 +219,7 @@ fn hyphen_value(error: &clap::Error, args: &[String]) -> Option<String> {
     let Some(ContextValue::String(found)) = error.get(ContextKind::InvalidArg) else {
         return None;
     };
-    if !found.starts_with('-') || found.starts_with("--") {
+    if !found.starts_with('-') {
         return None;
     }
     // Before any `--` (what follows it is CMD); clap names `-5` of `-5s`.
@@ -227,12 +230,13 @@ fn hyphen_value(error: &clap::Error, args: &[String]) -> Option<String> {
     let index = (1..end).find(|&i| args[i].starts_with(found.as_str()))?;
     let value = &args[index];
     let option = &args[index - 1];
-    let takes_value = option
-        .strip_prefix("--")
-        .filter(|long| !long.is_empty() && !long.contains('='))
-        .is_some_and(|long| {
-            takes_value(&<crate::args::Cli as clap::CommandFactory>::command(), long)
-        });
+    let takes_value = !found.starts_with("--")
+        && option
+            .strip_prefix("--")
+            .filter(|long| !long.is_empty() && !long.contains('='))
+            .is_some_and(|long| {
+                takes_value(&<crate::args::Cli as clap::CommandFactory>::command(), long)
+            });
     if takes_value {
         let mut joined = args.to_vec();
         joined.splice(index - 1..=index, [format!("{option}={value}")]);
@@ -257,12 +261,35 @@ fn hyphen_value(error: &clap::Error, args: &[String]) -> Option<String> {
     let usage = rendered
         .lines()
         .find_map(|line| line.trim().strip_prefix("Usage: "))?;
-    usage.contains("-- <CMD>").then(|| {
-        format!(
+    let gist = first_line(&rendered);
+    let dash_tip = format!(" (tip: to pass '{found}' as a value, use '-- {found}')");
+    if usage.contains("-- <CMD>") {
+        let gist = gist.replace(&dash_tip, "");
+        if gist.contains("(tip: ") {
+            return Some(gist);
+        }
+        return Some(format!(
             "unexpected argument '{value}' found (tip: no option is named '{value}', and what \
              comes after `--` is CMD, the command to run: {usage})"
-        )
-    })
+        ));
+    }
+    if !gist.contains(&dash_tip) {
+        return None;
+    }
+    // The tip applied: right when it parses (`set /x -- -1` sets "-1").
+    let mut tipped = args[..end].to_vec();
+    tipped.insert(index, "--".to_owned());
+    tipped.extend_from_slice(&args[end..]);
+    if <crate::args::Cli as clap::Parser>::try_parse_from(&tipped).is_ok() {
+        return None;
+    }
+    let gist = gist.replace(&dash_tip, "");
+    if gist.contains("(tip: ") {
+        return Some(gist);
+    }
+    Some(format!(
+        "{gist} (tip: no option is named '{found}': {usage})"
+    ))
 }
 
 /// The gist of a clap message in one line: its first line, with the list that a trailing colon
@@ -335,8 +362,23 @@ mod tests {
         // A flag takes no value: not the '=' tip.
         let flag = said(&["lock", "/l", "--json", "-5", "--", "true"]).unwrap();
         assert!(flag.contains("is CMD"), "{flag}");
+        // An unknown long option where `--` starts CMD: clap's similar name, not `-- --timout`.
+        let similar = said(&["lock", "/l", "--timout", "5s", "--", "true"]).unwrap();
+        assert!(
+            similar.contains("similar argument exists: '--timeout'"),
+            "{similar}"
+        );
+        assert!(!similar.contains("'-- --timout'"), "{similar}");
+        // Where `-- --port` would be refused too (every positional is given): the usage.
+        let port = said(&["ui", "/a", "--port", "1"]).unwrap();
+        assert!(
+            port.contains("no option is named '--port': curator ui"),
+            "{port}"
+        );
+        assert!(!port.contains("'-- --port'"), "{port}");
         // Where clap's tip is right (a positional of a command without CMD), it stays.
         assert_eq!(said(&["set", "/x", "-1"]), None);
+        assert_eq!(said(&["set", "/x", "--y"]), None);
         assert_eq!(said(&["bogus"]), None);
     }
 

@@ -725,6 +725,54 @@ async fn hyphen_values_get_a_true_tip() {
     );
 }
 
+/// An option no command has: clap's tip `use '-- --x'` would make it CMD where `--` starts
+/// CMD, and is refused again where every positional is already given; it is left out there (a
+/// similar option's name stays), and kept where it is right.
+#[test]
+fn unknown_options_get_no_tip_that_fails() {
+    for (args, says, never) in [
+        (
+            &["lock", "/a", "--timout", "5s", "--", "true"][..],
+            "a similar argument exists: '--timeout'",
+            "use '-- --timout'",
+        ),
+        (
+            &["lock", "/a", "--id", "x", "--", "true"],
+            "after `--` is CMD",
+            "use '-- --id'",
+        ),
+        (
+            &["ui", "/a", "--port", "8080"],
+            "no option is named '--port': curator ui",
+            "use '-- --port'",
+        ),
+        (
+            &["create", "/a", "x", "--acl", "auth::cdrwa"],
+            "no option is named '--acl': curator create",
+            "use '-- --acl'",
+        ),
+        (
+            &["ui", "/a", "-5"],
+            "no option is named '-5': curator ui",
+            "use '-- -5'",
+        ),
+    ] {
+        let output = run(curator("127.0.0.1:1", args));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {says:?} not in {stderr}");
+        assert!(!stderr.contains(never), "{args:?}: {stderr}");
+    }
+    // Where the value can be a positional, clap's tip is right and stays.
+    let set = run(curator("127.0.0.1:1", &["set", "/a", "--x"]));
+    assert!(
+        text(&set.stderr).contains("use '-- --x'"),
+        "{}",
+        text(&set.stderr)
+    );
+}
+
 /// A refused version says the node's version; a delete refused for children suggests `-r`; a
 /// refusal by the ACL names the session's identities.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

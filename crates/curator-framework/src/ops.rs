@@ -190,8 +190,13 @@ where
         Counters::bump(&inner.counters.retries);
         crate::metrics::operation_retried(op);
         retry_count = retry_count.saturating_add(1);
+        // The pause ends with the client's close too: it may be long, and what follows it would
+        // fail with `Closed` anyway.
         if !sleep.is_zero() {
-            tokio::time::sleep(sleep).await;
+            tokio::select! {
+                () = tokio::time::sleep(sleep) => {}
+                () = inner.cancel.cancelled() => return Err(Error::Closed),
+            }
         }
         submitted = submit(inner, namespace.as_ref(), &attempt, retry_count);
     }

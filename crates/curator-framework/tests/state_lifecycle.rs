@@ -398,3 +398,38 @@ async fn close_ends_watches_and_requests_while_the_link_is_down() {
     assert_eq!(read.unwrap_err(), Error::Closed);
     proxy.resume();
 }
+
+/// An operation pausing between attempts (the connection down, the retry policy's pause long)
+/// fails with `Closed` as soon as the client closes, not when its pause ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_an_operation_pausing_between_retries() {
+    let mut server = TestingServer::start_dedicated().await.unwrap();
+    let client = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(Duration::from_secs(60))
+        .connection_timeout(Duration::from_millis(200))
+        .max_close_wait(Duration::from_millis(500))
+        // A pause far longer than the bound below.
+        .retry_policy(RetryNTimes::new(3, Duration::from_secs(120)))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+
+    server.stop().unwrap();
+    let read = tokio::spawn(client.get_data().for_path("/").into_future());
+    // The first attempt gave up waiting for a connection: the pause has begun.
+    curator_test::eventually("the first retry", || async {
+        client.metrics().retries >= 1
+    })
+    .await;
+    client.close().await;
+    let read = tokio::time::timeout(Timing::new().wait(), read)
+        .await
+        .expect("the operation must end with the client, not after its pause")
+        .unwrap();
+    assert_eq!(read.unwrap_err(), Error::Closed);
+}

@@ -45,3 +45,46 @@ fn unknown_flags_and_bad_counts_are_refused() {
         assert!(stderr.contains("--help"), "{args:?}: {stderr}");
     }
 }
+
+/// With `--until-stdin-closes`, a signal still stops it (and the server): the thread that waits
+/// for standard input to close must not keep the process alive after SIGTERM.
+#[test]
+fn sigterm_stops_it_while_stdin_stays_open() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::Instant;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_curator-test-server"))
+        .arg("--until-stdin-closes")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("curator-test-server runs");
+    // Open until the end of the test: only the signal may stop the server.
+    let _stdin = child.stdin.take().expect("stdin");
+    let mut connect = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut connect)
+        .expect("reading the connect string");
+    assert!(connect.trim().contains(':'), "{connect:?}");
+
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let deadline = Instant::now() + curator_test::Timing::new().wait();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("curator-test-server still runs after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}

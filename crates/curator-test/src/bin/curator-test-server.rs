@@ -58,12 +58,16 @@ async fn main() {
     let _ = std::io::stdout().flush();
 
     if options.until_stdin_closes {
-        let stdin_closed = tokio::task::spawn_blocking(|| {
+        // A thread of its own, not `spawn_blocking`: the runtime waits for blocking tasks when it
+        // shuts down, so a read of a still-open stdin would keep the process alive after a signal.
+        let (closed, stdin_closed) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
             let mut line = String::new();
             let mut stdin = std::io::stdin().lock();
             while stdin.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
                 line.clear();
             }
+            drop(closed);
         });
         tokio::select! {
             _ = stdin_closed => {}
