@@ -55,6 +55,21 @@ async fn learned(
     .expect("the configuration arrives")
 }
 
+/// Which member the client's session is connected to now (the client has tracked the members,
+/// and may have moved among them: the list a client is given grows, and a fair share moves).
+async fn connected_member(cluster: &TestingCluster, client: &CuratorFramework) -> usize {
+    // (None while the session moves.)
+    curator_test::eventually("a connected server", || {
+        let connected = client.connected_server().is_some();
+        async move { connected }
+    })
+    .await;
+    let server = client.connected_server().expect("connected");
+    (0..cluster.len())
+        .find(|&i| cluster.member_connect_string(i) == server)
+        .unwrap_or_else(|| panic!("{server} is no member"))
+}
+
 async fn wait_for_state(
     states: &mut curator_framework::listen::ListenerStream<ConnectionState>,
     wanted: ConnectionState,
@@ -108,13 +123,21 @@ async fn a_client_given_one_member_learns_the_others_and_uses_them_with_its_chro
     assert_eq!(addresses, expected, "the members' client addresses");
     assert_eq!(untracked.ensemble(), None, "tracking off reads nothing");
 
-    // Member 0 dies and both sessions are given up: the tracked client's next session goes to the
-    // members it learned, under its chroot; the untracked one knows only member 0.
+    // The tracked client's member dies: its session fails over to the other members it
+    // learned, under its chroot, keeping the session; an untracked client given that member
+    // alone knows no other.
+    let on = connected_member(&cluster, &tracked).await;
+    let stranded = client(
+        &format!("{}{root}", cluster.member_connect_string(on)),
+        false,
+    )
+    .await;
     let mut tracked_states = tracked.connection_state_stream();
-    // (Suspended for the session timeout, the client gives the session up.)
-    cluster.kill(0).unwrap();
-    wait_for_state(&mut tracked_states, ConnectionState::Lost).await;
+    let session = tracked.session_id();
+    cluster.kill(on).unwrap();
+    wait_for_state(&mut tracked_states, ConnectionState::Suspended).await;
     wait_for_state(&mut tracked_states, ConnectionState::Reconnected).await;
+    assert_eq!(tracked.session_id(), session, "the same session");
     tracked
         .create()
         .for_path("/written-after", b"x")
@@ -129,10 +152,14 @@ async fn a_client_given_one_member_learns_the_others_and_uses_them_with_its_chro
         .unwrap();
     assert_eq!(under_chroot.0, b"x", "the chroot was kept");
     assert!(
-        !untracked.is_connected(),
+        !stranded.is_connected(),
         "without tracking the client keeps the one server it was given"
     );
-    for client in [tracked, untracked, admin] {
+    assert_ne!(
+        tracked.connected_server(),
+        Some(cluster.member_connect_string(on))
+    );
+    for client in [tracked, untracked, stranded, admin] {
         client.close().await;
     }
 }
@@ -248,14 +275,21 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
     };
 
     // Member id 1 leaves the ensemble (it keeps serving its clients as a non-voting follower,
-    // so nothing breaks the connection): the client moves to the members by itself.
+    // so nothing breaks the connection): the client moves to the members by itself, without a
+    // disconnection (requests made meanwhile wait, none fails).
     let config = admin
         .reconfig()
         .leaving([cluster.member_id(0)])
         .await
         .unwrap();
     assert!(config.member(cluster.member_id(0)).is_none());
-    wait_for_state(&mut states, ConnectionState::Reconnected).await;
+    curator_test::eventually("the session moves off the removed member", || {
+        let moved = client
+            .connected_server()
+            .is_some_and(|server| server != only);
+        async move { moved }
+    })
+    .await;
     assert_eq!(client.session_id(), session, "the same session");
     cluster.stop_member(0).unwrap();
     done.cancel();
@@ -309,7 +343,7 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
     {
         seen.push(state);
     }
-    assert!(!seen.contains(&ConnectionState::Lost), "no Lost: {seen:?}");
+    assert!(seen.is_empty(), "no state change: {seen:?}");
     let mut events = Vec::new();
     while let Ok(Some(event)) =
         tokio::time::timeout(Duration::from_millis(100), latch_events.next()).await
@@ -434,20 +468,21 @@ async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_wi
         "the next connection's servers include the new member"
     );
 
-    // Member 0, the client's only server, moves to a new port: its old address dies with the
-    // client's connection, and the configuration names the new one. The client asks the
-    // members it learned, finds its server gone from the configuration and moves there, in the
-    // same session.
+    // The client's member moves to a new port: its old address dies with the client's
+    // connection, which fails over to another member it learned, in the same session; there
+    // the client reads the configuration naming the new address and takes it.
     let session = client.session_id();
     let mut states = client.connection_state_stream();
-    let moved_id = cluster.member_id(0);
-    let spec = cluster.move_member_to_new_port(0).await.unwrap();
-    admin.reconfig().joining([spec]).await.unwrap();
+    let on = connected_member(&cluster, &client).await;
+    let moved_id = cluster.member_id(on);
+    let spec = cluster.move_member_to_new_port(on).await.unwrap();
+    wait_for_state(&mut states, ConnectionState::Suspended).await;
     wait_for_state(&mut states, ConnectionState::Reconnected).await;
+    admin.reconfig().joining([spec]).await.unwrap();
     assert_eq!(client.session_id(), session, "the same session");
     let config = learned(&client, |c| {
         c.member(moved_id).and_then(|m| m.client_address())
-            == Some(cluster.member_connect_string(0))
+            == Some(cluster.member_connect_string(on))
     })
     .await;
     assert_eq!(config.members.len(), 4);
@@ -469,7 +504,97 @@ async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_wi
     {
         seen.push(state);
     }
-    assert!(!seen.contains(&ConnectionState::Lost), "no Lost: {seen:?}");
+    assert!(seen.is_empty(), "no state change: {seen:?}");
     client.close().await;
     admin.close().await;
+}
+
+/// What a client given one member of three gets from following the ensemble: when its member
+/// stops, or is cut off from the others (and so stops serving), for longer than the session
+/// timeout while the other two keep a quorum, the session fails over to them and keeps its lock:
+/// nobody else acquires it meanwhile, and its holder releases it after.
+async fn a_lock_outlives_the_loss_of_its_member(cut_off: bool) {
+    use curator_locks::InterProcessMutex;
+    let mut cluster = if cut_off {
+        TestingCluster::builder(3)
+            .partitionable()
+            .start()
+            .await
+            .unwrap()
+    } else {
+        TestingCluster::start(3).await.unwrap()
+    };
+    let root = unique_root("ensemble-failover");
+    let lock_path = format!("{root}/lock");
+    let session_timeout = Timing::new().session_timeout();
+    let holder = curator_testkit::started(
+        curator_testkit::builder(&cluster.member_connect_string(0), session_timeout)
+            .ensemble_tracking(true),
+    )
+    .await;
+    learned(&holder, |c| c.members.len() == 3).await;
+    let session = holder.session_id();
+    let mutex = InterProcessMutex::builder(holder.clone(), &lock_path)
+        .build()
+        .unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let mut states = holder.connection_state_stream();
+
+    // (The list grew from one member to three: the session may have moved already.)
+    let on = connected_member(&cluster, &holder).await;
+    if cut_off {
+        cluster.isolate(on).unwrap();
+    } else {
+        cluster.kill(on).unwrap();
+    }
+    wait_for_state(&mut states, ConnectionState::Suspended).await;
+    wait_for_state(&mut states, ConnectionState::Reconnected).await;
+    assert_eq!(holder.session_id(), session, "the same session");
+    // A contender on the other members waits longer than the session timeout, in vain.
+    let others: Vec<String> = (0..3)
+        .filter(|&i| i != on)
+        .map(|i| cluster.member_connect_string(i))
+        .collect();
+    let contender = curator_testkit::started(
+        curator_testkit::builder(&others.join(","), session_timeout).ensemble_tracking(false),
+    )
+    .await;
+    let rival = InterProcessMutex::builder(contender.clone(), &lock_path)
+        .build()
+        .unwrap();
+    assert!(
+        rival
+            .acquire_timeout(session_timeout * 3 / 2)
+            .await
+            .unwrap()
+            .is_none(),
+        "the lock stays held past the session timeout"
+    );
+    assert_eq!(holder.session_id(), session, "still the same session");
+    let mut seen = Vec::new();
+    while let Ok(Some(state)) = tokio::time::timeout(Duration::from_millis(50), states.next()).await
+    {
+        seen.push(state);
+    }
+    assert!(!seen.contains(&ConnectionState::Lost), "no Lost: {seen:?}");
+    // The holder still owns its node and releases it; then the rival gets it.
+    guard.release().await.unwrap();
+    let taken = rival.acquire_timeout(Timing::new().wait()).await.unwrap();
+    assert!(taken.is_some(), "the lock passes on once released");
+    drop(taken);
+    if cut_off {
+        cluster.heal().unwrap();
+    }
+    contender.close().await;
+    holder.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_given_one_member_keeps_its_session_and_lock_when_that_member_stops() {
+    a_lock_outlives_the_loss_of_its_member(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_given_one_member_keeps_its_session_and_lock_when_that_member_is_cut_off() {
+    a_lock_outlives_the_loss_of_its_member(true).await;
 }

@@ -59,10 +59,6 @@ pub(crate) struct Inner {
     pub(crate) inject_expiry: tokio::sync::Notify,
     /// The ensemble's configuration as followed through the sessions.
     pub(crate) ensemble: crate::ensemble::Tracker,
-    /// Connections the session moved away from, kept until their wire client gives up (or the
-    /// client closes): dropping a wire client that can still reach a server would close the
-    /// session there.
-    pub(crate) retired: Mutex<Vec<Arc<WireSession>>>,
 }
 
 impl fmt::Debug for Inner {
@@ -269,7 +265,6 @@ impl CuratorFramework {
         );
         let inner = Arc::new(Inner {
             ensemble,
-            retired: Mutex::new(Vec::new()),
             connect_settings,
             lifecycle: Mutex::new(FrameworkState::Latent),
             slot: Slot::default(),
@@ -371,6 +366,21 @@ impl CuratorFramework {
     /// The session timeout the server granted to the current session.
     pub fn negotiated_session_timeout(&self) -> Option<Duration> {
         self.inner.slot.session().map(|s| s.negotiated_timeout())
+    }
+
+    /// The server (`host:port`) the session is connected to now, `None` while it is not. It
+    /// changes within a session when the connection fails over to another server or the
+    /// session moves (a new ensemble membership, a read-write server found).
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) {
+    /// if let Some(server) = client.connected_server() {
+    ///     println!("talking to {server}");
+    /// }
+    /// # }
+    /// ```
+    pub fn connected_server(&self) -> Option<String> {
+        self.inner.slot.connected_session()?.server()
     }
 
     /// Waits until a session is connected.

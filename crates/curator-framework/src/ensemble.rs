@@ -86,45 +86,4 @@ mod tests {
         assert_eq!(chroot("a:1,b:2"), None);
         assert_eq!(chroot("a:1/"), None);
     }
-
-    #[tokio::test]
-    async fn when_a_connection_moves_and_when_it_asks_the_members() {
-        let tracker = Tracker::new(
-            true,
-            true,
-            Some("/app".into()),
-            crate::listen::ListenerContainer::new("ensemble"),
-        );
-        let config = |a_port: u16| {
-            EnsembleConfig::parse(&format!(
-                "server.1=a:10:11;a:{a_port}\nserver.2=b:20:21;b:2\nserver.3=c:30:31;c:3\nversion={a_port:x}"
-            ))
-            .unwrap()
-        };
-        assert!(tracker.update(config(1)));
-        assert!(
-            !tracker.update(config(1)),
-            "the same configuration is no news"
-        );
-        assert_eq!(tracker.connect_string().as_deref(), Some("a:1,b:2,c:3/app"));
-        // A connection to one member: it stays, and while it is down the others are asked.
-        assert_eq!(tracker.should_move("a:1/app"), None);
-        assert!(tracker.should_move("x:9/app").is_some());
-        assert_eq!(
-            tracker.probe_target("a:1/app").as_deref(),
-            Some("a:1,b:2,c:3/app")
-        );
-        assert_eq!(
-            tracker.probe_target("c:3,b:2,a:1/app"),
-            None,
-            "it knows them all"
-        );
-        // Member 1 moved to port 7: the connection to its old address moves.
-        assert!(tracker.update(config(7)));
-        assert_eq!(
-            tracker.should_move("a:1/app").as_deref(),
-            Some("a:7,b:2,c:3/app")
-        );
-        assert!(!tracker.update(config(1)), "an older version is ignored");
-    }
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::Inner;
-use crate::ensemble::EnsembleConfig;
 use crate::error::Error;
 use crate::state::ConnectionState;
 use crate::wire::{WireSession, WireState};
@@ -21,9 +20,6 @@ enum Ended {
     Closing,
     /// `inject_session_expiration` asked for the session to end.
     Injected,
-    /// The session's servers all left the ensemble, and the session was taken over through a
-    /// connection to the members the configuration names.
-    Moved(WireSession),
 }
 
 /// Runs until the client closes. At most one session exists at a time: a session is dropped
@@ -44,7 +40,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             () = cancel.cancelled() => break,
             result = connect(&inner, &connect_string) => result,
         };
-        let mut session = match attempt {
+        let session = match attempt {
             Ok(session) => Arc::new(session),
             Err(definitive) => {
                 failures = failures.saturating_add(1);
@@ -81,38 +77,12 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         });
         ever_connected = true;
         follow_ensemble(&inner, &session);
-
-        let ended = loop {
-            match monitor(&inner, &session, &mut watcher).await {
-                Ended::Moved(next) => {
-                    tracing::info!(
-                        session_id = format_args!("{:#x}", next.session_id()),
-                        from = session.connect_string(),
-                        to = next.connect_string(),
-                        "the session's servers left the ensemble; the session moved"
-                    );
-                    // Watches set through the old connection end now; `Reconnected` makes
-                    // recipes re-read and watch again. A move made while connected publishes no
-                    // `Suspended` first: the session was never without a connection (so holds
-                    // survive it under the standard error policy).
-                    session.retire();
-                    keep_until_gone(&inner, std::mem::replace(&mut session, Arc::new(next)));
-                    watcher = session.state_watcher();
-                    inner.install_session(Arc::clone(&session));
-                    inner.publish_state(ConnectionState::Reconnected);
-                    follow_ensemble(&inner, &session);
-                }
-                ended => break ended,
-            }
-        };
+        let ended = monitor(&inner, &session, &mut watcher).await;
         inner.remove_session();
-        // A move kept the session (same id), so its lifetime runs on through it.
         crate::metrics::session_ended(established.elapsed());
         match ended {
             Ended::Closing => {
-                close_session(session, watcher, inner.settings.max_close_wait).await;
-                // Only now: the session is closed, so what these send on their way out is moot.
-                inner.retired.lock().clear();
+                close_session(session, inner.settings.max_close_wait).await;
                 break;
             }
             Ended::Injected => {
@@ -120,16 +90,17 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     session_id = format_args!("{:#x}", session.session_id()),
                     "ending the session on request"
                 );
-                close_session(session, watcher, inner.settings.max_close_wait).await;
+                close_session(session, inner.settings.max_close_wait).await;
                 inner.publish_state(ConnectionState::Lost);
             }
-            Ended::Moved(_) => unreachable!("handled above"),
             Ended::Lost => {
                 tracing::warn!(
                     session_id = format_args!("{:#x}", session.session_id()),
                     "ZooKeeper session lost"
                 );
-                drop(session);
+                // Given up here: it must not come back on its own (a connection that returns
+                // would otherwise take the session up again beside the next one).
+                close_session(session, Duration::ZERO).await;
                 inner.publish_state(ConnectionState::Lost);
             }
         }
@@ -138,7 +109,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
 
 /// Follows the ensemble's configuration through `session` (a client task), when tracking is on:
 /// reads it with a watch, hands each new one to the tracker, and reads again when the watch
-/// fires. Ends with the session (lost, moved, closed) or when the server has no configuration.
+/// fires. Ends with the session (lost or closed) or when the server has no configuration.
 fn follow_ensemble(inner: &Arc<Inner>, session: &Arc<WireSession>) {
     if !inner.ensemble.follow {
         return;
@@ -160,26 +131,29 @@ async fn follow_config(inner: &Inner, session: std::sync::Weak<WireSession>) {
         let Some(current) = session.upgrade() else {
             return;
         };
-        if current.is_retired() || current.state().is_terminal() {
+        if current.state().is_terminal() {
             return;
         }
         match current.get_config_watched().await {
             Ok((data, _stat, watcher)) => {
-                drop(current);
                 match crate::ensemble::EnsembleConfig::parse(&String::from_utf8_lossy(&data)) {
                     // A standalone server has no configuration to follow.
                     Ok(config) if config.members.is_empty() => return,
                     Ok(config) => {
-                        inner.ensemble.update(config);
+                        // The session takes the members before anyone hears of them.
+                        inner
+                            .ensemble
+                            .update_then(config, || use_members(inner, &current));
                     }
                     Err(error) => {
                         inner.report_error("ensemble tracking", error.to_string());
                         return;
                     }
                 }
+                drop(current);
                 let event = watcher.changed().await;
                 if event.event_type == crate::types::EventType::Session {
-                    // The session ended or moved; the next one follows anew.
+                    // The session ended; the next one follows anew.
                     return;
                 }
             }
@@ -203,31 +177,17 @@ async fn follow_config(inner: &Inner, session: std::sync::Weak<WireSession>) {
     }
 }
 
-/// Keeps a connection the session moved away from until its wire client reports the session
-/// ended there (it expires locally once it cannot reconnect for the session timeout, or gets
-/// `SessionMoved`), or the client closes.
-fn keep_until_gone(inner: &Arc<Inner>, old: Arc<WireSession>) {
-    let mut state = old.state_watcher();
-    if old.state().is_terminal() {
+/// Gives the session the members of the followed configuration as its server list (when the
+/// client uses the configuration for connecting): it rebalances, and fails over among them.
+fn use_members(inner: &Inner, session: &WireSession) {
+    let Some(members) = inner.ensemble.connect_string() else {
         return;
+    };
+    match session.update_server_list(&members) {
+        Ok(true) => tracing::info!(%members, "new ensemble members: this session moves"),
+        Ok(false) => tracing::debug!(%members, "new ensemble members: this session stays"),
+        Err(error) => tracing::warn!(%error, %members, "could not take the ensemble's members"),
     }
-    let key = Arc::downgrade(&old);
-    inner.retired.lock().push(old);
-    let (task_inner, cancel) = (Arc::clone(inner), inner.cancel.clone());
-    inner.tasks.spawn(async move {
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => {}
-            () = async {
-                while !state.changed().await.is_terminal() {}
-            } => {
-                task_inner
-                    .retired
-                    .lock()
-                    .retain(|s| !std::ptr::eq(Arc::as_ptr(s), key.as_ptr()));
-            }
-        }
-    });
 }
 
 /// Follows one session until it is lost or the client closes.
@@ -240,62 +200,12 @@ async fn monitor(
     let percent = u32::from(inner.settings.simulated_expiration_percent);
     let lost_after = (percent > 0).then(|| session.negotiated_timeout() * percent / 100);
     let mut suspended_at: Option<Instant> = None;
-    // A takeover of the session through the ensemble's current members, while disconnected
-    // from servers that all left it; and when to try again after one failed.
-    let mut moving: Option<futures::future::BoxFuture<'_, Result<WireSession, Error>>> = None;
-    let mut next_move: Option<Instant> = None;
-    // While disconnected from servers that are not all the members: a read of the
-    // configuration from the members (a member may have moved away from this connection's
-    // servers, which cannot tell it), and when to read next.
-    let mut probing: Option<futures::future::BoxFuture<'_, Option<EnsembleConfig>>> = None;
-    let mut next_probe: Option<Instant> = None;
+    // A configuration learned by an earlier session: this one takes it too.
+    use_members(inner, session);
     loop {
         let deadline = suspended_at.zip(lost_after).map(|(at, after)| at + after);
-        if moving.is_none() && next_move.is_none_or(|at| at <= Instant::now()) {
-            next_move = None;
-            if let Some(target) = inner.ensemble.should_move(session.connect_string()) {
-                tracing::info!(
-                    from = session.connect_string(),
-                    to = target,
-                    "no server of this connection is an ensemble member; moving the session"
-                );
-                let settings = &inner.connect_settings;
-                moving = Some(Box::pin(async move {
-                    session.reattach(settings, &target).await
-                }));
-            }
-        }
         tokio::select! {
             () = cancel.cancelled() => return Ended::Closing,
-            moved = async { moving.as_mut().expect("guarded").await }, if moving.is_some() => {
-                moving = None;
-                match moved {
-                    Ok(next) => return Ended::Moved(next),
-                    Err(error) => {
-                        tracing::warn!(%error, "could not move the session; trying again");
-                        next_move = Some(Instant::now() + Duration::from_secs(1));
-                    }
-                }
-            }
-            () = sleep_until(next_move), if moving.is_none() => {}
-            () = sleep_until(next_probe), if probing.is_none() && next_probe.is_some() => {
-                next_probe = None;
-                if let Some(target) = inner.ensemble.probe_target(session.connect_string()) {
-                    probing = Some(Box::pin(probe(inner, target)));
-                }
-            }
-            config = async { probing.as_mut().expect("guarded").await }, if probing.is_some() => {
-                probing = None;
-                if let Some(config) = config {
-                    // News wakes the loop, which moves the session if its servers left.
-                    inner.ensemble.update(config);
-                }
-                if suspended_at.is_some() {
-                    next_probe = Some(Instant::now() + PROBE_EVERY);
-                }
-            }
-            // A new configuration: the loop checks whether this connection's servers left.
-            () = inner.ensemble.changed.notified() => {}
             () = inner.inject_expiry.notified() => {
                 if suspended_at.is_none() {
                     inner.set_connected(false);
@@ -309,10 +219,6 @@ async fn monitor(
             }
             state = watcher.changed() => match state {
                 WireState::Connected | WireState::ConnectedReadOnly => {
-                    // The connection came back by itself; the loop checks again whether to move.
-                    next_move = None;
-                    next_probe = None;
-                    probing = None;
                     let read_only = state == WireState::ConnectedReadOnly;
                     inner.set_connected(true);
                     if read_only {
@@ -325,7 +231,6 @@ async fn monitor(
                 WireState::Disconnected => {
                     if suspended_at.is_none() {
                         suspended_at = Some(Instant::now());
-                        next_probe = Some(Instant::now() + PROBE_AFTER);
                         inner.set_connected(false);
                         inner.publish_state(ConnectionState::Suspended);
                     }
@@ -347,30 +252,6 @@ async fn monitor(
                 }
             },
         }
-    }
-}
-
-/// How long a connection is down before the members are asked for the configuration (a blip
-/// reconnects by itself), and how often while it stays down.
-const PROBE_AFTER: Duration = Duration::from_millis(500);
-const PROBE_EVERY: Duration = Duration::from_secs(2);
-
-/// Reads the ensemble's configuration through a short session of its own on `members` (closed
-/// at once), bounded by the connection timeout; `None` when no member answers in time.
-async fn probe(inner: &Inner, members: String) -> Option<EnsembleConfig> {
-    let read = async {
-        let session = WireSession::connect(&inner.connect_settings, &members).await?;
-        let (data, _) = session.get_config().await?;
-        EnsembleConfig::parse(&String::from_utf8_lossy(&data))
-    };
-    match tokio::time::timeout(inner.settings.connection_timeout, read).await {
-        Ok(Ok(config)) if !config.members.is_empty() => Some(config),
-        Ok(Ok(_)) => None,
-        Ok(Err(error)) => {
-            tracing::debug!(%error, members, "could not read the configuration from the members");
-            None
-        }
-        Err(_) => None,
     }
 }
 
@@ -480,28 +361,12 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// Drops the client's handle on the session, which closes it once no operation holds it any
-/// more, and waits (bounded) until the wire client reports it closed, so the session's ephemeral
-/// nodes are gone when `close()` returns.
-async fn close_session(
-    session: Arc<WireSession>,
-    mut watcher: crate::wire::WireStateWatcher,
-    wait: Duration,
-) {
-    let already_gone = session.state().is_terminal();
-    drop(session);
-    if already_gone {
+/// Closes the session (whoever else still holds it: an operation in flight fails with `Closed`),
+/// waiting up to `wait` for the server's answer, so the session's ephemeral nodes are gone when
+/// this returns; without a connection it returns at once and the session expires at the server.
+async fn close_session(session: Arc<WireSession>, wait: Duration) {
+    if session.state().is_terminal() {
         return;
     }
-    let closed = async {
-        loop {
-            if watcher.state().is_terminal() {
-                return;
-            }
-            watcher.changed().await;
-        }
-    };
-    if tokio::time::timeout(wait, closed).await.is_err() {
-        tracing::debug!(?wait, "session not confirmed closed within max_close_wait");
-    }
+    session.close(wait).await;
 }

@@ -128,7 +128,11 @@ impl HostList {
         current: Option<&ServerAddress>,
     ) -> Rebalance {
         let mut next = dedup(servers);
-        if next.is_empty() {
+        let same = next.len() == self.servers.len()
+            && next
+                .iter()
+                .all(|server| self.servers.iter().any(|s| s.key() == server.key()));
+        if next.is_empty() || same {
             return Rebalance::Stay;
         }
         next.shuffle(&mut self.rng);

@@ -1499,9 +1499,15 @@ impl Session {
         self.shared.base + Duration::from_micros(self.shared.last_heard.load(Ordering::Relaxed))
     }
 
-    /// The server of the current connection.
+    /// The server of the current connection; `None` while disconnected, and while the session
+    /// moves to another server (a planned move: from the decision until the new connection
+    /// serves, or the move is given up and the old one serves again).
     pub fn server(&self) -> Option<ServerAddress> {
-        self.shared.core.lock().server.clone()
+        let core = self.shared.core.lock();
+        if core.move_requested || core.link.as_ref().is_some_and(|link| link.paused) {
+            return None;
+        }
+        core.server.clone()
     }
 
     /// The server list (shuffled).

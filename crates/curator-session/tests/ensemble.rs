@@ -127,10 +127,20 @@ async fn a_new_server_list_lets_a_session_outlive_its_first_member() {
     session.close().await.unwrap();
 }
 
+/// The session's server once it is connected and not moving.
 async fn read_server(session: &Session) -> ServerAddress {
     let mut state = session.state_watch();
     state.wait_for(|s| s.is_connected()).await.unwrap();
-    session.server().unwrap()
+    tokio::time::timeout(Timing::new().wait(), async {
+        loop {
+            if let Some(server) = session.server() {
+                return server;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the session settles on a server")
 }
 
 /// A new list without the session's server moves it there and then, without a disconnection:
@@ -150,7 +160,7 @@ async fn a_planned_move_holds_requests_instead_of_failing_them() {
         .unwrap();
     let mut states = session.state_changes();
     for round in 0..6 {
-        let from = session.server().unwrap();
+        let from = read_server(&session).await;
         let others: Vec<ServerAddress> = (0..3)
             .map(|i| member(&cluster, i))
             .filter(|server| *server != from)
@@ -178,8 +188,7 @@ async fn a_planned_move_holds_requests_instead_of_failing_them() {
         }
         let (data, _) = session.get_data(&node).await.unwrap();
         assert_eq!(data, format!("{round}-39").as_bytes());
-        let mut state = session.state_watch();
-        state.wait_for(|s| s.is_connected()).await.unwrap();
+        read_server(&session).await;
         // Put every member back in the list for the next round.
         session
             .update_server_list((0..3).map(|i| member(&cluster, i)).collect())
@@ -258,5 +267,44 @@ async fn a_read_only_session_finds_a_read_write_server() {
         )
         .await
         .unwrap();
+    session.close().await.unwrap();
+}
+
+/// The link to the session's member is black-holed while the member itself is fine: nothing
+/// comes back, so after `2T/3` of silence the session gives the connection up and fails over
+/// to another member well within the session timeout, keeping its ephemeral node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_black_holed_link_fails_over_within_the_session() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    let mut proxies = Vec::new();
+    for index in 0..3 {
+        proxies.push(
+            curator_test::FaultProxy::start(&cluster.member_connect_string(index))
+                .await
+                .unwrap(),
+        );
+    }
+    let through: Vec<String> = proxies.iter().map(|p| p.connect_string()).collect();
+    let session = Session::connect(config(&through.join(","), Duration::from_secs(6)))
+        .await
+        .unwrap();
+    let root = unique_root("black-hole");
+    create_root(&session, &root).await;
+    let node = format!("{root}/mine");
+    session
+        .create(&node, b"held", open_acl(), CreateMode::Ephemeral, None)
+        .await
+        .unwrap();
+    let id = session.session_id();
+    let on = session.server().unwrap().to_string();
+    let cut = through.iter().position(|p| *p == on).unwrap();
+    let mut states = session.state_changes();
+    proxies[cut].pause();
+    assert_eq!(states.next().await, Some(SessionState::Disconnected));
+    assert_eq!(states.next().await, Some(SessionState::Connected));
+    assert_eq!(session.session_id(), id);
+    assert_ne!(session.server().unwrap().to_string(), on);
+    assert_eq!(read_back(&session, &node).await, b"held");
+    proxies[cut].resume();
     session.close().await.unwrap();
 }

@@ -388,3 +388,43 @@ async fn a_sasl_login_to_a_server_without_sasl_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A one-shot watch on a path this session also watches persistently rides on the persistent
+/// watch instead of asking the server for its own: on ZooKeeper 3.8 (before ZOOKEEPER-4466) a
+/// one-shot watch would turn the persistent watch on the same path into a one-shot one, and its
+/// later events would be lost. Dropping the one-shot watch removes nothing at the server either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_watch_leaves_a_persistent_watch_on_the_same_path_whole() {
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("session-4466");
+    let session = connect(&server.connect_string()).await;
+    create_root(&session, &root, b"0", CreateMode::Persistent).await;
+    let timing = Timing::new();
+    for mode in [AddWatchMode::PersistentRecursive, AddWatchMode::Persistent] {
+        let mut persistent = session.add_watch(&root, mode).await.unwrap();
+        let (_, once) = session.get_data_watched(&root).await.unwrap();
+        let (_, dropped) = session.exists_watched(&root).await.unwrap();
+        drop(dropped);
+        for round in 1..=3 {
+            session
+                .set_data(&root, round.to_string().as_bytes(), -1)
+                .await
+                .unwrap();
+            let event = tokio::time::timeout(timing.wait(), persistent.next())
+                .await
+                .expect("every change reaches the persistent watch")
+                .unwrap();
+            assert_eq!(
+                (event.event_type, event.path.as_str()),
+                (EventType::NodeDataChanged, root.as_str())
+            );
+        }
+        let event = once
+            .changed()
+            .now_or_never()
+            .expect("the one-shot watch fired too");
+        assert_eq!(event.event_type, EventType::NodeDataChanged);
+        persistent.remove().await.unwrap();
+    }
+    session.close().await.unwrap();
+}

@@ -6,17 +6,6 @@ pub(crate) fn chroot(connect: &str) -> Option<&str> {
     last.find('/').map(|at| &last[at..]).filter(|c| *c != "/")
 }
 
-/// `(host, port)` with `localhost` read as `127.0.0.1`, for telling whether two connect strings
-/// share a server.
-pub(crate) fn same_server_key((host, port): &(String, u16)) -> (String, u16) {
-    let host = if host.eq_ignore_ascii_case("localhost") {
-        "127.0.0.1".to_owned()
-    } else {
-        host.to_ascii_lowercase()
-    };
-    (host, *port)
-}
-
 /// The `host[:port]` parts of a connect string (`[tcp://|tcp+tls://]host[:port],...[/chroot]`),
 /// without their protocol prefixes and the chroot.
 fn host_parts(connect: &str) -> Vec<&str> {

@@ -3,7 +3,6 @@
 use std::fmt;
 
 use super::EnsembleConfig;
-use super::connect::{same_server_key, servers};
 
 /// What the client does with the ensemble's dynamic configuration (see
 /// [`CuratorFrameworkBuilder::ensemble_tracking`](crate::CuratorFrameworkBuilder::ensemble_tracking)).
@@ -16,8 +15,6 @@ pub(crate) struct Tracker {
     chroot: Option<String>,
     current: parking_lot::Mutex<Option<EnsembleConfig>>,
     pub(crate) changes: crate::listen::ListenerContainer<EnsembleConfig>,
-    /// Woken on every new configuration (the session task decides whether to move).
-    pub(crate) changed: tokio::sync::Notify,
 }
 
 impl fmt::Debug for Tracker {
@@ -44,13 +41,12 @@ impl Tracker {
             chroot,
             current: parking_lot::Mutex::new(None),
             changes,
-            changed: tokio::sync::Notify::new(),
         }
     }
 
     /// Takes a configuration read from the server; returns whether it is news (a configuration
-    /// older than the one known is ignored).
-    pub(crate) fn update(&self, config: EnsembleConfig) -> bool {
+    /// older than the one known is ignored). `before` runs on news before anyone hears of it.
+    pub(crate) fn update_then(&self, config: EnsembleConfig, before: impl FnOnce()) -> bool {
         {
             let mut current = self.current.lock();
             if let Some(known) = current.as_ref() {
@@ -66,9 +62,8 @@ impl Tracker {
             connect_string = config.connect_string().as_deref().unwrap_or("-"),
             "ensemble configuration"
         );
+        before();
         self.changes.publish(config);
-        // One waiter (the session task); a stored permit covers a change between its checks.
-        self.changed.notify_one();
         true
     }
 
@@ -87,33 +82,5 @@ impl Tracker {
             Some(chroot) => format!("{hosts}{chroot}"),
             None => hosts,
         })
-    }
-
-    /// Whether a connection made with `connect_string` can no longer reach the ensemble on its
-    /// own: none of its servers is a member any more, and the configuration names others.
-    pub(crate) fn should_move(&self, connect_string: &str) -> Option<String> {
-        let target = self.connect_string()?;
-        let members: Vec<(String, u16)> = servers(&target).iter().map(same_server_key).collect();
-        let known = servers(connect_string)
-            .iter()
-            .map(same_server_key)
-            .any(|server| members.contains(&server));
-        (!known).then_some(target)
-    }
-
-    /// The members to ask for the configuration while a connection made with `connect_string`
-    /// is down: the followed members, when they include servers that connection does not know
-    /// (so the configuration may have moved on without it hearing).
-    pub(crate) fn probe_target(&self, connect_string: &str) -> Option<String> {
-        let target = self.connect_string()?;
-        let known: Vec<(String, u16)> = servers(connect_string)
-            .iter()
-            .map(same_server_key)
-            .collect();
-        servers(&target)
-            .iter()
-            .map(same_server_key)
-            .any(|server| !known.contains(&server))
-            .then_some(target)
     }
 }

@@ -274,6 +274,11 @@ impl WireSession {
         })
     }
 
+    /// The old wire client cannot take a new server list within a session: the session stays.
+    pub(crate) fn update_server_list(&self, _connect_string: &str) -> Result<bool> {
+        Ok(false)
+    }
+
     /// The connect string this connection was made with.
     pub(crate) fn connect_string(&self) -> &str {
         &self.connect_string
@@ -303,6 +308,21 @@ impl WireSession {
 
     pub(crate) fn session_id(&self) -> i64 {
         self.client.session_id().0
+    }
+
+    /// The old wire client closes a session when its last handle goes: this waits (bounded) for
+    /// that.
+    pub(crate) async fn close(self: &Arc<Self>, wait: Duration) {
+        let mut watcher = self.state_watcher();
+        let _ = tokio::time::timeout(wait, async {
+            while !watcher.changed().await.is_terminal() {}
+        })
+        .await;
+    }
+
+    /// The old wire client does not say which server it is connected to.
+    pub(crate) fn server(&self) -> Option<String> {
+        None
     }
 
     pub(crate) fn negotiated_timeout(&self) -> Duration {

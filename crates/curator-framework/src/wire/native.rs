@@ -231,11 +231,6 @@ struct WireSessionInner {
 #[derive(Debug)]
 pub(crate) struct WireSession {
     inner: Arc<WireSessionInner>,
-    /// The connect string this session was made with.
-    connect_string: String,
-    /// Cancelled when the session moved to another connection: watches set through this one
-    /// end at once.
-    retired: tokio_util::sync::CancellationToken,
     /// The client's close (see [`ConnectSettings::closed`]).
     closed: tokio_util::sync::CancellationToken,
     /// See `CuratorFrameworkBuilder::max_listing_bytes`.
@@ -249,14 +244,6 @@ impl WireSession {
         connect_string: &str,
     ) -> Result<WireSession> {
         let config = settings.session_config(connect_string)?;
-        Self::open(settings, connect_string, config).await
-    }
-
-    async fn open(
-        settings: &ConnectSettings,
-        connect_string: &str,
-        config: zk::SessionConfig,
-    ) -> Result<WireSession> {
         let session = zk::Session::connect(config)
             .await
             .map_err(|error| match error {
@@ -271,42 +258,20 @@ impl WireSession {
             })?;
         Ok(WireSession {
             inner: Arc::new(WireSessionInner { session }),
-            connect_string: connect_string.to_owned(),
-            retired: tokio_util::sync::CancellationToken::new(),
             closed: settings.closed.clone(),
             max_listing_bytes: settings.max_listing_bytes,
         })
     }
 
-    /// Takes this session over on the servers of `connect_string`, through a new connection
-    /// (the same session id and password): for a session whose servers all left the ensemble.
-    pub(crate) async fn reattach(
-        &self,
-        settings: &ConnectSettings,
-        connect_string: &str,
-    ) -> Result<WireSession> {
-        let session = &self.inner.session;
-        let config = settings
-            .session_config(connect_string)?
-            .resume(session.session_id(), session.password());
-        Self::open(settings, connect_string, config).await
-    }
-
-    /// The connect string this connection was made with.
-    pub(crate) fn connect_string(&self) -> &str {
-        &self.connect_string
-    }
-
-    /// The session moved to another connection: watches set through this one end now (one-shot
-    /// watches with a `Disconnected` session event, persistent ones with `None`), and this one
-    /// lets the session go without closing it (the other connection has it).
-    pub(crate) fn retire(&self) {
-        self.retired.cancel();
-        self.inner.session.abandon();
-    }
-
-    pub(crate) fn is_retired(&self) -> bool {
-        self.retired.is_cancelled()
+    /// Gives the session the servers of `connect_string` as its list (its chroot is ignored):
+    /// it fails over among them, and moves now (without a disconnection) when the new list
+    /// says it should (its server left, or a fair share of clients go to new servers).
+    pub(crate) fn update_server_list(&self, connect_string: &str) -> Result<bool> {
+        let parsed: zk::ConnectString = connect_string.parse().map_err(convert_error)?;
+        self.inner
+            .session
+            .update_server_list(parsed.servers)
+            .map_err(convert_error)
     }
 
     /// The identities the server gives this session (`whoAmI`, ZooKeeper 3.7+).
@@ -323,6 +288,18 @@ impl WireSession {
 
     pub(crate) fn session_id(&self) -> i64 {
         self.inner.session.session_id()
+    }
+
+    /// Closes the session now, whoever else holds it (see `session::close_session`).
+    pub(crate) async fn close(&self, wait: Duration) {
+        if let Err(error) = self.inner.session.close_within(wait).await {
+            tracing::debug!(%error, "closing the session");
+        }
+    }
+
+    /// The server of the current connection.
+    pub(crate) fn server(&self) -> Option<String> {
+        self.inner.session.server().map(|server| server.to_string())
     }
 
     pub(crate) fn negotiated_timeout(&self) -> Duration {
@@ -550,7 +527,6 @@ impl WireSession {
             .map_err(convert_error)?;
         Ok(WirePersistentWatcher {
             watch: Some(watch),
-            retired: self.retired.clone(),
             closed: self.closed.clone(),
         })
     }
@@ -748,8 +724,6 @@ impl WireSession {
 #[derive(Debug)]
 pub(crate) struct WireWatcher {
     watch: zk::OneshotWatch,
-    /// The session's connection was retired (the session moved).
-    retired: tokio_util::sync::CancellationToken,
     /// The client closed.
     closed: tokio_util::sync::CancellationToken,
 }
@@ -758,7 +732,6 @@ impl WireWatcher {
     fn new(watch: zk::OneshotWatch, session: &WireSession) -> Self {
         Self {
             watch,
-            retired: session.retired.clone(),
             closed: session.closed.clone(),
         }
     }
@@ -776,7 +749,6 @@ impl WireWatcher {
             biased;
             event = self.watch.changed() => convert_event(event),
             () = self.closed.cancelled() => session_event(KeeperState::Closed),
-            () = self.retired.cancelled() => session_event(KeeperState::Disconnected),
         }
     }
 
@@ -790,11 +762,8 @@ impl WireWatcher {
 /// `SyncConnected` session events mark the gap.
 #[derive(Debug)]
 pub(crate) struct WirePersistentWatcher {
-    /// `None` once ended (a terminal session event was delivered, or the session moved or the
-    /// client closed).
+    /// `None` once ended (a terminal session event was delivered, or the client closed).
     watch: Option<zk::PersistentWatch>,
-    /// The session's connection was retired (the session moved): the watch ends.
-    retired: tokio_util::sync::CancellationToken,
     /// The client closed: the watch ends.
     closed: tokio_util::sync::CancellationToken,
 }
@@ -808,7 +777,6 @@ impl WirePersistentWatcher {
         let event = tokio::select! {
             biased;
             event = watch.next() => event,
-            () = self.retired.cancelled() => None,
             () = self.closed.cancelled() => None,
         };
         match event {
