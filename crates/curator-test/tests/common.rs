@@ -36,11 +36,37 @@ pub fn tls_config(
         .connector(std::sync::Arc::new(TlsConnector::new(tls)))
 }
 
+/// Opens a session with `config`, trying again (every 100 ms, up to the long deadline) while
+/// no server answers in time: `Session::connect` tries each server once, each attempt bounded
+/// by a share of the session timeout, and a JVM on a loaded machine may answer later than
+/// that. Any other outcome (a session, a refused login) is returned at once.
+///
+/// # Errors
+/// The last attempt's error.
+pub async fn try_connect(config: SessionConfig) -> Result<Session, Error> {
+    let deadline = tokio::time::Instant::now() + Timing::new().forever();
+    loop {
+        match Session::connect(config.clone()).await {
+            Err(Error::NoServer(why)) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!("connecting again after: {why}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// Opens a session with `config` (see [`try_connect`]).
+pub async fn connect_with(config: SessionConfig) -> Session {
+    let servers = format!("{:?}", config.servers());
+    try_connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {servers}: {e}"))
+}
+
 /// Connects a bare `curator-session` session.
 pub async fn connect(connect_string: &str, session_timeout: Duration) -> Session {
-    Session::connect(config(connect_string, session_timeout))
-        .await
-        .unwrap_or_else(|e| panic!("connecting to {connect_string}: {e}"))
+    connect_with(config(connect_string, session_timeout)).await
 }
 
 /// An identity as `who_am_i` lists it (`sasl:alice`, `x509:CN=alice`).

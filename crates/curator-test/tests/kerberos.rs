@@ -207,8 +207,8 @@ const CHILD_ROOT: &str = "CURATOR_TEST_KERBEROS_CHILD_ROOT";
 #[cfg(feature = "kerberos-client-tests")]
 #[tokio::test]
 async fn gssapi_child() {
+    use curator_session::Sasl;
     use curator_session::proto::{Acl, CreateMode, Id, Perms};
-    use curator_session::{Sasl, Session};
     use curator_test::Timing;
     let (Ok(address), Ok(root)) = (std::env::var(CHILD_ADDRESS), std::env::var(CHILD_ROOT)) else {
         return;
@@ -216,7 +216,7 @@ async fn gssapi_child() {
     // Service `zookeeper` at the host connected to (`localhost`): zookeeper/localhost.
     let config = common::config(&address, Timing::new().session_timeout())
         .sasl(Sasl::gssapi("zookeeper", None));
-    let client = Session::connect(config)
+    let client = common::try_connect(config)
         .await
         .unwrap_or_else(|e| panic!("GSSAPI login to {address}: {e}"));
     for user in client.who_am_i().await.unwrap() {

@@ -207,13 +207,12 @@ async fn a_dynamic_ensemble_is_partitionable_and_keeps_its_wiring_across_reconfi
     assert!(conf.contains("server.3=zk-3:"), "{conf}");
 
     // A member added by reconfiguration is wired like the others.
-    let admin = Session::connect(
+    let admin = common::connect_with(
         SessionConfig::new(&cluster.connect_string())
             .unwrap()
             .auth("digest", cluster.super_credentials().unwrap().digest_auth()),
     )
-    .await
-    .unwrap();
+    .await;
     let new = cluster.start_new_member().await.unwrap();
     let spec = cluster.member_spec(new);
     common::retry(|| admin.reconfig(Some(spec.clone()), Some("1".to_owned()), None, -1)).await;

@@ -17,7 +17,7 @@ async fn super_client(cluster: &TestingCluster, connect: &str) -> Session {
     let credentials = cluster.super_credentials().expect("a dynamic ensemble");
     let config = common::config(connect, Timing::new().scale(Duration::from_secs(20)))
         .auth("digest", credentials.digest_auth());
-    Session::connect(config)
+    common::try_connect(config)
         .await
         .unwrap_or_else(|e| panic!("connecting to {connect} as super: {e}"))
 }
@@ -237,12 +237,11 @@ async fn a_dynamic_ensemble_names_its_members_and_only_super_reconfigures() {
         reconfig_once(&anonymous, &[], &[leaving.as_str()], None).await,
         no_auth
     );
-    let wrong = Session::connect(
+    let wrong = common::connect_with(
         common::config(&cluster.connect_string(), Timing::new().session_timeout())
             .auth("digest", b"super:not-the-password".to_vec()),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         reconfig_once(&wrong, &[], &[leaving.as_str()], None).await,
         no_auth
@@ -255,7 +254,7 @@ async fn a_dynamic_ensemble_names_its_members_and_only_super_reconfigures() {
     );
 
     // The other options still work: TLS on every member, SASL logins.
-    let tls = Session::connect(
+    let tls = common::connect_with(
         common::tls_config(
             &cluster.secure_connect_string().unwrap(),
             certs.ca().cert_pem(),
@@ -263,8 +262,7 @@ async fn a_dynamic_ensemble_names_its_members_and_only_super_reconfigures() {
         )
         .sasl(Sasl::digest_md5("alice", "alice-secret")),
     )
-    .await
-    .unwrap();
+    .await;
     assert!(
         tls.who_am_i()
             .await

@@ -9,13 +9,9 @@ use curator_test::{
     Timing, four_letter_word, unique_root,
 };
 
-/// Connects over TLS, or fails with the session's error.
-async fn tls_connect(
-    address: &str,
-    ca_pem: &str,
-    identity: Option<&TestCertificate>,
-) -> Result<Session, curator_session::Error> {
-    Session::connect(common::tls_config(address, ca_pem, identity)).await
+/// Connects over TLS (trying again while no server answers in time).
+async fn tls_connect(address: &str, ca_pem: &str, identity: Option<&TestCertificate>) -> Session {
+    common::connect_with(common::tls_config(address, ca_pem, identity)).await
 }
 
 /// A bare TLS handshake with `address` (`localhost:<port>`) as a client that trusts `ca_pem`
@@ -60,7 +56,7 @@ async fn handshake(address: &str, ca_pem: &str) -> Result<(), rustls::Error> {
 /// Connects over TLS, expecting the connection to be refused: the session tries every host
 /// once within its connection timeout and fails with `NoServer`, naming each refusal.
 async fn assert_tls_refused(address: &str, ca_pem: &str, identity: Option<&TestCertificate>) {
-    let attempt = tls_connect(address, ca_pem, identity);
+    let attempt = Session::connect(common::tls_config(address, ca_pem, identity));
     match tokio::time::timeout(Timing::new().forever(), attempt).await {
         Ok(Err(curator_session::Error::NoServer(reasons))) => {
             tracing::debug!(%reasons, "refused, as expected");
@@ -85,9 +81,7 @@ async fn a_tls_client_creates_and_reads_and_plaintext_stays_for_four_letter_word
     );
     assert_ne!(server.secure_port(), Some(server.port()));
 
-    let client = tls_connect(&address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let client = tls_connect(&address, certs.ca().cert_pem(), None).await;
     let root = unique_root("tls");
     common::mkdirs(&client, &root).await;
     let path = format!("{root}/node");
@@ -136,9 +130,7 @@ async fn clients_refuse_an_unknown_ca_an_expired_certificate_and_a_wrong_host_na
     handshake(&good_address, certs.ca().cert_pem())
         .await
         .unwrap();
-    tls_connect(&good_address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    tls_connect(&good_address, certs.ca().cert_pem(), None).await;
 
     for (what, certificate) in [
         ("expired", certs.expired_server()),
@@ -179,9 +171,7 @@ async fn a_client_certificate_is_an_x509_identity_that_acls_name() {
     let alice_cert = certs.client("alice").unwrap();
     let bob_cert = certs.client("bob").unwrap();
 
-    let alice = tls_connect(&address, certs.ca().cert_pem(), Some(&alice_cert))
-        .await
-        .unwrap();
+    let alice = tls_connect(&address, certs.ca().cert_pem(), Some(&alice_cert)).await;
     let users = alice.who_am_i().await.unwrap();
     assert!(
         users.contains(&common::identity("x509", "CN=alice")),
@@ -202,9 +192,7 @@ async fn a_client_certificate_is_an_x509_identity_that_acls_name() {
         .await
         .unwrap();
     assert_eq!(alice.get_data(&secret).await.unwrap().0, b"for alice");
-    let bob = tls_connect(&address, certs.ca().cert_pem(), Some(&bob_cert))
-        .await
-        .unwrap();
+    let bob = tls_connect(&address, certs.ca().cert_pem(), Some(&bob_cert)).await;
     assert_eq!(
         bob.get_data(&secret).await.unwrap_err(),
         curator_session::Error::Server(ErrorCode::NoAuth)
@@ -226,9 +214,7 @@ async fn want_takes_a_certificate_when_offered_and_lets_clients_in_without() {
         .unwrap();
     let address = server.secure_connect_string().unwrap();
     let carol_cert = certs.client("carol").unwrap();
-    let carol = tls_connect(&address, certs.ca().cert_pem(), Some(&carol_cert))
-        .await
-        .unwrap();
+    let carol = tls_connect(&address, certs.ca().cert_pem(), Some(&carol_cert)).await;
     let users = carol.who_am_i().await.unwrap();
     assert!(
         users.contains(&common::identity("x509", "CN=carol")),
@@ -236,9 +222,7 @@ async fn want_takes_a_certificate_when_offered_and_lets_clients_in_without() {
     );
     // Without a certificate the client is still let in, anonymously. (ZooKeeper 3.8.0 logs
     // "Unsuccessful handshake" for it, but keeps the connection.)
-    let anonymous = tls_connect(&address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let anonymous = tls_connect(&address, certs.ca().cert_pem(), None).await;
     let users = anonymous.who_am_i().await.unwrap();
     assert!(
         users.iter().all(|user| user.auth_scheme != "x509"),
@@ -257,9 +241,7 @@ async fn restart_keeps_tls_and_the_session() {
         .unwrap();
     let address = server.secure_connect_string().unwrap();
     // Its session timeout (20 s, scaled) outlasts the restart.
-    let client = tls_connect(&address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let client = tls_connect(&address, certs.ca().cert_pem(), None).await;
     let root = unique_root("tls-restart");
     common::mkdirs(&client, &root).await;
     let session = client.session_id();
@@ -271,9 +253,7 @@ async fn restart_keeps_tls_and_the_session() {
     let (_, stat) = common::retry(|| client.get_data(&root)).await;
     assert!(stat.czxid > 0);
     assert_eq!(client.session_id(), session);
-    let fresh = tls_connect(&address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let fresh = tls_connect(&address, certs.ca().cert_pem(), None).await;
     assert!(fresh.exists(&root).await.unwrap().is_some());
     assert_tls_refused(&address, certs.unknown_ca().cert_pem(), None).await;
 }
@@ -291,15 +271,11 @@ async fn every_member_of_a_tls_ensemble_serves_tls() {
     assert!(all.split(',').all(|host| host.starts_with("localhost:")));
 
     let root = unique_root("tls-ensemble");
-    let writer = tls_connect(&all, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let writer = tls_connect(&all, certs.ca().cert_pem(), None).await;
     common::mkdirs(&writer, &root).await;
     for index in 0..cluster.len() {
         let member = cluster.member_secure_connect_string(index).unwrap();
-        let client = tls_connect(&member, certs.ca().cert_pem(), None)
-            .await
-            .unwrap_or_else(|e| panic!("member {index} over TLS at {member}: {e}"));
+        let client = tls_connect(&member, certs.ca().cert_pem(), None).await;
         let path = format!("{root}/from-member-{index}");
         client
             .create(
@@ -322,8 +298,6 @@ async fn every_member_of_a_tls_ensemble_serves_tls() {
     let member = cluster.member_secure_connect_string(0).unwrap();
     cluster.restart(0).await.unwrap();
     assert_eq!(cluster.member_secure_connect_string(0).unwrap(), member);
-    let client = tls_connect(&member, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let client = tls_connect(&member, certs.ca().cert_pem(), None).await;
     assert_eq!(client.get_children(&root).await.unwrap().0.len(), 3);
 }
