@@ -8,11 +8,12 @@
 
 use std::time::{Duration, Instant};
 
+use curator_session::proto::{CreateMode, ErrorCode};
+use curator_session::{Session, SessionConfig, SessionState, StateChanges, open_acl};
 use curator_test::{
     FaultProxy, TestingCluster, TestingServer, Timing, expire_session, four_letter_word,
     unique_root,
 };
-use zookeeper_client as zk;
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -29,61 +30,51 @@ async fn main() -> Result {
 
     step("connect a session through a fault proxy and create an ephemeral node");
     let proxy = FaultProxy::start(&server.connect_string()).await?;
-    let client = zk::Client::connector()
-        .with_session_timeout(timing.scale(Duration::from_secs(8)))
-        .connect(&proxy.connect_string())
-        .await?;
+    let client = Session::connect(
+        SessionConfig::new(&proxy.connect_string())?
+            .session_timeout(timing.scale(Duration::from_secs(8))),
+    )
+    .await?;
     let root = unique_root("demo");
-    client
-        .mkdir(
-            &root,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await?;
+    mkdirs(&client, &root).await?;
     let node = format!("{root}/worker");
     client
-        .create(
-            &node,
-            b"alive",
-            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-        )
+        .create(&node, b"alive", open_acl(), CreateMode::Ephemeral, None)
         .await?;
     let session = client.session_id();
-    proved(&format!("session {session} owns {node}"));
+    proved(&format!("session {session:#x} owns {node}"));
 
     step("restart the server (same port, same data)");
     server.restart().await?;
     let (data, _) = retry(|| client.get_data(&node)).await?;
     proved(&format!(
-        "after the restart the session is still {} and {node} still holds {:?}",
+        "after the restart the session is still {:#x} and {node} still holds {:?}",
         client.session_id(),
         String::from_utf8_lossy(&data)
     ));
 
     step("partition the client: the proxy black-holes its link");
-    let mut states = client.state_watcher();
+    let mut states = client.state_changes();
     proxy.pause();
-    let state = wait_for_state(&mut states, zk::SessionState::Disconnected, timing.wait()).await?;
+    let state = wait_for_state(&mut states, SessionState::Disconnected, timing.wait()).await?;
     proved(&format!(
-        "the client noticed the silence by itself: {state}"
+        "the client noticed the silence by itself: {state:?}"
     ));
     proxy.resume();
-    let state = wait_for_state(&mut states, zk::SessionState::SyncConnected, timing.wait()).await?;
+    let state = wait_for_state(&mut states, SessionState::Connected, timing.wait()).await?;
     proved(&format!(
-        "healed: {state}, session still {}",
+        "healed: {state:?}, session still {:#x}",
         client.session_id()
     ));
 
     step("expire the session on demand");
-    let observer = zk::Client::connector()
-        .connect(&server.connect_string())
-        .await?;
+    let observer = Session::connect(SessionConfig::new(&server.connect_string())?).await?;
     let credentials = proxy.sessions().pop().ok_or("the proxy saw no session")?;
     let outcome = expire_session(&server.connect_string(), &credentials, timing.wait()).await?;
-    let state = wait_for_state(&mut states, zk::SessionState::Expired, timing.wait()).await?;
-    let gone = observer.check_stat(&node).await?.is_none();
+    let state = wait_for_state(&mut states, SessionState::Expired, timing.wait()).await?;
+    let gone = observer.exists(&node).await?.is_none();
     proved(&format!(
-        "{outcome:?}: the client sees {state}, and the ephemeral node is gone: {gone}"
+        "{outcome:?}: the client sees {state:?}, and the ephemeral node is gone: {gone}"
     ));
 
     step("start a 3-member ensemble and kill its leader");
@@ -91,14 +82,15 @@ async fn main() -> Result {
     let leader = cluster.await_leader().await?;
     cluster.kill(leader)?;
     let next = cluster.await_leader().await?;
-    let member = zk::Client::connector()
-        .connect(&cluster.member_connect_string(next))
-        .await?;
+    let member =
+        Session::connect(SessionConfig::new(&cluster.member_connect_string(next))?).await?;
     let path = retry(|| {
         member.create(
             "/after-failover",
             b"",
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+            open_acl(),
+            CreateMode::Persistent,
+            None,
         )
     })
     .await
@@ -122,33 +114,52 @@ fn proved(what: &str) {
     println!("   ok: {what}");
 }
 
+/// Waits for the next transitions of `states` (subscribed before the fault) to reach `wanted`.
 async fn wait_for_state(
-    states: &mut zk::StateWatcher,
-    wanted: zk::SessionState,
+    states: &mut StateChanges,
+    wanted: SessionState,
     deadline: Duration,
-) -> Result<zk::SessionState> {
+) -> Result<SessionState> {
     let wait = async {
-        let mut state = states.state();
-        while state != wanted {
-            state = states.changed().await;
+        while let Some(state) = states.next().await {
+            if state == wanted {
+                return Ok(state);
+            }
         }
-        state
+        Err(format!("the session ended before {wanted:?}"))
     };
     Ok(tokio::time::timeout(deadline, wait)
         .await
-        .map_err(|_| format!("no {wanted} within {deadline:?}"))?)
+        .map_err(|_| format!("no {wanted:?} within {deadline:?}"))??)
 }
 
+/// Creates `path` and its missing parents.
+async fn mkdirs(session: &Session, path: &str) -> Result {
+    let mut at = String::new();
+    for part in path.split('/').filter(|part| !part.is_empty()) {
+        at = format!("{at}/{part}");
+        match session
+            .create(&at, b"", open_acl(), CreateMode::Persistent, None)
+            .await
+        {
+            Ok(_) | Err(curator_session::Error::Server(ErrorCode::NodeExists)) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Runs `op` until it succeeds, retrying (every 100 ms) while the session has no connection.
 async fn retry<T, F, Fut>(mut op: F) -> Result<T>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = std::result::Result<T, zk::Error>>,
+    Fut: std::future::Future<Output = curator_session::Result<T>>,
 {
     let deadline = Instant::now() + Timing::new().forever();
     loop {
         match op().await {
             Ok(value) => return Ok(value),
-            Err(zk::Error::ConnectionLoss | zk::Error::Timeout) if Instant::now() < deadline => {
+            Err(error) if error.is_connection_error() && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(error) => return Err(error.into()),

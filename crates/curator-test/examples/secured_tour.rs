@@ -7,9 +7,11 @@
 //! ```
 
 use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
+use curator_session::{Sasl, Session, SessionConfig, TlsConnector};
 use curator_test::{ClientAuth, ServerSasl, TestCertificates, TestingKdc, TestingServer, Timing};
-use zookeeper_client as zk;
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -25,15 +27,20 @@ async fn main() -> Result {
         .await?;
     let address = server.secure_connect_string().ok_or("no TLS port")?;
     let alice = certs.client("alice")?;
-    let client = zk::Client::connector()
-        .with_session_timeout(timing.session_timeout())
-        .with_tls(
-            zk::TlsOptions::new()
-                .with_pem_ca(certs.ca().cert_pem())?
-                .with_pem_identity(alice.cert_pem(), alice.key_pem())?,
-        )
-        .secure_connect(&address)
-        .await?;
+    let tls = TlsConnector::config_from_pem(
+        certs.ca().cert_pem(),
+        Some((alice.cert_pem(), alice.key_pem())),
+        true,
+    )?;
+    let client = Session::connect(
+        SessionConfig::new(&address)?
+            // A JVM's first TLS handshake can take seconds: the session gives each attempt a
+            // share of its timeout, and tries within the connection timeout.
+            .session_timeout(timing.scale(Duration::from_secs(20)))
+            .connection_timeout(timing.wait())
+            .connector(Arc::new(TlsConnector::new(tls))),
+    )
+    .await?;
     println!("   {address}: {}", whoami(&client).await?);
     drop(server);
 
@@ -46,19 +53,24 @@ async fn main() -> Result {
         )
         .start()
         .await?;
-    let client = zk::Client::connector()
-        .with_session_timeout(timing.session_timeout())
-        .with_sasl(zk::SaslOptions::digest_md5("alice", "alice-secret"))
-        .connect(&server.connect_string())
-        .await?;
+    let client = Session::connect(
+        SessionConfig::new(&server.connect_string())?
+            .session_timeout(timing.session_timeout())
+            .sasl(Sasl::digest_md5("alice", "alice-secret")),
+    )
+    .await?;
     println!("   {}: {}", server.connect_string(), whoami(&client).await?);
-    let anonymous = zk::Client::connector()
-        .with_session_timeout(timing.session_timeout())
-        .connect(&server.connect_string())
-        .await;
+    // ZooKeeper answers the first request of a session without a login with
+    // `SessionClosedRequireSaslAuth` and closes it.
+    let anonymous = Session::connect(
+        SessionConfig::new(&server.connect_string())?.session_timeout(timing.session_timeout()),
+    )
+    .await?;
     println!(
         "   without SASL: {}",
         anonymous
+            .exists("/")
+            .await
             .err()
             .map_or("let in".to_owned(), |e| e.to_string())
     );
@@ -96,12 +108,12 @@ async fn main() -> Result {
     Ok(())
 }
 
-async fn whoami(client: &zk::Client) -> Result<String> {
+async fn whoami(client: &Session) -> Result<String> {
     Ok(client
-        .list_auth_users()
+        .who_am_i()
         .await?
         .iter()
-        .map(|user| format!("{}:{}", user.scheme(), user.user()))
+        .map(|user| format!("{}:{}", user.auth_scheme, user.user))
         .collect::<Vec<_>>()
         .join(", "))
 }

@@ -91,14 +91,15 @@ impl TestingClusterBuilder {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use curator_session::{Session, SessionConfig};
     /// use curator_test::TestingCluster;
-    /// use zookeeper_client as zk;
     ///
     /// let cluster = TestingCluster::builder(3).dynamic_reconfig().start().await?;
-    /// let admin = zk::Client::connector()
-    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
-    ///     .connect(&cluster.connect_string())
-    ///     .await?;
+    /// let admin = Session::connect(
+    ///     SessionConfig::new(&cluster.connect_string())?
+    ///         .auth("digest", cluster.super_credentials().unwrap().digest_auth()),
+    /// )
+    /// .await?;
     /// let (config, _) = admin.get_config().await?; // "server.1=127.0.0.1:...\nversion=1..."
     /// # Ok(()) }
     /// ```
@@ -538,13 +539,14 @@ impl TestingCluster {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use zookeeper_client as zk;
+    /// use curator_session::{Session, SessionConfig};
     /// let cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
     /// let credentials = cluster.super_credentials().unwrap();
-    /// let admin = zk::Client::connector()
-    ///     .with_auth("digest", format!("super:{}", credentials.password()).as_bytes())
-    ///     .connect(&cluster.connect_string())
-    ///     .await?;
+    /// let admin = Session::connect(
+    ///     SessionConfig::new(&cluster.connect_string())?
+    ///         .auth("digest", format!("super:{}", credentials.password()).into_bytes()),
+    /// )
+    /// .await?;
     /// # Ok(()) }
     /// ```
     pub fn super_credentials(&self) -> Option<&SuperCredentials> {
@@ -597,23 +599,17 @@ impl TestingCluster {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use zookeeper_client as zk;
+    /// use curator_session::{Session, SessionConfig};
     /// let mut cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
-    /// let admin = zk::Client::connector()
-    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
-    ///     .connect(&cluster.connect_string())
-    ///     .await?;
+    /// let admin = Session::connect(
+    ///     SessionConfig::new(&cluster.connect_string())?
+    ///         .auth("digest", cluster.super_credentials().unwrap().digest_auth()),
+    /// )
+    /// .await?;
     /// let new = cluster.start_new_member().await?; // 3, with id 4
     /// let spec = cluster.member_spec(new);
-    /// admin
-    ///     .update_ensemble(
-    ///         zk::EnsembleUpdate::Incremental {
-    ///             joinings: [spec.as_str()].iter().copied(),
-    ///             leavings: [].iter().copied(),
-    ///         },
-    ///         None,
-    ///     )
-    ///     .await?;
+    /// // joining, leaving, new members, from any configuration version
+    /// admin.reconfig(Some(spec), None, None, -1).await?;
     /// # Ok(()) }
     /// ```
     ///
@@ -698,22 +694,15 @@ impl TestingCluster {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use zookeeper_client as zk;
+    /// use curator_session::{Session, SessionConfig};
     /// let mut cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
-    /// let admin = zk::Client::connector()
-    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
-    ///     .connect(&cluster.connect_string())
-    ///     .await?;
+    /// let admin = Session::connect(
+    ///     SessionConfig::new(&cluster.connect_string())?
+    ///         .auth("digest", cluster.super_credentials().unwrap().digest_auth()),
+    /// )
+    /// .await?;
     /// let leaving = cluster.member_id(0).to_string(); // "1"
-    /// admin
-    ///     .update_ensemble(
-    ///         zk::EnsembleUpdate::Incremental {
-    ///             joinings: [].iter().copied(),
-    ///             leavings: [leaving.as_str()].iter().copied(),
-    ///         },
-    ///         None,
-    ///     )
-    ///     .await?;
+    /// admin.reconfig(None, Some(leaving), None, -1).await?;
     /// cluster.stop_member(0)?;
     /// assert!(!cluster.is_running(0));
     /// assert_eq!(cluster.connect_string().split(',').count(), 2);
@@ -740,22 +729,15 @@ impl TestingCluster {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use zookeeper_client as zk;
+    /// use curator_session::{Session, SessionConfig};
     /// let mut cluster = curator_test::TestingCluster::builder(3).dynamic_reconfig().start().await?;
-    /// let admin = zk::Client::connector()
-    ///     .with_auth("digest", &cluster.super_credentials().unwrap().digest_auth())
-    ///     .connect(&cluster.member_connect_string(0))
-    ///     .await?;
+    /// let admin = Session::connect(
+    ///     SessionConfig::new(&cluster.member_connect_string(0))?
+    ///         .auth("digest", cluster.super_credentials().unwrap().digest_auth()),
+    /// )
+    /// .await?;
     /// let spec = cluster.move_member_to_new_port(1).await?; // serves on the new port already
-    /// admin
-    ///     .update_ensemble(
-    ///         zk::EnsembleUpdate::Incremental {
-    ///             joinings: [spec.as_str()].iter().copied(),
-    ///             leavings: [].iter().copied(),
-    ///         },
-    ///         None,
-    ///     )
-    ///     .await?;
+    /// admin.reconfig(Some(spec), None, None, -1).await?;
     /// let moved = cluster.member_connect_string(1); // 127.0.0.1:<new port>
     /// # Ok(()) }
     /// ```

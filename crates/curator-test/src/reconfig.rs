@@ -21,16 +21,15 @@ const SUPER_USER: &str = "super";
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use curator_session::{Session, SessionConfig};
 /// use curator_test::TestingCluster;
-/// use zookeeper_client as zk;
 ///
 /// let cluster = TestingCluster::builder(3).dynamic_reconfig().start().await?;
 /// let credentials = cluster.super_credentials().expect("a dynamic ensemble has a super user");
 /// assert_eq!(credentials.user(), "super");
-/// let admin = zk::Client::connector()
-///     .with_auth("digest", &credentials.digest_auth()) // b"super:<password>"
-///     .connect(&cluster.connect_string())
-///     .await?;
+/// let config = SessionConfig::new(&cluster.connect_string())?
+///     .auth("digest", credentials.digest_auth()); // b"super:<password>"
+/// let admin = Session::connect(config).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, PartialEq, Eq)]

@@ -131,7 +131,7 @@ impl ServerSasl {
 
     /// Refuses clients that have not authenticated with SASL (`enforce.auth.enabled=true`,
     /// `enforce.auth.schemes=sasl`): ZooKeeper closes such a connection with an authentication
-    /// failure (`zookeeper-client` reports `Error::AuthFailed` from `connect`).
+    /// failure (curator-session's first request fails with `Error::AuthFailed`).
     pub fn enforced(mut self) -> Self {
         self.enforced = true;
         self

@@ -288,8 +288,8 @@ impl TestingServer {
     /// server certificates of [`TestCertificates`](crate::TestCertificates) name `localhost`
     /// (and `127.0.0.1`), so a client that verifies host names accepts them.
     ///
-    /// With `zookeeper-client`: `Client::connector().with_tls(..).secure_connect(&address)`, or
-    /// `connect("tcp+tls://" + address)`.
+    /// With curator-session: `SessionConfig::new(&address)?.connector(..)` with a
+    /// `TlsConnector` that trusts [`TestCertificates::ca`](crate::TestCertificates::ca).
     pub fn secure_connect_string(&self) -> Option<String> {
         self.secure_port().map(|port| format!("localhost:{port}"))
     }

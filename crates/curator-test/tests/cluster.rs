@@ -4,8 +4,9 @@ mod common;
 
 use std::time::Duration;
 
+use curator_session::open_acl;
+use curator_session::proto::{CreateMode, ErrorCode};
 use curator_test::{Error, TestingCluster, Timing, four_letter_word, unique_root};
-use zookeeper_client as zk;
 
 #[tokio::test]
 async fn the_ensemble_accepts_writes_after_its_leader_is_killed() {
@@ -26,7 +27,9 @@ async fn the_ensemble_accepts_writes_after_its_leader_is_killed() {
         .create(
             &format!("{root}/before"),
             b"1",
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+            open_acl(),
+            CreateMode::Persistent,
+            None,
         )
         .await
         .unwrap();
@@ -39,15 +42,11 @@ async fn the_ensemble_accepts_writes_after_its_leader_is_killed() {
     let after = format!("{root}/after");
     common::retry(|| async {
         match client
-            .create(
-                &after,
-                b"2",
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-            )
+            .create(&after, b"2", open_acl(), CreateMode::Persistent, None)
             .await
         {
             // A create whose reply was lost to the fail-over may have been applied.
-            Err(zk::Error::NodeExists) => Ok(()),
+            Err(curator_session::Error::Server(ErrorCode::NodeExists)) => Ok(()),
             other => other.map(|_| ()),
         }
     })

@@ -1,6 +1,6 @@
 //! A real MIT Kerberos KDC, and ZooKeeper servers that authenticate clients with Kerberos
 //! (SASL GSSAPI), with clients in child processes: `kinit`/`klist`, ZooKeeper's Java client, and
-//! (with the `kerberos-client-tests` feature) `zookeeper-client`'s GSSAPI client.
+//! (with the `kerberos-client-tests` feature) curator-session's GSSAPI client.
 
 mod common;
 
@@ -147,7 +147,7 @@ fn java_whoami(
 }
 
 /// The Rust client: this test binary runs itself again as a child process with the KDC's
-/// client environment, and the child ([`gssapi_child`]) connects with `zookeeper-client`'s
+/// client environment, and the child ([`gssapi_child`]) connects with curator-session's
 /// GSSAPI SASL.
 #[cfg(feature = "kerberos-client-tests")]
 #[tokio::test]
@@ -189,10 +189,10 @@ async fn a_kerberos_server_accepts_a_gssapi_login_from_a_rust_client_process() {
     let anonymous =
         common::connect(&server.connect_string(), Timing::new().session_timeout()).await;
     let secret = format!("{root}/alice-only");
-    assert!(anonymous.check_stat(&secret).await.unwrap().is_some());
+    assert!(anonymous.exists(&secret).await.unwrap().is_some());
     assert_eq!(
         anonymous.get_data(&secret).await.unwrap_err(),
-        zookeeper_client::Error::NoAuth
+        curator_session::Error::Server(curator_session::proto::ErrorCode::NoAuth)
     );
 }
 
@@ -207,31 +207,33 @@ const CHILD_ROOT: &str = "CURATOR_TEST_KERBEROS_CHILD_ROOT";
 #[cfg(feature = "kerberos-client-tests")]
 #[tokio::test]
 async fn gssapi_child() {
+    use curator_session::Sasl;
+    use curator_session::proto::{Acl, CreateMode, Id, Perms};
     use curator_test::Timing;
-    use zookeeper_client as zk;
     let (Ok(address), Ok(root)) = (std::env::var(CHILD_ADDRESS), std::env::var(CHILD_ROOT)) else {
         return;
     };
-    let client = zk::Client::connector()
-        .with_session_timeout(Timing::new().session_timeout())
-        .with_connection_timeout(Timing::new().connection_timeout())
-        .with_sasl(zk::SaslOptions::gssapi())
-        .connect(&address)
+    // Service `zookeeper` at the host connected to (`localhost`): zookeeper/localhost.
+    let config = common::config(&address, Timing::new().session_timeout())
+        .sasl(Sasl::gssapi("zookeeper", None));
+    let client = common::try_connect(config)
         .await
         .unwrap_or_else(|e| panic!("GSSAPI login to {address}: {e}"));
-    for user in client.list_auth_users().await.unwrap() {
-        println!("WHOAMI {} {}", user.scheme(), user.user());
+    for user in client.who_am_i().await.unwrap() {
+        println!("WHOAMI {} {}", user.auth_scheme, user.user);
     }
     common::mkdirs(&client, &root).await;
-    let acl = [zk::Acl::new(
-        zk::Permission::ALL,
-        zk::AuthId::new("sasl", "alice@EXAMPLE.COM"),
-    )];
+    let acl = vec![Acl {
+        perms: Perms::ALL,
+        id: Id::new("sasl", "alice@EXAMPLE.COM"),
+    }];
     client
         .create(
             &format!("{root}/alice-only"),
             b"kerberos",
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl)),
+            acl,
+            CreateMode::Persistent,
+            None,
         )
         .await
         .unwrap();

@@ -5,8 +5,9 @@ mod common;
 
 use std::time::Duration;
 
+use curator_session::proto::{CreateMode, ErrorCode, Stat};
+use curator_session::{Session, SessionConfig, SessionState, open_acl};
 use curator_test::{Error, TestingCluster, Timing, four_letter_word, unique_root};
-use zookeeper_client as zk;
 
 async fn mode(cluster: &TestingCluster, index: usize) -> Option<String> {
     let answer = four_letter_word(
@@ -40,8 +41,13 @@ async fn await_new_leader(cluster: &TestingCluster, old: usize) -> usize {
     }
 }
 
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+/// Creates `path` as a persistent node with `data`.
+fn create(
+    session: &Session,
+    path: &str,
+    data: &[u8],
+) -> impl Future<Output = Result<(String, Stat), curator_session::Error>> + use<> {
+    session.create(path, data, open_acl(), CreateMode::Persistent, None)
 }
 
 /// Isolate the leader, see the majority elect another and take writes while the isolated
@@ -63,8 +69,7 @@ async fn isolate_the_leader_then_heal(cluster: &TestingCluster) {
     let writer = common::connect(&majority_string, session_timeout).await;
     let root = unique_root("partition");
     common::mkdirs(&writer, &root).await;
-    isolated
-        .create(&format!("{root}/before"), b"1", &persistent())
+    create(&isolated, &format!("{root}/before"), b"1")
         .await
         .unwrap();
 
@@ -76,16 +81,19 @@ async fn isolate_the_leader_then_heal(cluster: &TestingCluster) {
     assert_eq!(cluster.can_reach(majority[0], majority[1]), Some(true));
 
     // The member that lost its quorum drops its clients and serves no one: the client is
-    // disconnected at once, and a write it sends is not answered (this client holds requests
-    // while it reconnects, until its session timeout) and not applied.
-    common::await_state(&isolated, zk::SessionState::Disconnected).await;
+    // disconnected at once, and a write it sends is not answered (the session fails a request
+    // it has no connection for with `ConnectionLoss`) and not applied.
+    common::await_state(&isolated, SessionState::Disconnected).await;
     let attempt = tokio::time::timeout(
         Duration::from_secs(1),
-        isolated.create(&format!("{root}/isolated"), b"x", &persistent()),
+        create(&isolated, &format!("{root}/isolated"), b"x"),
     )
     .await;
     assert!(
-        matches!(attempt, Err(_) | Ok(Err(zk::Error::ConnectionLoss))),
+        matches!(
+            attempt,
+            Err(_) | Ok(Err(curator_session::Error::ConnectionLoss))
+        ),
         "{attempt:?}"
     );
 
@@ -96,16 +104,14 @@ async fn isolate_the_leader_then_heal(cluster: &TestingCluster) {
     let end = tokio::time::Instant::now() + Timing::new().forever();
     let mut writer = writer;
     loop {
-        match writer.create(&during, b"2", &persistent()).await {
+        match create(&writer, &during, b"2").await {
             // A create whose reply was lost to the election may have been applied.
-            Ok(_) | Err(zk::Error::NodeExists) => break,
+            Ok(_) | Err(curator_session::Error::Server(ErrorCode::NodeExists)) => break,
             // An election that outlasted the writer's session (a loaded machine): a new one.
-            Err(zk::Error::SessionExpired) => {
+            Err(curator_session::Error::SessionExpired) => {
                 writer = common::connect(&majority_string, session_timeout).await;
             }
-            Err(zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::SessionMoved)
-                if tokio::time::Instant::now() < end =>
-            {
+            Err(e) if common::is_retryable(&e) && tokio::time::Instant::now() < end => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(e) => panic!("the majority's write failed: {e}"),
@@ -117,12 +123,12 @@ async fn isolate_the_leader_then_heal(cluster: &TestingCluster) {
     assert!(
         matches!(
             isolated.state(),
-            zk::SessionState::Disconnected | zk::SessionState::Expired
+            SessionState::Disconnected | SessionState::Expired
         ),
         "{:?}",
         isolated.state()
     );
-    let write = common::retry(|| writer.check_stat(&format!("{root}/isolated"))).await;
+    let write = common::retry(|| writer.exists(&format!("{root}/isolated"))).await;
     assert!(write.is_none(), "the isolated member applied a write");
 
     // Healed, the old leader rejoins as a follower, and a read on it after `sync` sees the
@@ -140,7 +146,7 @@ async fn isolate_the_leader_then_heal(cluster: &TestingCluster) {
     // Its client reconnects in its session, unless the partition outlasted the session timeout
     // (a loaded machine): then a new session on the same member stands in for it.
     let reader = match await_connected_or_expired(&isolated).await {
-        zk::SessionState::SyncConnected => isolated,
+        SessionState::Connected => isolated,
         _ => common::connect(&cluster.member_connect_string(old), session_timeout).await,
     };
     common::retry(|| reader.sync(&during)).await;
@@ -149,19 +155,18 @@ async fn isolate_the_leader_then_heal(cluster: &TestingCluster) {
 }
 
 /// Waits until `client`'s session is connected again or expired; returns which.
-async fn await_connected_or_expired(client: &zk::Client) -> zk::SessionState {
-    let mut watcher = client.state_watcher();
-    let mut state = watcher.state();
+async fn await_connected_or_expired(client: &Session) -> SessionState {
+    let mut states = client.state_watch();
     let end = tokio::time::Instant::now() + Timing::new().forever();
-    while !matches!(
-        state,
-        zk::SessionState::SyncConnected | zk::SessionState::Expired
-    ) {
-        state = tokio::time::timeout_at(end, watcher.changed())
-            .await
-            .unwrap_or_else(|_| panic!("the isolated client neither reconnected nor expired"));
-    }
-    state
+    let reached = tokio::time::timeout_at(
+        end,
+        states.wait_for(|state| matches!(state, SessionState::Connected | SessionState::Expired)),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the isolated client neither reconnected nor expired"))
+    .map(|state| *state);
+    // The channel closes only after the session ended, in a state `state()` still reports.
+    reached.unwrap_or_else(|_| client.state())
 }
 
 #[tokio::test]
@@ -202,28 +207,15 @@ async fn a_dynamic_ensemble_is_partitionable_and_keeps_its_wiring_across_reconfi
     assert!(conf.contains("server.3=zk-3:"), "{conf}");
 
     // A member added by reconfiguration is wired like the others.
-    let admin = zk::Client::connector()
-        .with_auth(
-            "digest",
-            &cluster.super_credentials().unwrap().digest_auth(),
-        )
-        .connect(&cluster.connect_string())
-        .await
-        .unwrap();
+    let admin = common::connect_with(
+        SessionConfig::new(&cluster.connect_string())
+            .unwrap()
+            .auth("digest", cluster.super_credentials().unwrap().digest_auth()),
+    )
+    .await;
     let new = cluster.start_new_member().await.unwrap();
     let spec = cluster.member_spec(new);
-    let joinings = [spec.as_str()];
-    let leavings = ["1"];
-    common::retry(|| {
-        admin.update_ensemble(
-            zk::EnsembleUpdate::Incremental {
-                joinings: joinings.iter().copied(),
-                leavings: leavings.iter().copied(),
-            },
-            None,
-        )
-    })
-    .await;
+    common::retry(|| admin.reconfig(Some(spec.clone()), Some("1".to_owned()), None, -1)).await;
     cluster.stop_member(0).unwrap();
     assert_eq!(cluster.can_reach(new, 1), Some(true));
     isolate_the_leader_then_heal(&cluster).await;

@@ -4,8 +4,9 @@ mod common;
 
 use std::time::Duration;
 
+use curator_session::proto::CreateMode;
+use curator_session::{Error, SessionState, open_acl};
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
-use zookeeper_client as zk;
 
 #[tokio::test]
 async fn pause_disconnects_the_client_and_resume_reconnects_it_to_the_same_session() {
@@ -24,23 +25,23 @@ async fn pause_disconnects_the_client_and_resume_reconnects_it_to_the_same_sessi
 
     proxy.pause();
     assert!(proxy.is_paused());
-    let seen = common::await_state(&client, zk::SessionState::Disconnected).await;
-    assert_eq!(seen.last(), Some(&zk::SessionState::Disconnected));
+    let seen = common::await_state(&client, SessionState::Disconnected).await;
+    assert_eq!(seen.last(), Some(&SessionState::Disconnected));
     // While paused, nothing reaches the server.
-    let stalled = tokio::time::timeout(Duration::from_millis(300), client.check_stat(&root)).await;
+    let stalled = tokio::time::timeout(Duration::from_millis(300), client.exists(&root)).await;
     assert!(
         !matches!(stalled, Ok(Ok(_))),
         "a request went through a paused proxy: {stalled:?}"
     );
 
     proxy.resume();
-    common::await_state(&client, zk::SessionState::SyncConnected).await;
+    common::await_state(&client, SessionState::Connected).await;
     assert_eq!(
         client.session_id(),
         session,
         "the session survives a short partition"
     );
-    assert!(common::retry(|| client.check_stat(&root)).await.is_some());
+    assert!(common::retry(|| client.exists(&root)).await.is_some());
 }
 
 #[tokio::test]
@@ -55,21 +56,21 @@ async fn drop_connections_cuts_the_link_and_the_client_reconnects() {
     let root = unique_root("proxy-drop");
     common::mkdirs(&client, &root).await;
     assert_eq!(proxy.open_connections(), 1);
-    let mut states = client.state_watcher();
+    let mut states = client.state_changes();
     let session = client.session_id();
 
     proxy.drop_connections();
-    let disconnected = tokio::time::timeout(Timing::new().wait(), states.changed())
+    let disconnected = tokio::time::timeout(Timing::new().wait(), states.next())
         .await
         .unwrap();
-    assert_eq!(disconnected, zk::SessionState::Disconnected);
-    common::await_state(&client, zk::SessionState::SyncConnected).await;
+    assert_eq!(disconnected, Some(SessionState::Disconnected));
+    common::await_state(&client, SessionState::Connected).await;
     assert_eq!(client.session_id(), session);
-    assert!(common::retry(|| client.check_stat(&root)).await.is_some());
+    assert!(common::retry(|| client.exists(&root)).await.is_some());
     // The reconnect went through the proxy again and re-attached the same session.
     let sessions = proxy.sessions();
     assert!(
-        sessions.len() >= 2 && sessions.iter().all(|s| s.id == session.0),
+        sessions.len() >= 2 && sessions.iter().all(|s| s.id == session),
         "{sessions:?}"
     );
 }
@@ -89,22 +90,11 @@ async fn paused_replies_let_requests_through_and_dropping_them_loses_the_answer(
     let node = format!("{root}/applied");
 
     proxy.pause_replies();
-    let create = tokio::spawn({
-        let client = client.clone();
-        let node = node.clone();
-        async move {
-            client
-                .create(
-                    &node,
-                    b"",
-                    &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-                )
-                .await
-        }
-    });
+    // The request is sent when `create` is called; the spawned future only awaits its reply.
+    let create = tokio::spawn(client.create(&node, b"", open_acl(), CreateMode::Persistent, None));
     // The request is applied although its reply is held.
     let deadline = tokio::time::Instant::now() + Timing::new().wait();
-    while observer.check_stat(&node).await.unwrap().is_none() {
+    while observer.exists(&node).await.unwrap().is_none() {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the request never reached the server"
@@ -117,8 +107,5 @@ async fn paused_replies_let_requests_through_and_dropping_them_loses_the_answer(
         .await
         .unwrap()
         .unwrap();
-    assert!(
-        matches!(outcome, Err(zk::Error::ConnectionLoss)),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, Err(Error::ConnectionLoss)), "{outcome:?}");
 }

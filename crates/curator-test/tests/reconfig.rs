@@ -6,38 +6,33 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use curator_session::proto::{CreateMode, ErrorCode};
+use curator_session::{Sasl, Session, open_acl};
 use curator_test::{
     Error, ServerSasl, TestCertificates, TestingCluster, Timing, four_letter_word, unique_root,
 };
-use zookeeper_client as zk;
 
 /// A session as the ensemble's super user.
-async fn super_client(cluster: &TestingCluster, connect: &str) -> zk::Client {
+async fn super_client(cluster: &TestingCluster, connect: &str) -> Session {
     let credentials = cluster.super_credentials().expect("a dynamic ensemble");
-    zk::Client::connector()
-        .with_session_timeout(Timing::new().scale(Duration::from_secs(20)))
-        .with_connection_timeout(Timing::new().connection_timeout())
-        .with_auth("digest", &credentials.digest_auth())
-        .connect(connect)
+    let config = common::config(connect, Timing::new().scale(Duration::from_secs(20)))
+        .auth("digest", credentials.digest_auth());
+    common::try_connect(config)
         .await
         .unwrap_or_else(|e| panic!("connecting to {connect} as super: {e}"))
 }
 
-/// An incremental reconfiguration, once.
+/// An incremental reconfiguration, once, if the configuration's version is `version` (any
+/// version when `None`).
 async fn reconfig_once(
-    client: &zk::Client,
+    client: &Session,
     joining: &[&str],
     leaving: &[&str],
     version: Option<i64>,
-) -> Result<String, zk::Error> {
+) -> Result<String, curator_session::Error> {
+    let list = |specs: &[&str]| (!specs.is_empty()).then(|| specs.join(","));
     let (data, _) = client
-        .update_ensemble(
-            zk::EnsembleUpdate::Incremental {
-                joinings: joining.iter().copied(),
-                leavings: leaving.iter().copied(),
-            },
-            version,
-        )
+        .reconfig(list(joining), list(leaving), None, version.unwrap_or(-1))
         .await?;
     Ok(String::from_utf8(data).unwrap())
 }
@@ -47,20 +42,22 @@ async fn reconfig_once(
 /// configuration in sync yet (`NEWCONFIGNOQUORUM`). A lost reply is checked against the
 /// configuration: removing the leader makes the others' clients lose their connection during
 /// the hand-off, although the change committed.
-async fn reconfig(client: &zk::Client, joining: &[&str], leaving: &[&str]) -> String {
+async fn reconfig(client: &Session, joining: &[&str], leaving: &[&str]) -> String {
     let deadline = tokio::time::Instant::now() + Timing::new().wait();
     loop {
         match reconfig_once(client, joining, leaving, None).await {
             Ok(config) => return config,
-            Err(zk::Error::ConnectionLoss | zk::Error::Timeout) => {
+            Err(curator_session::Error::ConnectionLoss) => {
                 let config = synced_config(client).await;
                 if applied(&config, joining, leaving) {
                     return config;
                 }
             }
-            Err(e @ zk::Error::UnexpectedErrorCode(-13 | -14))
-                if tokio::time::Instant::now() < deadline =>
-            {
+            Err(
+                e @ curator_session::Error::Server(
+                    ErrorCode::NewConfigNoQuorum | ErrorCode::ReconfigInProgress,
+                ),
+            ) if tokio::time::Instant::now() < deadline => {
                 tracing::debug!("reconfig retried after {e}");
             }
             Err(e) => panic!("reconfig +{joining:?} -{leaving:?}: {e}"),
@@ -98,7 +95,7 @@ fn servers(config: &str) -> BTreeMap<u64, String> {
 }
 
 /// `/zookeeper/config` as the member `client` is connected to has it after a `sync`.
-async fn synced_config(client: &zk::Client) -> String {
+async fn synced_config(client: &Session) -> String {
     common::retry(|| client.sync("/zookeeper/config")).await;
     let (data, _) = common::retry(|| client.get_config()).await;
     String::from_utf8(data).unwrap()
@@ -163,33 +160,23 @@ async fn leader_metric(cluster: &TestingCluster, key: &str) -> Option<u64> {
 }
 
 /// Creates `path` under a fresh root and reads it back.
-async fn write_and_read(client: &zk::Client, what: &str) {
+async fn write_and_read(client: &Session, what: &str) {
     let root = unique_root(what);
-    common::retry(|| async {
-        match client
-            .mkdir(
-                &root,
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-            )
-            .await
-        {
-            Err(zk::Error::NodeExists) => Ok(()),
-            other => other,
-        }
-    })
-    .await;
+    common::retry(|| common::try_mkdirs(client, &root)).await;
     let path = format!("{root}/node");
     common::retry(|| async {
         match client
             .create(
                 &path,
                 what.as_bytes(),
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+                open_acl(),
+                CreateMode::Persistent,
+                None,
             )
             .await
         {
             // A create whose reply was lost to a fail-over may have been applied.
-            Err(zk::Error::NodeExists) => Ok(()),
+            Err(curator_session::Error::Server(ErrorCode::NodeExists)) => Ok(()),
             other => other.map(|_| ()),
         }
     })
@@ -245,41 +232,42 @@ async fn a_dynamic_ensemble_names_its_members_and_only_super_reconfigures() {
     let anonymous =
         common::connect(&cluster.connect_string(), Timing::new().session_timeout()).await;
     let leaving = cluster.member_id(2).to_string();
-    assert!(matches!(
+    let no_auth = Err(curator_session::Error::Server(ErrorCode::NoAuth));
+    assert_eq!(
         reconfig_once(&anonymous, &[], &[leaving.as_str()], None).await,
-        Err(zk::Error::NoAuth)
-    ));
-    let wrong = zk::Client::connector()
-        .with_session_timeout(Timing::new().session_timeout())
-        .with_auth("digest", b"super:not-the-password")
-        .connect(&cluster.connect_string())
-        .await
-        .unwrap();
-    assert!(matches!(
+        no_auth
+    );
+    let wrong = common::connect_with(
+        common::config(&cluster.connect_string(), Timing::new().session_timeout())
+            .auth("digest", b"super:not-the-password".to_vec()),
+    )
+    .await;
+    assert_eq!(
         reconfig_once(&wrong, &[], &[leaving.as_str()], None).await,
-        Err(zk::Error::NoAuth)
-    ));
+        no_auth
+    );
     // A conditional no-op reconfiguration at a stale version tells super is allowed in.
     let stale = reconfig_once(&admin, &[cluster.member_spec(2).as_str()], &[], Some(1)).await;
-    assert!(matches!(stale, Err(zk::Error::BadVersion)), "{stale:?}");
+    assert_eq!(
+        stale,
+        Err(curator_session::Error::Server(ErrorCode::BadVersion))
+    );
 
     // The other options still work: TLS on every member, SASL logins.
-    let tls = zk::Client::connector()
-        .with_session_timeout(Timing::new().session_timeout())
-        .with_tls(
-            zk::TlsOptions::new()
-                .with_pem_ca(certs.ca().cert_pem())
-                .unwrap(),
+    let tls = common::connect_with(
+        common::tls_config(
+            &cluster.secure_connect_string().unwrap(),
+            certs.ca().cert_pem(),
+            None,
         )
-        .with_sasl(zk::SaslOptions::digest_md5("alice", "alice-secret"))
-        .secure_connect(&cluster.secure_connect_string().unwrap())
-        .await
-        .unwrap();
+        .sasl(Sasl::digest_md5("alice", "alice-secret")),
+    )
+    .await;
     assert!(
-        tls.list_auth_users()
+        tls.who_am_i()
             .await
             .unwrap()
-            .contains(&zk::AuthUser::new("sasl", "alice"))
+            .contains(&common::identity("sasl", "alice"))
     );
     write_and_read(&tls, "reconfig-options").await;
     assert!(format!("{:?}", cluster.super_credentials()).contains("redacted"));
@@ -480,10 +468,10 @@ async fn a_static_ensemble_is_unchanged() {
         Err(Error::InvalidArgument(_))
     ));
     let client = common::connect(&cluster.connect_string(), Timing::new().session_timeout()).await;
-    assert!(matches!(
+    assert_eq!(
         reconfig_once(&client, &[], &["1"], None).await,
-        Err(zk::Error::ReconfigDisabled)
-    ));
+        Err(curator_session::Error::Server(ErrorCode::ReconfigDisabled))
+    );
     assert_eq!(
         cluster.member_spec(0).split_once(';').unwrap().1,
         cluster.member_connect_string(0)

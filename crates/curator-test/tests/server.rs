@@ -4,8 +4,9 @@ mod common;
 
 use std::time::Duration;
 
+use curator_session::proto::CreateMode;
+use curator_session::{SessionState, open_acl};
 use curator_test::{Error, TestingServer, Timing, four_letter_word, unique_root};
-use zookeeper_client as zk;
 
 #[tokio::test]
 async fn start_answers_and_stop_frees_the_port() {
@@ -45,11 +46,7 @@ async fn a_session_survives_restart_with_the_same_id() {
     common::mkdirs(&client, &root).await;
     let ephemeral = format!("{root}/mine");
     client
-        .create(
-            &ephemeral,
-            b"x",
-            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-        )
+        .create(&ephemeral, b"x", open_acl(), CreateMode::Ephemeral, None)
         .await
         .unwrap();
     let session_before = client.session_id();
@@ -60,9 +57,9 @@ async fn a_session_survives_restart_with_the_same_id() {
     // The data is the same and the session lives on: the ephemeral node is still there.
     let (data, stat) = common::retry(|| client.get_data(&ephemeral)).await;
     assert_eq!(data, b"x");
-    assert_eq!(stat.ephemeral_owner, session_before.0);
+    assert_eq!(stat.ephemeral_owner, session_before);
     assert_eq!(client.session_id(), session_before);
-    assert_eq!(client.state(), zk::SessionState::SyncConnected);
+    assert_eq!(client.state(), SessionState::Connected);
 }
 
 #[tokio::test]
@@ -71,11 +68,15 @@ async fn ttl_nodes_are_enabled() {
     let client = common::connect(&server.connect_string(), Timing::new().session_timeout()).await;
     let root = unique_root("ttl");
     common::mkdirs(&client, &root).await;
-    let options = zk::CreateMode::Persistent
-        .with_acls(zk::Acls::anyone_all())
-        .with_ttl(Duration::from_secs(60));
+    let ttl = Duration::from_secs(60).as_millis() as i64;
     client
-        .create(&format!("{root}/ttl"), b"", &options)
+        .create(
+            &format!("{root}/ttl"),
+            b"",
+            open_acl(),
+            CreateMode::PersistentWithTtl,
+            Some(ttl),
+        )
         .await
         .unwrap();
 }

@@ -2,10 +2,11 @@
 
 mod common;
 
+use curator_session::proto::{CreateMode, EventType};
+use curator_session::{SessionState, open_acl};
 use curator_test::{
     Expiry, FaultProxy, SessionCredentials, TestingServer, Timing, expire_session, unique_root,
 };
-use zookeeper_client as zk;
 
 #[tokio::test]
 async fn expiry_removes_the_sessions_ephemeral_node_and_tells_its_client() {
@@ -23,18 +24,15 @@ async fn expiry_removes_the_sessions_ephemeral_node_and_tells_its_client() {
     common::mkdirs(&observer, &root).await;
     let node = format!("{root}/ephemeral");
     victim
-        .create(
-            &node,
-            b"",
-            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-        )
+        .create(&node, b"", open_acl(), CreateMode::Ephemeral, None)
         .await
         .unwrap();
-    let (_, watch) = observer.check_and_watch_stat(&node).await.unwrap();
+    let (_, watch) = observer.exists_watched(&node).await.unwrap();
 
     let sessions = proxy.sessions();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
-    assert_eq!(sessions[0].id, victim.session_id().0);
+    assert_eq!(sessions[0].id, victim.session_id());
+    assert_eq!(sessions[0].password, victim.password());
 
     let outcome = expire_session(&server.connect_string(), &sessions[0], Timing::new().wait())
         .await
@@ -45,11 +43,11 @@ async fn expiry_removes_the_sessions_ephemeral_node_and_tells_its_client() {
     let event = tokio::time::timeout(Timing::new().wait(), watch.changed())
         .await
         .unwrap();
-    assert_eq!(event.event_type, zk::EventType::NodeDeleted);
-    assert_eq!(observer.check_stat(&node).await.unwrap(), None);
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+    assert_eq!(observer.exists(&node).await.unwrap(), None);
 
     // The victim learns its session expired.
-    common::await_state(&victim, zk::SessionState::Expired).await;
+    common::await_state(&victim, SessionState::Expired).await;
 
     // A second attempt finds nothing to expire.
     let again = expire_session(&server.connect_string(), &sessions[0], Timing::new().wait())

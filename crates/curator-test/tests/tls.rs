@@ -2,37 +2,16 @@
 
 mod common;
 
-use std::time::Duration;
-
+use curator_session::proto::{Acl, CreateMode, ErrorCode, Id, Perms};
+use curator_session::{Session, open_acl};
 use curator_test::{
     ClientAuth, ServerTls, TestCertificate, TestCertificates, TestingCluster, TestingServer,
     Timing, four_letter_word, unique_root,
 };
-use zookeeper_client as zk;
 
-/// A connector that trusts `ca_pem` and, if given, presents `identity`.
-fn tls_connector(ca_pem: &str, identity: Option<&TestCertificate>) -> zk::Connector {
-    let mut tls = zk::TlsOptions::new().with_pem_ca(ca_pem).unwrap();
-    if let Some(identity) = identity {
-        tls = tls
-            .with_pem_identity(identity.cert_pem(), identity.key_pem())
-            .unwrap();
-    }
-    zk::Client::connector()
-        .with_session_timeout(Timing::new().session_timeout())
-        .with_connection_timeout(Timing::new().connection_timeout())
-        .with_tls(tls)
-}
-
-/// Connects over TLS, or fails with the client's error.
-async fn tls_connect(
-    address: &str,
-    ca_pem: &str,
-    identity: Option<&TestCertificate>,
-) -> Result<zk::Client, zk::Error> {
-    tls_connector(ca_pem, identity)
-        .secure_connect(address)
-        .await
+/// Connects over TLS (trying again while no server answers in time).
+async fn tls_connect(address: &str, ca_pem: &str, identity: Option<&TestCertificate>) -> Session {
+    common::connect_with(common::tls_config(address, ca_pem, identity)).await
 }
 
 /// A bare TLS handshake with `address` (`localhost:<port>`) as a client that trusts `ca_pem`
@@ -74,16 +53,16 @@ async fn handshake(address: &str, ca_pem: &str) -> Result<(), rustls::Error> {
     .unwrap()
 }
 
-/// Connects over TLS, expecting the connection to be refused: the wire client tries every
-/// host once (`with_fail_eagerly`), and the whole attempt is bounded by the short deadline.
+/// Connects over TLS, expecting the connection to be refused: the session tries every host
+/// once within its connection timeout and fails with `NoServer`, naming each refusal.
 async fn assert_tls_refused(address: &str, ca_pem: &str, identity: Option<&TestCertificate>) {
-    let attempt = tls_connector(ca_pem, identity)
-        .with_fail_eagerly()
-        .secure_connect(address);
-    match tokio::time::timeout(Timing::new().wait(), attempt).await {
-        Ok(Ok(_)) => panic!("a TLS session to {address} was established"),
-        Ok(Err(error)) => tracing::debug!(%error, "refused, as expected"),
-        Err(_) => {} // still retrying when the deadline passed: never connected either
+    let attempt = Session::connect(common::tls_config(address, ca_pem, identity));
+    match tokio::time::timeout(Timing::new().forever(), attempt).await {
+        Ok(Err(curator_session::Error::NoServer(reasons))) => {
+            tracing::debug!(%reasons, "refused, as expected");
+        }
+        Ok(other) => panic!("a TLS session to {address} was not refused: {other:?}"),
+        Err(_) => panic!("connecting to {address} outlasted its connection timeout"),
     }
 }
 
@@ -102,26 +81,20 @@ async fn a_tls_client_creates_and_reads_and_plaintext_stays_for_four_letter_word
     );
     assert_ne!(server.secure_port(), Some(server.port()));
 
-    let client = tls_connect(&address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let client = tls_connect(&address, certs.ca().cert_pem(), None).await;
     let root = unique_root("tls");
     common::mkdirs(&client, &root).await;
     let path = format!("{root}/node");
     client
-        .create(
-            &path,
-            b"over tls",
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
+        .create(&path, b"over tls", open_acl(), CreateMode::Persistent, None)
         .await
         .unwrap();
     let (data, _) = client.get_data(&path).await.unwrap();
     assert_eq!(data, b"over tls");
     // No client certificate was asked for: the client is anonymous apart from its address.
-    let users = client.list_auth_users().await.unwrap();
+    let users = client.who_am_i().await.unwrap();
     assert!(
-        users.iter().all(|user| user.scheme() != "x509"),
+        users.iter().all(|user| user.auth_scheme != "x509"),
         "{users:?}"
     );
 
@@ -157,9 +130,7 @@ async fn clients_refuse_an_unknown_ca_an_expired_certificate_and_a_wrong_host_na
     handshake(&good_address, certs.ca().cert_pem())
         .await
         .unwrap();
-    tls_connect(&good_address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    tls_connect(&good_address, certs.ca().cert_pem(), None).await;
 
     for (what, certificate) in [
         ("expired", certs.expired_server()),
@@ -200,12 +171,10 @@ async fn a_client_certificate_is_an_x509_identity_that_acls_name() {
     let alice_cert = certs.client("alice").unwrap();
     let bob_cert = certs.client("bob").unwrap();
 
-    let alice = tls_connect(&address, certs.ca().cert_pem(), Some(&alice_cert))
-        .await
-        .unwrap();
-    let users = alice.list_auth_users().await.unwrap();
+    let alice = tls_connect(&address, certs.ca().cert_pem(), Some(&alice_cert)).await;
+    let users = alice.who_am_i().await.unwrap();
     assert!(
-        users.contains(&zk::AuthUser::new("x509", "CN=alice")),
+        users.contains(&common::identity("x509", "CN=alice")),
         "{users:?}"
     );
     assert_eq!(alice_cert.subject(), "CN=alice");
@@ -214,23 +183,20 @@ async fn a_client_certificate_is_an_x509_identity_that_acls_name() {
     let root = unique_root("x509");
     common::mkdirs(&alice, &root).await;
     let secret = format!("{root}/alice-only");
-    let acl = [zk::Acl::new(
-        zk::Permission::ALL,
-        zk::AuthId::new("x509", alice_cert.subject()),
-    )];
+    let acl = vec![Acl {
+        perms: Perms::ALL,
+        id: Id::new("x509", alice_cert.subject()),
+    }];
     alice
-        .create(
-            &secret,
-            b"for alice",
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl)),
-        )
+        .create(&secret, b"for alice", acl, CreateMode::Persistent, None)
         .await
         .unwrap();
     assert_eq!(alice.get_data(&secret).await.unwrap().0, b"for alice");
-    let bob = tls_connect(&address, certs.ca().cert_pem(), Some(&bob_cert))
-        .await
-        .unwrap();
-    assert_eq!(bob.get_data(&secret).await.unwrap_err(), zk::Error::NoAuth);
+    let bob = tls_connect(&address, certs.ca().cert_pem(), Some(&bob_cert)).await;
+    assert_eq!(
+        bob.get_data(&secret).await.unwrap_err(),
+        curator_session::Error::Server(ErrorCode::NoAuth)
+    );
 
     // `need`: no certificate, or one from an unknown CA, and the handshake fails.
     assert_tls_refused(&address, certs.ca().cert_pem(), None).await;
@@ -248,25 +214,21 @@ async fn want_takes_a_certificate_when_offered_and_lets_clients_in_without() {
         .unwrap();
     let address = server.secure_connect_string().unwrap();
     let carol_cert = certs.client("carol").unwrap();
-    let carol = tls_connect(&address, certs.ca().cert_pem(), Some(&carol_cert))
-        .await
-        .unwrap();
-    let users = carol.list_auth_users().await.unwrap();
+    let carol = tls_connect(&address, certs.ca().cert_pem(), Some(&carol_cert)).await;
+    let users = carol.who_am_i().await.unwrap();
     assert!(
-        users.contains(&zk::AuthUser::new("x509", "CN=carol")),
+        users.contains(&common::identity("x509", "CN=carol")),
         "{users:?}"
     );
     // Without a certificate the client is still let in, anonymously. (ZooKeeper 3.8.0 logs
     // "Unsuccessful handshake" for it, but keeps the connection.)
-    let anonymous = tls_connect(&address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
-    let users = anonymous.list_auth_users().await.unwrap();
+    let anonymous = tls_connect(&address, certs.ca().cert_pem(), None).await;
+    let users = anonymous.who_am_i().await.unwrap();
     assert!(
-        users.iter().all(|user| user.scheme() != "x509"),
+        users.iter().all(|user| user.auth_scheme != "x509"),
         "{users:?}"
     );
-    assert!(anonymous.check_stat("/").await.unwrap().is_some());
+    assert!(anonymous.exists("/").await.unwrap().is_some());
 }
 
 #[tokio::test]
@@ -278,11 +240,8 @@ async fn restart_keeps_tls_and_the_session() {
         .await
         .unwrap();
     let address = server.secure_connect_string().unwrap();
-    let client = tls_connector(certs.ca().cert_pem(), None)
-        .with_session_timeout(Timing::new().scale(Duration::from_secs(20)))
-        .secure_connect(&address)
-        .await
-        .unwrap();
+    // Its session timeout (20 s, scaled) outlasts the restart.
+    let client = tls_connect(&address, certs.ca().cert_pem(), None).await;
     let root = unique_root("tls-restart");
     common::mkdirs(&client, &root).await;
     let session = client.session_id();
@@ -294,10 +253,8 @@ async fn restart_keeps_tls_and_the_session() {
     let (_, stat) = common::retry(|| client.get_data(&root)).await;
     assert!(stat.czxid > 0);
     assert_eq!(client.session_id(), session);
-    let fresh = tls_connect(&address, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
-    assert!(fresh.check_stat(&root).await.unwrap().is_some());
+    let fresh = tls_connect(&address, certs.ca().cert_pem(), None).await;
+    assert!(fresh.exists(&root).await.unwrap().is_some());
     assert_tls_refused(&address, certs.unknown_ca().cert_pem(), None).await;
 }
 
@@ -314,21 +271,19 @@ async fn every_member_of_a_tls_ensemble_serves_tls() {
     assert!(all.split(',').all(|host| host.starts_with("localhost:")));
 
     let root = unique_root("tls-ensemble");
-    let writer = tls_connect(&all, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
+    let writer = tls_connect(&all, certs.ca().cert_pem(), None).await;
     common::mkdirs(&writer, &root).await;
     for index in 0..cluster.len() {
         let member = cluster.member_secure_connect_string(index).unwrap();
-        let client = tls_connect(&member, certs.ca().cert_pem(), None)
-            .await
-            .unwrap_or_else(|e| panic!("member {index} over TLS at {member}: {e}"));
+        let client = tls_connect(&member, certs.ca().cert_pem(), None).await;
         let path = format!("{root}/from-member-{index}");
         client
             .create(
                 &path,
                 member.as_bytes(),
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+                open_acl(),
+                CreateMode::Persistent,
+                None,
             )
             .await
             .unwrap();
@@ -336,15 +291,13 @@ async fn every_member_of_a_tls_ensemble_serves_tls() {
         assert_eq!(client.get_data(&path).await.unwrap().0, member.as_bytes());
         assert_tls_refused(&member, certs.unknown_ca().cert_pem(), None).await;
     }
-    assert_eq!(writer.list_children(&root).await.unwrap().len(), 3);
+    assert_eq!(writer.get_children(&root).await.unwrap().0.len(), 3);
 
     // A restarted member serves TLS again on the same port.
     let mut cluster = cluster;
     let member = cluster.member_secure_connect_string(0).unwrap();
     cluster.restart(0).await.unwrap();
     assert_eq!(cluster.member_secure_connect_string(0).unwrap(), member);
-    let client = tls_connect(&member, certs.ca().cert_pem(), None)
-        .await
-        .unwrap();
-    assert_eq!(client.list_children(&root).await.unwrap().len(), 3);
+    let client = tls_connect(&member, certs.ca().cert_pem(), None).await;
+    assert_eq!(client.get_children(&root).await.unwrap().0.len(), 3);
 }
