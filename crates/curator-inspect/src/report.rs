@@ -193,7 +193,7 @@ impl fmt::Display for Who {
 ///     "node": "lock-0000000001",
 ///     "who": { "host": "h", "pid": 1, "name": "n", "text": null },
 ///     "session_id": "0x100000a1b2c0003",
-///     "since_ms": 0,
+///     "since_ms": 1_700_000_000_000_i64,
 ///     "role": null,
 /// })).unwrap();
 /// assert_eq!(p.session_id, 0x0100_000a_1b2c_0003);
