@@ -7,15 +7,16 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default: demo
 
 # Debian packages; root or sudo only when something is missing. MODE: demo (ZooKeeper's jars),
-# test (everything the tests need), bench (ZooKeeper, Curator's jars, Kazoo, chart fonts) or
-# lint (Kerberos headers, libclang); `scripts/setup.sh --help` lists the packages.
+# test (everything the tests need, and Debian 13's ZooKeeper 3.9.3 fetched into target/), bench
+# (ZooKeeper, Curator's jars, Kazoo, chart fonts) or lint (Kerberos headers, libclang);
+# `scripts/setup.sh --help` lists the packages.
 # Install what MODE needs (demo, test, bench, lint) when missing, and print what is there.
 setup MODE="test":
     scripts/setup.sh {{MODE}}
 
-# Unit, doc and real-server tests, every feature (Kerberos too), sharing one ZooKeeper where
-# it can (scripts/test.sh).
-# Every test of the workspace, after installing what the tests need.
+# Unit, doc and real-server tests, every feature (Kerberos too), once on ZooKeeper 3.8 and once
+# on 3.9, each pass sharing one server of its release where it can (scripts/test.sh).
+# Every test of the workspace on ZooKeeper 3.8 and 3.9, after installing what the tests need.
 test: (setup "test")
     scripts/test.sh
 

@@ -13,15 +13,22 @@
 #          tests); the Kerberos headers, libclang and pkg-config (the framework's `kerberos`
 #          feature, built by `--all-features`); fontconfig's headers (the benchmarks' charts,
 #          built with the workspace); headless Chromium and its WebDriver (the test of
-#          `curator ui`'s page in a browser).
+#          `curator ui`'s page in a browser). Also ZooKeeper 3.9.3 (below).
 #   bench  the benchmarks: ZooKeeper's jars, Curator's jars, a JDK when there is no `javac`,
 #          Kazoo, fontconfig's headers and the Liberation fonts (the charts).
 #   lint   clippy and rustdoc with every feature: the Kerberos headers, libclang, pkg-config,
 #          fontconfig's headers.
+#
+# The tests run against ZooKeeper 3.8.0 (Debian 12's libzookeeper-java, installed) and 3.9.3
+# (Debian 13's). `test` (and `demo` or `bench` with CURATOR_TEST_ZK_VERSION=3.9) downloads
+# Debian 13's `zookeeper` and `libzookeeper-java` 3.9.3 packages with `apt-get download`,
+# against a sources list and apt state of its own in a temporary directory (the system's apt
+# configuration is neither read nor changed), and unpacks them with `dpkg -x` into
+# target/zookeeper-3.9.3/, when that is missing.
 set -euo pipefail
 
 usage() {
-    sed -n '2,24s/^# \{0,1\}//p' "$0"
+    sed -n '2,31s/^# \{0,1\}//p' "$0"
 }
 
 demo=(libzookeeper-java)
@@ -89,6 +96,76 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# ZooKeeper 3.9.3 (see the top of this file), where curator-test looks for it:
+# CURATOR_TEST_ZK_VERSION=3.9 starts its servers from these jars.
+zk39_version=3.9.3
+zk39_dir=$(cd "$(dirname "$0")/.." && pwd)/target/zookeeper-$zk39_version
+zk39_jars=("zookeeper-jute-$zk39_version.jar" "zookeeper-$zk39_version.jar")
+wants_zk39() {
+    wants test || { wants demo bench && [[ ${CURATOR_TEST_ZK_VERSION:-} == 3.9 ]]; }
+}
+has_zk39() {
+    local jar
+    for jar in "${zk39_jars[@]}"; do
+        [[ -f $zk39_dir/usr/share/java/$jar ]] || return 1
+    done
+}
+# Downloads the two packages into the directory $1 and unpacks them into $1/root, writing the
+# Debian version to $1/root/debian-version. Returns explicitly at each failure (`set -e` does
+# not apply in a function called as a condition).
+fetch_zk39() {
+    local tmp=$1 version deb
+    # Read first (through APT_CONFIG), this configuration names empty configuration, sources
+    # and preferences directories of its own, so none of the system's apt settings apply.
+    mkdir -p "$tmp/etc/apt.conf.d" "$tmp/etc/preferences.d" "$tmp/etc/sources.list.d" \
+        "$tmp/state/lists/partial" "$tmp/cache/archives/partial" "$tmp/debs" "$tmp/root" || return 1
+    touch "$tmp/state/status" || return 1
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
+        >"$tmp/etc/sources.list" || return 1
+    printf '%s\n' \
+        "Dir::Etc \"$tmp/etc\";" \
+        'Dir::Etc::main "/dev/null";' \
+        'Dir::Etc::parts "apt.conf.d";' \
+        'Dir::Etc::sourcelist "sources.list";' \
+        'Dir::Etc::sourceparts "sources.list.d";' \
+        'Dir::Etc::preferences "/dev/null";' \
+        'Dir::Etc::preferencesparts "preferences.d";' \
+        "Dir::State \"$tmp/state\";" \
+        "Dir::State::status \"$tmp/state/status\";" \
+        "Dir::Cache \"$tmp/cache\";" \
+        'Acquire::Languages "none";' >"$tmp/apt.conf" || return 1
+    # As root, apt downloads as its unprivileged `_apt` user, which must reach the directories.
+    chmod 755 "$tmp" || return 1
+    if [[ $(id -u) -eq 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$tmp/debs" || return 1; fi
+    export APT_CONFIG=$tmp/apt.conf
+    apt-get update || return 1
+    version=$(apt-cache madison libzookeeper-java | awk -v want="$zk39_version-" 'index($3, want) == 1 { print $3; exit }')
+    if [[ -z $version ]]; then
+        echo "Debian 13 (trixie) offers no libzookeeper-java $zk39_version"
+        return 1
+    fi
+    (cd "$tmp/debs" && apt-get download "zookeeper=$version" "libzookeeper-java=$version") || return 1
+    for deb in "$tmp"/debs/*.deb; do
+        dpkg -x "$deb" "$tmp/root" || return 1
+    done
+    echo "$version" >"$tmp/root/debian-version"
+}
+if wants_zk39 && ! has_zk39; then
+    echo "setup: fetching ZooKeeper $zk39_version (Debian 13's zookeeper, libzookeeper-java) into target/zookeeper-$zk39_version"
+    zk39_tmp=$(mktemp -d)
+    # In a subshell, so APT_CONFIG stays there; the output only shows when something fails.
+    if (fetch_zk39 "$zk39_tmp") >"$zk39_tmp.log" 2>&1; then
+        # Whole or not at all: a later run finds every jar or none.
+        rm -rf "$zk39_dir"
+        mkdir -p "$(dirname "$zk39_dir")"
+        mv "$zk39_tmp/root" "$zk39_dir"
+    else
+        echo "setup: fetching ZooKeeper $zk39_version failed:" >&2
+        tail -n 20 "$zk39_tmp.log" >&2
+    fi
+    rm -rf "$zk39_tmp" "$zk39_tmp.log"
+fi
+
 # What is there now. Nothing here starts a ZooKeeper server: the tests and the demo start
 # their own.
 failed=0
@@ -116,6 +193,13 @@ if wants demo test bench; then
         present server-jar /usr/share/java/zookeeper.jar
     else
         absent server-jar "/usr/share/java/zookeeper.jar"
+    fi
+fi
+if wants_zk39; then
+    if has_zk39; then
+        present "zookeeper-$zk39_version" "target/zookeeper-$zk39_version ($(cat "$zk39_dir/debian-version" 2>/dev/null), Debian 13's)"
+    else
+        absent "zookeeper-$zk39_version" "target/zookeeper-$zk39_version (Debian 13's packages could not be fetched)"
     fi
 fi
 if wants test bench; then

@@ -1,14 +1,44 @@
 #!/usr/bin/env bash
 # Every test of the workspace (unit, doc and real-server tests, every feature: Kerberos too),
-# sharing one ZooKeeper server where it can; with cargo-nextest when it is installed. What
-# `scripts/setup.sh test` installs must be there (`just test` and `cargo test-all` run it
-# first).
+# once against each ZooKeeper release: 3.8 (Debian 12's 3.8.0) and 3.9 (Debian 13's 3.9.3,
+# which `scripts/setup.sh test` fetches into target/). Each pass selects its release with
+# CURATOR_TEST_ZK_VERSION, so every server the tests start runs it, and shares one server of that
+# release where it can (scripts/with-shared-zk.sh). With cargo-nextest when it is installed. The
+# doctests start no server and run once. Every pass runs even when one fails; the script fails
+# if any did.
+#
+#   scripts/test.sh              both releases
+#   scripts/test.sh 3.9          one release (3.8 or 3.9)
+#
+# What `scripts/setup.sh test` installs must be there (`just test` and `cargo test-all` run it
+# first). ZOOKEEPER_CLASSPATH is not used: the passes name their releases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if cargo nextest --version >/dev/null 2>&1; then
-    scripts/with-shared-zk.sh cargo nextest run --workspace --all-targets --all-features --no-fail-fast
-else
-    scripts/with-shared-zk.sh cargo test --workspace --all-targets --all-features --no-fail-fast
+versions=("$@")
+if ((${#versions[@]} == 0)); then
+    versions=(3.8 3.9)
 fi
-cargo test --workspace --doc --all-features --quiet
+if cargo nextest --version >/dev/null 2>&1; then
+    tests=(cargo nextest run --workspace --all-targets --all-features --no-fail-fast)
+else
+    tests=(cargo test --workspace --all-targets --all-features --no-fail-fast)
+fi
+
+failed=()
+for version in "${versions[@]}"; do
+    echo "== every test against ZooKeeper $version"
+    if ! env -u ZOOKEEPER_CLASSPATH CURATOR_TEST_ZK_VERSION="$version" \
+        scripts/with-shared-zk.sh "${tests[@]}"; then
+        failed+=("ZooKeeper $version")
+    fi
+done
+echo "== doctests"
+cargo test --workspace --doc --all-features --quiet || failed+=(doctests)
+
+if ((${#failed[@]})); then
+    echo "test: failed:" >&2
+    printf '  %s\n' "${failed[@]}" >&2
+    exit 1
+fi
+echo "test: every test passed against ZooKeeper ${versions[*]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command with CURATOR_TEST_ZK pointing at one real ZooKeeper server started for it, so
 # every test process shares one JVM instead of starting its own; the server stops afterwards.
-# Tests that kill, restart or partition a server still start dedicated ones.
+# Tests that kill, restart or partition a server still start dedicated ones. The server runs the
+# release named by CURATOR_TEST_ZK_VERSION (3.8 by default, or 3.9), as the tests' own servers do.
 set -euo pipefail
 
 cargo build --quiet -p curator-test --bin curator-test-server
@@ -24,5 +25,11 @@ done
 [[ -s "$dir/connect" ]] || { echo "the shared ZooKeeper server did not start within 60 s" >&2; exit 1; }
 CURATOR_TEST_ZK=$(cat "$dir/connect")
 export CURATOR_TEST_ZK
-echo "shared ZooKeeper for this run: $CURATOR_TEST_ZK"
+# The release, as the server itself reports it (`srvr`), asked from a subshell so its
+# redirections stay there.
+version=$(
+    exec 8<>"/dev/tcp/${CURATOR_TEST_ZK%:*}/${CURATOR_TEST_ZK##*:}" && printf srvr >&8 &&
+        sed -n 's/^Zookeeper version: \([0-9.]*\).*/\1/p' <&8
+) 2>/dev/null || true
+echo "shared ZooKeeper ${version:-(version unknown)} for this run: $CURATOR_TEST_ZK"
 "$@"

@@ -161,6 +161,9 @@ struct Node {
     stat: Stat,
     /// This session may not read it: `data` is empty and `stat` comes from `exists`.
     denied: bool,
+    /// `stat` is the server's; `false` when even `exists` was refused (ZooKeeper 3.8.4 and
+    /// 3.9.2 on, ZOOKEEPER-2590), and `stat` is all zeros.
+    stat_known: bool,
 }
 
 impl Node {
@@ -179,9 +182,10 @@ impl Node {
         }
     }
 
-    /// Owned by a session (an ephemeral node), as every recipe's participant node is.
+    /// Owned by a session (an ephemeral node), as every recipe's participant node is; a node
+    /// whose stat the server refused may be.
     fn is_ephemeral(&self) -> bool {
-        is_session_owner(self.stat.ephemeral_owner)
+        !self.stat_known || is_session_owner(self.stat.ephemeral_owner)
     }
 }
 
@@ -208,29 +212,49 @@ async fn read_nodes(
     });
     let mut nodes = Vec::with_capacity(names.len());
     for (name, result) in join_all(reads).await {
-        if let Some((data, stat, denied)) = result? {
+        if let Some(read) = result? {
             nodes.push(Node {
                 name: format!("{prefix}{name}"),
-                data,
-                stat,
-                denied,
+                data: read.data,
+                stat: read.stat.unwrap_or_default(),
+                denied: read.denied,
+                stat_known: read.stat.is_some(),
             });
         }
     }
     Ok(nodes)
 }
 
-/// A node's data and stat; `None` when it does not exist; with `true` and no data when this
-/// session may not read it (the stat then comes from `exists`, which needs no permission).
-async fn read_node(client: &CuratorFramework, path: &str) -> Result<Option<(Vec<u8>, Stat, bool)>> {
+/// What [`read_node`] read of one node.
+struct Read {
+    data: Vec<u8>,
+    /// `None` when the server refused even the stat.
+    stat: Option<Stat>,
+    denied: bool,
+}
+
+/// A node's data and stat; `None` when it does not exist; denied and without data when this
+/// session may not read it. The stat then comes from `exists`, which needs no permission before
+/// ZooKeeper 3.8.4 and 3.9.2; from those on it needs READ too (ZOOKEEPER-2590), and its
+/// `NoAuth` (a missing node is `NoNode`) says only that the node exists.
+async fn read_node(client: &CuratorFramework, path: &str) -> Result<Option<Read>> {
+    let denied = |stat| Read {
+        data: Vec::new(),
+        stat,
+        denied: true,
+    };
     match client.get_data().for_path(path).await {
-        Ok((data, stat)) => Ok(Some((data, stat, false))),
+        Ok((data, stat)) => Ok(Some(Read {
+            data,
+            stat: Some(stat),
+            denied: false,
+        })),
         Err(Error::NoNode) => Ok(None),
-        Err(Error::NoAuth) => Ok(client
-            .check_exists()
-            .for_path(path)
-            .await?
-            .map(|stat| (Vec::new(), stat, true))),
+        Err(Error::NoAuth) => match client.check_exists().for_path(path).await {
+            Ok(stat) => Ok(stat.map(|stat| denied(Some(stat)))),
+            Err(Error::NoAuth) => Ok(Some(denied(None))),
+            Err(error) => Err(error),
+        },
         Err(error) => Err(error),
     }
 }
@@ -249,15 +273,20 @@ async fn children(client: &CuratorFramework, path: &str) -> Result<Option<Vec<St
     }
 }
 
-/// The report of a node this session may not read: its stat only.
+/// The report of a node this session may not read: its stat only, when the server gives it
+/// (see [`read_node`]).
 async fn unreadable(client: &CuratorFramework, path: &str) -> Result<Report> {
-    let Some(stat) = client.check_exists().for_path(path).await? else {
-        return Ok(Report::new(path, Layout::Missing));
-    };
     let mut report = Report::new(path, Layout::Generic);
     report.no_read_permission = true;
-    report.data_len = usize::try_from(stat.data_length).unwrap_or(0);
-    report.children = usize::try_from(stat.num_children).unwrap_or(0);
+    match client.check_exists().for_path(path).await {
+        Ok(None) => return Ok(Report::new(path, Layout::Missing)),
+        Ok(Some(stat)) => {
+            report.data_len = usize::try_from(stat.data_length).unwrap_or(0);
+            report.children = usize::try_from(stat.num_children).unwrap_or(0);
+        }
+        Err(Error::NoAuth) => report.stat_unknown = true,
+        Err(error) => return Err(error),
+    }
     Ok(report)
 }
 

@@ -193,7 +193,7 @@ impl fmt::Display for Who {
 ///     "node": "lock-0000000001",
 ///     "who": { "host": "h", "pid": 1, "name": "n", "text": null },
 ///     "session_id": "0x100000a1b2c0003",
-///     "since_ms": 0,
+///     "since_ms": 1_700_000_000_000_i64,
 ///     "role": null,
 /// })).unwrap();
 /// assert_eq!(p.session_id, 0x0100_000a_1b2c_0003);
@@ -207,14 +207,16 @@ pub struct Participant {
     pub node: String,
     /// Who made it, from its data.
     pub who: Who,
-    /// The session that owns it (`ephemeralOwner`; 0 for a persistent node); hex text in JSON.
+    /// The session that owns it (`ephemeralOwner`; 0 for a persistent node, or when the server
+    /// refused the stat of a node this session may not read); hex text in JSON.
     #[serde(with = "session_hex")]
     pub session_id: i64,
-    /// When it was created (`ctime`, ms since the epoch).
+    /// When it was created (`ctime`, ms since the epoch; 0 when not known).
     pub since_ms: i64,
     /// `read` or `write` in a read/write lock.
     pub role: Option<String>,
-    /// This session may not read the node: `who` is unknown (its stat is still known).
+    /// This session may not read the node: `who` is unknown (so are its session and creation
+    /// time on servers where `exists` needs READ permission, from ZooKeeper 3.8.4 and 3.9.2).
     #[serde(default)]
     pub no_read_permission: bool,
 }
@@ -232,7 +234,10 @@ impl fmt::Display for Participant {
         if self.session_id != 0 {
             write!(f, " session 0x{:x}", self.session_id)?;
         }
-        write!(f, " since {} ({})", age(self.since_ms), self.node)
+        if self.since_ms != 0 {
+            write!(f, " since {}", age(self.since_ms))?;
+        }
+        write!(f, " ({})", self.node)
     }
 }
 
@@ -332,6 +337,11 @@ pub struct Report {
     /// This session may not read the node: only its stat (data size, children) is known.
     #[serde(default)]
     pub no_read_permission: bool,
+    /// Not even the node's stat is known: from ZooKeeper 3.8.4 and 3.9.2 on, `exists` needs
+    /// READ permission too (ZOOKEEPER-2590). [`data_len`](Self::data_len) and
+    /// [`children`](Self::children) are then 0.
+    #[serde(default)]
+    pub stat_unknown: bool,
     /// The node's data for people: quoted text (cut at 64 characters) or `0x` hex (cut at 32
     /// bytes) with its length; `None` for no data (or none readable).
     #[serde(default)]
@@ -380,6 +390,7 @@ impl Report {
             layout,
             guess: false,
             no_read_permission: false,
+            stat_unknown: false,
             data: None,
             data_len: 0,
             children: 0,
@@ -422,7 +433,9 @@ impl Report {
     fn write_indented(&self, f: &mut fmt::Formatter<'_>, indent: usize) -> fmt::Result {
         let pad = "  ".repeat(indent);
         write!(f, "{pad}{} — {}", self.path, self.label())?;
-        if self.layout != Layout::Missing {
+        if self.stat_unknown {
+            f.write_str(" (size not known)")?;
+        } else if self.layout != Layout::Missing {
             write!(
                 f,
                 " ({} children, {} bytes of data",

@@ -14,6 +14,7 @@ use crate::reconfig::{DynamicConfig, SuperCredentials, server_value};
 use crate::sasl::ServerSasl;
 use crate::timing::Timing;
 use crate::tls::ServerTls;
+use crate::version::ZooKeeperVersion;
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 const START_ATTEMPTS: usize = 3;
@@ -156,6 +157,13 @@ impl TestingClusterBuilder {
         self
     }
 
+    /// Every member runs this ZooKeeper release, whatever `ZOOKEEPER_CLASSPATH` and
+    /// `CURATOR_TEST_ZK_VERSION` say (see [`ZooKeeperVersion`]).
+    pub fn version(mut self, version: ZooKeeperVersion) -> Self {
+        self.settings.version = Some(version);
+        self
+    }
+
     /// An extra JVM option for every member.
     pub fn jvm_arg(mut self, arg: impl Into<String>) -> Self {
         self.settings.jvm_args.push(arg.into());
@@ -268,6 +276,7 @@ impl Member {
             jvm_args.push("-Dreadonlymode.enabled=true".to_owned());
         }
         self.process = Some(spawn_java(
+            settings.version,
             &server_jvm_args(&jvm_args),
             QUORUM_MAIN,
             &args,

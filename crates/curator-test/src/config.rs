@@ -11,6 +11,7 @@ use crate::java::JavaProcess;
 use crate::reconfig::{DynamicConfig, SuperCredentials};
 use crate::sasl::{Mechanism, ServerSasl, jaas_quoted};
 use crate::tls::ServerTls;
+use crate::version::ZooKeeperVersion;
 
 /// Settings shared by standalone servers and ensemble members.
 #[derive(Debug, Clone)]
@@ -30,6 +31,8 @@ pub(crate) struct ServerSettings {
     /// Ensemble members name each other `zk-<id>` and reach each other through fault proxies
     /// (see `crate::partition`).
     pub(crate) partitionable: bool,
+    /// The release to start; `None` follows `ZOOKEEPER_CLASSPATH` or `CURATOR_TEST_ZK_VERSION`.
+    pub(crate) version: Option<ZooKeeperVersion>,
 }
 
 impl ServerSettings {
@@ -53,6 +56,7 @@ impl Default for ServerSettings {
             sasl: None,
             super_user: None,
             partitionable: false,
+            version: None,
         }
     }
 }

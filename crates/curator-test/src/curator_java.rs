@@ -50,6 +50,7 @@ pub const NETTY_CLASSPATH: &[&str] = &[
 ///     .with_key_store("/tmp/certs/alice.pem".as_ref()) // a client certificate (x509)
 ///     .system_property("zookeeper.ssl.hostnameVerification", "true");
 /// assert!(jvm.args().contains(&"-Dzookeeper.client.secure=true".to_owned()));
+/// assert!(jvm.args().contains(&"-Dzookeeper.ssl.enabledProtocols=TLSv1.3,TLSv1.2".to_owned()));
 /// assert!(jvm.args().contains(&"-Dzookeeper.ssl.keyStore.location=/tmp/certs/alice.pem".to_owned()));
 /// assert!(jvm.classpath().iter().any(|jar| jar.ends_with("netty-codec.jar")));
 /// ```
@@ -67,10 +68,18 @@ impl JvmOptions {
 
     /// ZooKeeper's Java client over TLS, trusting the CA certificate in the PEM file `ca_pem`
     /// ([`CertificateFiles::ca`](crate::CertificateFiles::ca)): `zookeeper.client.secure=true`,
-    /// the Netty client socket (`zookeeper.clientCnxnSocket`), a PEM trust store, and
-    /// [`NETTY_CLASSPATH`]. The program must connect to the server's TLS port
+    /// the Netty client socket (`zookeeper.clientCnxnSocket`), a PEM trust store, TLS 1.3 and
+    /// 1.2 (below), and [`NETTY_CLASSPATH`]. The program must connect to the server's TLS port
     /// ([`secure_connect_string`](crate::TestingServer::secure_connect_string)); the host name
     /// is verified against the server's certificate, as in production.
+    ///
+    /// The client offers TLS 1.3 and 1.2 (`zookeeper.ssl.protocol=TLSv1.3`,
+    /// `zookeeper.ssl.enabledProtocols=TLSv1.3,TLSv1.2`), so it reaches both releases the
+    /// harness starts with their default settings: a ZooKeeper 3.9.3 server on Java 11 or later
+    /// accepts only TLS 1.3 (its default protocol became TLS 1.3 in ZOOKEEPER-4415, 3.9.2, and
+    /// its Netty TLS context enables only that protocol unless `ssl.enabledProtocols` says
+    /// otherwise, since ZOOKEEPER-4622, 3.9.0), while Debian's ZooKeeper 3.8.0 Java client
+    /// offers only TLS 1.2 by default, and a 3.8.0 server accepts only TLS 1.2.
     pub fn zookeeper_tls(ca_pem: &Path) -> Self {
         NETTY_CLASSPATH.iter().fold(
             Self::new()
@@ -80,7 +89,9 @@ impl JvmOptions {
                     "org.apache.zookeeper.ClientCnxnSocketNetty",
                 )
                 .system_property("zookeeper.ssl.trustStore.location", ca_pem.display())
-                .system_property("zookeeper.ssl.trustStore.type", "PEM"),
+                .system_property("zookeeper.ssl.trustStore.type", "PEM")
+                .system_property("zookeeper.ssl.protocol", "TLSv1.3")
+                .system_property("zookeeper.ssl.enabledProtocols", "TLSv1.3,TLSv1.2"),
             |options, jar| options.classpath_entry(jar),
         )
     }

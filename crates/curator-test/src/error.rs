@@ -20,8 +20,9 @@ pub enum Error {
     JavaNotFound,
     /// A jar of the ZooKeeper classpath is missing.
     #[error(
-        "ZooKeeper jar {path} is missing (classpath: {classpath}); run `just setup` to install \
-         Debian's `zookeeper` package, or set ZOOKEEPER_CLASSPATH"
+        "ZooKeeper jar {path} is missing (classpath: {classpath}); run `just setup` (it installs \
+         Debian 12's ZooKeeper 3.8 and fetches Debian 13's 3.9 into target/), or set \
+         ZOOKEEPER_CLASSPATH"
     )]
     JarNotFound {
         /// The missing entry.

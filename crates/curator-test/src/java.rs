@@ -7,15 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 pub(crate) use crate::guard::GuardedProcess;
-
-/// The classpath used when `ZOOKEEPER_CLASSPATH` is not set: Debian's ZooKeeper jar (its manifest
-/// names its dependencies) and, when present, a logger so start-up failures reach the log file.
-const DEBIAN_CLASSPATH: &[&str] = &["/usr/share/java/zookeeper.jar"];
-const DEBIAN_LOGGER: &str = "/usr/share/java/slf4j-simple.jar";
-/// Netty's codec jar, which Debian's ZooKeeper manifest leaves out although the Netty connection
-/// factory's TLS handler (`SslHandler`, a `ByteToMessageDecoder`) needs it: without it every TLS
-/// handshake fails with `NoClassDefFoundError`.
-const DEBIAN_NETTY_CODEC: &str = "/usr/share/java/netty-codec.jar";
+use crate::version::{ZooKeeperVersion, check_classpath};
 
 /// Finds the `java` executable: `$JAVA_HOME/bin/java`, then `java` on `PATH`.
 pub(crate) fn java_executable() -> Result<PathBuf> {
@@ -32,47 +24,36 @@ pub(crate) fn java_executable() -> Result<PathBuf> {
         .ok_or(Error::JavaNotFound)
 }
 
-/// The classpath that runs ZooKeeper's server classes: `ZOOKEEPER_CLASSPATH` when set, otherwise
-/// Debian's jars. Every entry must exist.
-pub(crate) fn zookeeper_classpath() -> Result<String> {
-    let classpath = match std::env::var("ZOOKEEPER_CLASSPATH") {
-        Ok(custom) if !custom.trim().is_empty() => custom,
-        _ => {
-            let mut entries: Vec<&str> = DEBIAN_CLASSPATH.to_vec();
-            for optional in [DEBIAN_NETTY_CODEC, DEBIAN_LOGGER] {
-                if Path::new(optional).is_file() {
-                    entries.push(optional);
-                }
-            }
-            entries.join(":")
-        }
-    };
-    for entry in classpath.split(':').filter(|e| !e.is_empty()) {
-        // A directory wildcard (`dir/*`) is checked through its directory.
-        let checked = entry.strip_suffix("/*").unwrap_or(entry);
-        if !Path::new(checked).exists() {
-            return Err(Error::JarNotFound {
-                path: PathBuf::from(entry),
-                classpath,
-            });
-        }
+/// The classpath that runs ZooKeeper's server classes: `version`'s when one is asked for;
+/// otherwise `ZOOKEEPER_CLASSPATH` when set, else the release named by `CURATOR_TEST_ZK_VERSION`
+/// (Debian 12's 3.8.0 by default). Every entry must exist.
+pub(crate) fn zookeeper_classpath(version: Option<ZooKeeperVersion>) -> Result<String> {
+    if let Some(version) = version {
+        return version.classpath();
     }
-    Ok(classpath)
+    match std::env::var("ZOOKEEPER_CLASSPATH") {
+        Ok(custom) if !custom.trim().is_empty() => {
+            check_classpath(&custom)?;
+            Ok(custom)
+        }
+        _ => ZooKeeperVersion::from_env()?.classpath(),
+    }
 }
 
 /// A JVM started under the shell guard of [`GuardedProcess`].
 pub(crate) type JavaProcess = GuardedProcess;
 
-/// Starts `java <jvm_args> <main_class> <args>` under the guard, with its output appended to
-/// `log_path`.
+/// Starts `java <jvm_args> <main_class> <args>` on the classpath of `version` (see
+/// [`zookeeper_classpath`]) under the guard, with its output appended to `log_path`.
 pub(crate) fn spawn_java(
+    version: Option<ZooKeeperVersion>,
     jvm_args: &[String],
     main_class: &str,
     args: &[String],
     log_path: &Path,
 ) -> Result<JavaProcess> {
     let java = java_executable()?;
-    let classpath = zookeeper_classpath()?;
+    let classpath = zookeeper_classpath(version)?;
     let mut command_args: Vec<OsString> = vec!["-cp".into(), classpath.into()];
     command_args.extend(jvm_args.iter().map(OsString::from));
     command_args.push(main_class.into());

@@ -19,6 +19,7 @@ mod server;
 mod session;
 mod timing;
 mod tls;
+mod version;
 
 pub use certificates::{
     CertificateAuthority, CertificateFiles, PemFiles, SERVER_HOSTS, TestCertificate,
@@ -38,3 +39,6 @@ pub use server::{TestingServer, TestingServerBuilder};
 pub use session::{Expiry, SessionCredentials, expire_session};
 pub use timing::{Timing, eventually};
 pub use tls::{ClientAuth, ServerTls};
+pub use version::{
+    ServerVersion, ZK_3_9_DIR_ENV, ZK_VERSION_ENV, ZooKeeperVersion, server_version,
+};

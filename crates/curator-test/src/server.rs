@@ -12,12 +12,14 @@ use crate::java::{JavaProcess, server_jvm_args, spawn_java};
 use crate::sasl::ServerSasl;
 use crate::timing::Timing;
 use crate::tls::ServerTls;
+use crate::version::{ServerVersion, ZooKeeperVersion, server_version};
 
 const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
 const PORT_ATTEMPTS: usize = 5;
 
-/// A real ZooKeeper 3.8 server, started from Debian's jars (or `ZOOKEEPER_CLASSPATH`) on a free
-/// `127.0.0.1` port with its own temporary data directory.
+/// A real ZooKeeper server, started from Debian's jars on a free `127.0.0.1` port with its own
+/// temporary data directory: ZooKeeper 3.8.0 by default, 3.9.3 when asked for (see
+/// [`ZooKeeperVersion`]), or what `ZOOKEEPER_CLASSPATH` names.
 ///
 /// The server uses a 200 ms `tickTime`, so a client asking for a short session (400 ms at least)
 /// can see it expire within seconds; it allows sessions up to 60 s, enables TTL and container
@@ -105,6 +107,21 @@ impl TestingServerBuilder {
     /// The deadlines used while starting (default [`Timing::new`]).
     pub fn timing(mut self, timing: Timing) -> Self {
         self.timing = Some(timing);
+        self
+    }
+
+    /// Starts this ZooKeeper release, whatever `ZOOKEEPER_CLASSPATH` and
+    /// `CURATOR_TEST_ZK_VERSION` say (see [`ZooKeeperVersion`]).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> curator_test::Result<()> {
+    /// use curator_test::{ServerVersion, TestingServer, ZooKeeperVersion};
+    /// let server = TestingServer::builder().version(ZooKeeperVersion::V3_9).start().await?;
+    /// assert_eq!(server.server_version().await?, ServerVersion::new(3, 9, 3));
+    /// # Ok(()) }
+    /// ```
+    pub fn version(mut self, version: ZooKeeperVersion) -> Self {
+        self.settings.version = Some(version);
         self
     }
 
@@ -203,7 +220,13 @@ impl Dedicated {
         let args = vec![self.files.config.display().to_string()];
         let mut jvm_args = self.settings.jvm_args.clone();
         jvm_args.extend(self.files.jvm_args.iter().cloned());
-        let mut process = spawn_java(&server_jvm_args(&jvm_args), STANDALONE_MAIN, &args, &log)?;
+        let mut process = spawn_java(
+            self.settings.version,
+            &server_jvm_args(&jvm_args),
+            STANDALONE_MAIN,
+            &args,
+            &log,
+        )?;
         let address = format!("127.0.0.1:{}", self.ports.plain);
         config::await_serving(
             &address,
@@ -314,6 +337,14 @@ impl TestingServer {
                 .unwrap_or(2181),
             Kind::Dedicated(server) => server.ports.plain,
         }
+    }
+
+    /// The version the server reports (`srvr`), for a shared server too.
+    ///
+    /// # Errors
+    /// As [`server_version`].
+    pub async fn server_version(&self) -> Result<ServerVersion> {
+        server_version(&self.connect_string()).await
     }
 
     /// Whether this handle shares a server named by `CURATOR_TEST_ZK`.

@@ -36,6 +36,9 @@ pub(crate) struct Node {
     /// This session may not read the node: only its data size and number of children are
     /// known.
     pub(crate) no_read_permission: bool,
+    /// Not even those are known: the server refused the node's stat too (`exists` needs READ
+    /// permission from ZooKeeper 3.8.4 and 3.9.2); `data_len` and `children` are 0.
+    pub(crate) stat_unknown: bool,
     /// The node's data for people (quoted text or hex, cut short); `None` for none.
     pub(crate) data: Option<String>,
     pub(crate) data_len: usize,
@@ -351,6 +354,7 @@ fn plain(report: &Report) -> Node {
         label: report.label(),
         guess: report.guess,
         no_read_permission: report.no_read_permission,
+        stat_unknown: report.stat_unknown,
         data: report.data.clone(),
         data_len: report.data_len,
         children: report.children,

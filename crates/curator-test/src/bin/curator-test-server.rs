@@ -2,7 +2,8 @@
 //! string, and keeps it until interrupted or until standard input closes.
 //!
 //! ```text
-//! curator-test-server [--cluster N] [--connect-file PATH] [--until-stdin-closes]
+//! curator-test-server [--cluster N] [--zookeeper-version 3.8|3.9] [--connect-file PATH]
+//!                     [--until-stdin-closes]
 //! curator-test-server --help
 //! ```
 
@@ -10,7 +11,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use clap::Parser;
-use curator_test::{TestingCluster, TestingServer};
+use curator_test::{TestingCluster, TestingServer, ZooKeeperVersion};
 
 /// Starts a real ZooKeeper server (or an ensemble), prints its connect string, and keeps it
 /// until interrupted (Ctrl-C, SIGTERM) or, with --until-stdin-closes, until standard input
@@ -21,6 +22,11 @@ struct Options {
     /// Start an ensemble of N members instead of one server.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     cluster: Option<u16>,
+    /// The ZooKeeper release to run: 3.8 (Debian 12's 3.8.0) or 3.9 (Debian 13's 3.9.3, fetched
+    /// by `scripts/setup.sh test`). Default: the jars of ZOOKEEPER_CLASSPATH when set, else the
+    /// release in CURATOR_TEST_ZK_VERSION, else 3.8.
+    #[arg(long, value_name = "VERSION")]
+    zookeeper_version: Option<ZooKeeperVersion>,
     /// Also write the connect string to PATH (whole, once the server is up; removed at the end).
     #[arg(long, value_name = "PATH")]
     connect_file: Option<PathBuf>,
@@ -34,14 +40,26 @@ async fn main() {
     let options = Options::parse();
     // Keep whichever handle was started alive until the end of `main`.
     let (connect, _server, _cluster) = match options.cluster {
-        None => match TestingServer::start_dedicated().await {
-            Ok(server) => (server.connect_string(), Some(server), None),
-            Err(error) => fail(&error),
-        },
-        Some(n) => match TestingCluster::start(usize::from(n)).await {
-            Ok(cluster) => (cluster.connect_string(), None, Some(cluster)),
-            Err(error) => fail(&error),
-        },
+        None => {
+            let mut builder = TestingServer::builder();
+            if let Some(version) = options.zookeeper_version {
+                builder = builder.version(version);
+            }
+            match builder.start().await {
+                Ok(server) => (server.connect_string(), Some(server), None),
+                Err(error) => fail(&error),
+            }
+        }
+        Some(n) => {
+            let mut builder = TestingCluster::builder(usize::from(n));
+            if let Some(version) = options.zookeeper_version {
+                builder = builder.version(version);
+            }
+            match builder.start().await {
+                Ok(cluster) => (cluster.connect_string(), None, Some(cluster)),
+                Err(error) => fail(&error),
+            }
+        }
     };
     if let Some(path) = &options.connect_file {
         // Written whole, then renamed, so a reader never sees half a line.
