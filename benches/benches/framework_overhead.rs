@@ -1,4 +1,5 @@
-//! The framework's overhead over the bare wire client, on one real ZooKeeper server, in one run.
+//! The framework's overhead over its bare session layer (curator-session), on one real
+//! ZooKeeper server, in one run.
 //!
 //! ```text
 //! cargo bench -p curator-benches --bench framework_overhead [-- --quick]
@@ -10,16 +11,17 @@ use curator_benches::harness::server_or_env;
 use curator_benches::{median, rate, time};
 use curator_framework::CuratorFramework;
 use curator_framework::retry::RetryNTimes;
+use curator_session::proto::CreateMode;
+use curator_session::{Session, SessionConfig, open_acl};
 use curator_test::{TestingServer, unique_root};
 use futures::future::join_all;
-use zookeeper_client as zk;
 
 struct Scenario {
     name: &'static str,
     ops: usize,
 }
 
-/// The framework's overhead over the bare wire client (`zookeeper-client`), on one real
+/// The framework's overhead over its bare session layer (curator-session), on one real
 /// ZooKeeper server (started here unless ZK_CONNECT names one): sequential get_data, 1,000
 /// pipelined get_data, sequential create + delete. Run through
 /// `cargo bench -p curator-benches --bench framework_overhead -- [OPTIONS]`.
@@ -62,7 +64,9 @@ async fn main() {
         .block_until_connected(Duration::from_secs(30))
         .await
         .unwrap();
-    let bare = zk::Client::connect(&connect).await.unwrap();
+    let bare = Session::connect(SessionConfig::new(&connect).unwrap())
+        .await
+        .unwrap();
 
     let root = unique_root("bench");
     framework
@@ -72,7 +76,6 @@ async fn main() {
         .await
         .unwrap();
     let data_node = root.clone();
-    let acl = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
 
     let scenarios = [
         Scenario {
@@ -90,7 +93,7 @@ async fn main() {
     ];
 
     println!("ZooKeeper at {connect}; {rounds} rounds per driver, alternating; medians\n");
-    println!("| scenario | framework ops/s | bare zookeeper-client ops/s | framework / bare |");
+    println!("| scenario | framework ops/s | bare curator-session ops/s | framework / bare |");
     println!("| --- | ---: | ---: | ---: |");
     for (index, scenario) in scenarios.iter().enumerate() {
         let mut ours = Vec::new();
@@ -141,8 +144,10 @@ async fn main() {
                     _ => {
                         for i in 0..scenario.ops {
                             let path = format!("{root}/b{i}");
-                            bare.create(&path, b"x", &acl).await.unwrap();
-                            bare.delete(&path, None).await.unwrap();
+                            bare.create(&path, b"x", open_acl(), CreateMode::Persistent, None)
+                                .await
+                                .unwrap();
+                            bare.delete(&path, -1).await.unwrap();
                         }
                     }
                 }
@@ -177,4 +182,5 @@ async fn main() {
         .await
         .unwrap();
     framework.close().await;
+    bare.close().await.unwrap();
 }

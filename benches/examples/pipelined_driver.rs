@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use clap::Parser;
 use curator_framework::CuratorFramework;
+use curator_session::{Session, SessionConfig};
 use futures::future::join_all;
-use zookeeper_client as zk;
 
 /// Batches of 1,000 pipelined `get_data` of `/` against the server at ZK_CONNECT, through this
-/// framework or the bare wire client.
+/// framework or its bare session layer (curator-session).
 #[derive(Debug, Parser)]
 #[command(name = "pipelined_driver")]
 struct Args {
@@ -30,7 +30,7 @@ struct Args {
 enum Which {
     /// This framework's `CuratorFramework`.
     Ours,
-    /// `zookeeper-client` alone.
+    /// curator-session's `Session` alone.
     Bare,
 }
 
@@ -56,13 +56,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         client.close().await;
     } else {
-        let client = zk::Client::connect(&args.connect).await?;
+        let client = Session::connect(SessionConfig::new(&args.connect)?).await?;
         for _ in 0..args.batches {
             let futures: Vec<_> = (0..1000).map(|_| client.get_data(path)).collect();
             for result in join_all(futures).await {
                 result?;
             }
         }
+        client.close().await?;
     }
     Ok(())
 }

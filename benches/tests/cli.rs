@@ -117,6 +117,7 @@ fn refused(binary: &str, args: &[&str], mentions: &str) {
 const SIDE_BY_SIDE: &str = env!("CARGO_BIN_EXE_side-by-side");
 const BENCH_SCALE: &str = env!("CARGO_BIN_EXE_bench-scale");
 const BENCH_DRIVER: &str = env!("CARGO_BIN_EXE_bench-driver");
+const FLOOR_DRIVER: &str = env!("CARGO_BIN_EXE_floor-driver");
 
 #[test]
 fn side_by_side_answers_help_without_running() {
@@ -124,6 +125,7 @@ fn side_by_side_answers_help_without_running() {
         let ran = check(SIDE_BY_SIDE, &[help], 0);
         assert!(ran.stdout.contains("Usage: side-by-side"), "{}", ran.stdout);
         assert!(ran.stdout.contains("--write-docs"), "{}", ran.stdout);
+        assert!(ran.stdout.contains("--legacy-driver"), "{}", ran.stdout);
     }
 }
 
@@ -151,6 +153,18 @@ fn side_by_side_refuses_unknown_flags_and_bad_values() {
         SIDE_BY_SIDE,
         &["--no-tls", "--only", "get_data_tls"],
         "--no-tls",
+    );
+    // The old layer's driver must exist before anything starts.
+    refused(
+        SIDE_BY_SIDE,
+        &["--legacy-driver", "/nonexistent/bench-driver"],
+        "--legacy-driver",
+    );
+    refused(SIDE_BY_SIDE, &["--legacy-driver"], "--legacy-driver");
+    refused(
+        SIDE_BY_SIDE,
+        &["--with-legacy"],
+        "--with-legacy", // the `just bench` flag, not this binary's
     );
 }
 
@@ -180,6 +194,20 @@ fn bench_driver_answers_help_and_refuses_bad_arguments() {
     refused(BENCH_DRIVER, &["frame", "127.0.0.1:1"], "frame");
     refused(BENCH_DRIVER, &["bare"], "CONNECT");
     refused(BENCH_DRIVER, &["bare", "127.0.0.1:1", "--tls"], "--tls");
+}
+
+#[test]
+fn floor_driver_answers_help_and_refuses_bad_arguments() {
+    let ran = check(FLOOR_DRIVER, &["--help"], 0);
+    assert!(ran.stdout.contains("Usage: floor-driver"), "{}", ran.stdout);
+    assert!(ran.stdout.contains("blocking"), "{}", ran.stdout);
+    refused(FLOOR_DRIVER, &["async", "127.0.0.1:1"], "async");
+    refused(FLOOR_DRIVER, &["tokio"], "CONNECT");
+    refused(
+        FLOOR_DRIVER,
+        &["blocking", "127.0.0.1:1", "--tls-ca", "ca.pem"],
+        "--tls-ca",
+    );
 }
 
 #[test]

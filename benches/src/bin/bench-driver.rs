@@ -1,5 +1,8 @@
 //! Benchmark driver for the side-by-side harness, in Rust: `framework` (this workspace's
-//! `CuratorFramework`) or `bare` (`zookeeper-client` with nothing on top).
+//! `CuratorFramework`) or `bare` (its session layer, `curator_session::Session`, with nothing
+//! on top). Built with `RUSTFLAGS="--cfg curator_legacy_wire"`, `framework` runs on the
+//! framework's old wire layer (`zookeeper-client`); this file names no wire client of its own
+//! beyond curator-session, so it builds either way.
 //!
 //! Usage: `bench-driver framework|bare <connect-string> [--tls-ca <ca.pem>]` (`--help` says
 //! more); with `--tls-ca`
@@ -26,8 +29,9 @@ use curator_framework::retry::RetryNTimes;
 use curator_framework::security::TlsConfig;
 use curator_locks::InterProcessMutex;
 use curator_queues::SimpleDistributedQueue;
+use curator_session::proto::{CreateMode, EventType};
+use curator_session::{Session, SessionConfig, TlsConnector, open_acl};
 use futures::future::join_all;
-use zookeeper_client as zk;
 
 /// Counts live heap bytes, for `cache_memory`.
 #[global_allocator]
@@ -46,7 +50,7 @@ struct Server {
 
 enum Driver {
     Framework(CuratorFramework, Server),
-    Bare(zk::Client),
+    Bare(Session),
 }
 
 /// A task of a multi-session scenario: the `(slot, latency)` pairs it measured.
@@ -77,7 +81,7 @@ impl Driver {
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string()),
-            Driver::Bare(c) => c.get_data(path).await.map(drop).map_err(|e| e.to_string()),
+            Driver::Bare(s) => s.get_data(path).await.map(drop).map_err(|e| e.to_string()),
         }
     }
 
@@ -90,12 +94,11 @@ impl Driver {
                     .map_err(|e| e.to_string())?;
                 c.delete().for_path(node).await.map_err(|e| e.to_string())
             }
-            Driver::Bare(c) => {
-                let options = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-                c.create(node, PAYLOAD, &options)
+            Driver::Bare(s) => {
+                s.create(node, PAYLOAD, open_acl(), CreateMode::Persistent, None)
                     .await
                     .map_err(|e| e.to_string())?;
-                c.delete(node, None).await.map_err(|e| e.to_string())
+                s.delete(node, -1).await.map_err(|e| e.to_string())
             }
         }
     }
@@ -116,12 +119,12 @@ impl Driver {
                     *slot = result.map_err(|e| e.to_string())?;
                 }
             }
-            Driver::Bare(c) => {
+            Driver::Bare(s) => {
                 let futures: Vec<_> = latencies
                     .iter()
                     .map(|_| {
                         let issued = Instant::now();
-                        let future = c.get_data(path);
+                        let future = s.get_data(path);
                         async move { future.await.map(|_| elapsed_ns(issued)) }
                     })
                     .collect();
@@ -172,7 +175,7 @@ impl Driver {
         Ok(())
     }
 
-    /// Acquire + release cycles on a free lock. The bare client does the same round trips by
+    /// Acquire + release cycles on a free lock. The bare session does the same round trips by
     /// hand: an ephemeral-sequential create sent together with the listing, then the delete.
     async fn mutex_uncontended(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
         match self {
@@ -187,24 +190,24 @@ impl Driver {
                     *slot = elapsed_ns(t);
                 }
             }
-            Driver::Bare(c) => {
-                let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+            Driver::Bare(s) => {
                 let prefix = format!("{path}/lock-");
-                let parent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-                match c.create(path, b"", &parent).await {
-                    Ok(_) | Err(zk::Error::NodeExists) => {}
-                    Err(e) => return Err(e.to_string()),
-                }
+                create_parent(s, path).await?;
                 for slot in latencies.iter_mut() {
                     let t = Instant::now();
-                    let create = c.create(&prefix, b"", &options);
-                    let list = c.list_children(path);
+                    // Both sent now, in this order (a session queues a request at the call).
+                    let create = s.create(
+                        &prefix,
+                        b"",
+                        open_acl(),
+                        CreateMode::EphemeralSequential,
+                        None,
+                    );
+                    let list = s.get_children(path);
                     let (create, list) = futures::join!(create, list);
-                    let (_, sequence) = create.map_err(|e| e.to_string())?;
+                    let (node, _) = create.map_err(|e| e.to_string())?;
                     list.map_err(|e| e.to_string())?;
-                    c.delete(&format!("{prefix}{sequence}"), None)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    s.delete(&node, -1).await.map_err(|e| e.to_string())?;
                     *slot = elapsed_ns(t);
                 }
             }
@@ -377,13 +380,13 @@ impl Driver {
     /// Two participants on separate sessions hand leadership back and forth: each latency runs
     /// from the leader's close to the other's election; the one that left rejoins behind.
     ///
-    /// The bare client measures the floor of any hand-over: its own session deletes a node it
-    /// watches, and the latency runs until the watch fires (one committed write and its
-    /// notification, which any election needs before the next participant may lead).
+    /// The bare session measures the floor of any hand-over: it deletes a node it watches, and
+    /// the latency runs until the watch fires (one committed write and its notification, which
+    /// any election needs before the next participant may lead).
     async fn leader_handover(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
         let connect = match self {
             Driver::Framework(_, connect) => connect,
-            Driver::Bare(c) => return watched_delete_floor(c, path, latencies).await,
+            Driver::Bare(s) => return watched_delete_floor(s, path, latencies).await,
         };
         let clients = [
             connect_framework(connect).await,
@@ -528,38 +531,42 @@ async fn loaded_cache(client: &CuratorFramework, path: &str) -> Result<CuratorCa
     Ok(cache)
 }
 
+/// Creates the persistent node `path` unless it exists.
+async fn create_parent(s: &Session, path: &str) -> Result<(), String> {
+    match s
+        .create(path, b"", open_acl(), CreateMode::Persistent, None)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some(curator_session::proto::ErrorCode::NodeExists) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// The bare floor of a hand-over (see `leader_handover`): delete a watched node, until the
 /// watch fires.
 async fn watched_delete_floor(
-    c: &zk::Client,
+    s: &Session,
     path: &str,
     latencies: &mut [u64],
 ) -> Result<(), String> {
-    let parent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    match c.create(path, b"", &parent).await {
-        Ok(_) | Err(zk::Error::NodeExists) => {}
-        Err(e) => return Err(e.to_string()),
-    }
+    create_parent(s, path).await?;
     let node = format!("{path}/leader");
-    let ephemeral = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
     for slot in latencies.iter_mut() {
-        c.create(&node, b"", &ephemeral)
+        s.create(&node, b"", open_acl(), CreateMode::Ephemeral, None)
             .await
             .map_err(|e| e.to_string())?;
-        let (_, watcher) = c
-            .check_and_watch_stat(&node)
-            .await
-            .map_err(|e| e.to_string())?;
+        let (_, watch) = s.exists_watched(&node).await.map_err(|e| e.to_string())?;
         let t = Instant::now();
-        let delete = c.delete(&node, None);
+        let delete = s.delete(&node, -1);
         let fired = async {
-            let event = watcher.changed().await;
+            let event = watch.changed().await;
             (event, elapsed_ns(t))
         };
         let ((event, took), deleted) = futures::join!(fired, delete);
         *slot = took;
         deleted.map_err(|e| e.to_string())?;
-        if event.event_type != zk::EventType::NodeDeleted {
+        if event.event_type != EventType::NodeDeleted {
             return Err(format!("unexpected event {event:?}"));
         }
     }
@@ -630,23 +637,21 @@ async fn try_connect_framework(
     Ok(client)
 }
 
-/// A bare `zookeeper-client` session, over TLS with a CA file.
-async fn connect_bare(server: &Server) -> Result<zk::Client, String> {
-    let connector = zk::Client::connector().with_session_timeout(Duration::from_secs(30));
-    let connected = match &server.tls_ca {
-        Some(ca) => {
-            let pem = std::fs::read_to_string(ca).map_err(|e| format!("{}: {e}", ca.display()))?;
-            let tls = zk::TlsOptions::new()
-                .with_pem_ca(&pem)
-                .map_err(|e| format!("{}: {e}", ca.display()))?;
-            connector
-                .with_tls(tls)
-                .secure_connect(&server.connect)
-                .await
-        }
-        None => connector.connect(&server.connect).await,
-    };
-    connected.map_err(|e| format!("connecting to {}: {e}", server.connect))
+/// A bare curator-session session (30 s, as the framework's), over TLS with a CA file
+/// (checking that the server's certificate names its host, as the framework does by default).
+async fn connect_bare(server: &Server) -> Result<Session, String> {
+    let mut config = SessionConfig::new(&server.connect)
+        .map_err(|e| format!("{}: {e}", server.connect))?
+        .session_timeout(Duration::from_secs(30));
+    if let Some(ca) = &server.tls_ca {
+        let pem = std::fs::read_to_string(ca).map_err(|e| format!("{}: {e}", ca.display()))?;
+        let tls = TlsConnector::config_from_pem(&pem, None, true)
+            .map_err(|e| format!("{}: {e}", ca.display()))?;
+        config = config.connector(Arc::new(TlsConnector::new(tls)));
+    }
+    Session::connect(config)
+        .await
+        .map_err(|e| format!("connecting to {}: {e}", server.connect))
 }
 
 /// A benchmark driver of the side-by-side and scale harnesses: prints `ready`, then answers
@@ -670,7 +675,7 @@ struct Args {
 enum Kind {
     /// This workspace's `CuratorFramework`.
     Framework,
-    /// `zookeeper-client` with nothing on top.
+    /// curator-session's `Session` with nothing on top.
     Bare,
 }
 
@@ -730,8 +735,11 @@ async fn main() {
         let _ = writeln!(out, "{reply}");
         let _ = out.flush();
     }
-    if let Driver::Framework(client, _) = &*driver {
-        client.close().await;
+    match &*driver {
+        Driver::Framework(client, _) => client.close().await,
+        Driver::Bare(session) => {
+            let _ = session.close().await;
+        }
     }
 }
 

@@ -1,19 +1,32 @@
-//! The side-by-side benchmark: this framework, the bare wire client, Apache Curator (Java) and
-//! Kazoo (Python) doing the same work against one ZooKeeper server in one run.
+//! The side-by-side benchmark: this framework, its bare session layer (curator-session), Apache
+//! Curator (Java) and Kazoo (Python) doing the same work against one ZooKeeper server in one
+//! run, beside two floors that speak the protocol directly (`floor-driver.rs`: a blocking
+//! client with no runtime, and a minimal Tokio client shaped like ours), so every Rust row can
+//! be read as a distance to both.
 //!
 //! ```text
 //! cargo build --release -p curator-benches --bins
 //! target/release/side-by-side [--quick] [--rounds N] [--only a,b_tls,..] [--no-tls] [--write-docs]
+//!                             [--legacy-driver PATH]
 //! target/release/side-by-side --redraw-chart target/bench/side-by-side.json OUT.png
 //! target/release/side-by-side --help
 //! ```
 //!
 //! Each driver is a long-lived process speaking a line protocol (see `bench-driver.rs`), so JIT
 //! and interpreter warm-up happen once; round 0 is a discarded warm-up and the order of drivers
-//! rotates from round to round. Results: a table on stdout, a PNG chart and the raw samples in
-//! `target/bench/` (`side-by-side.png`, `side-by-side.json`), the drivers' stderr in
-//! `target/bench/logs/`. With `--write-docs` (a full run only) the table goes into
-//! `docs/benchmarks.md` and the chart to `docs/benchmarks-side-by-side.png`.
+//! rotates from round to round. A driver that does not do a scenario answers `err unsupported`
+//! and shows "n/a" in that row (the floors do only `get_data`, `pipelined_get_data` and
+//! `create_delete`, and speak plaintext only: they sit out the TLS rows).
+//!
+//! While the framework moves off `zookeeper-client`, `--legacy-driver PATH` names a
+//! `bench-driver` built with `RUSTFLAGS="--cfg curator_legacy_wire"` (into a target directory
+//! of its own; `just bench --with-legacy` builds one and passes it): its `framework` mode runs
+//! as one more row, "curator-rs (zookeeper-client layer)".
+//!
+//! Results: a table on stdout, a PNG chart and the raw samples in `target/bench/`
+//! (`side-by-side.png`, `side-by-side.json`), the drivers' stderr in `target/bench/logs/`. With
+//! `--write-docs` (a full run only) the table goes into `docs/benchmarks.md` and the chart to
+//! `docs/benchmarks-side-by-side.png`.
 //!
 //! TLS rows (`get_data (tls)`, ...; `--only get_data_tls`; `--no-tls` leaves them out): a second
 //! server with a TLS client port and a test CA (`curator-test`), and a second group of driver
@@ -71,6 +84,21 @@ async fn build_tree(client: &CuratorFramework, tree: &str) -> Result<(), curator
 
 /// Makes the command that starts a driver.
 type CommandFn<'a> = dyn Fn() -> Result<Command, String> + 'a;
+
+/// The drivers' names, as the reports show them.
+const CURATOR_RS: &str = "curator-rs";
+/// The framework on its old wire layer (`--legacy-driver`).
+const LEGACY: &str = "curator-rs (zookeeper-client layer)";
+const BARE: &str = "curator-session (bare)";
+const CURATOR: &str = "Curator (Java)";
+const KAZOO: &str = "Kazoo (Python)";
+const TOKIO_FLOOR: &str = "Tokio floor";
+const BLOCKING_FLOOR: &str = "blocking floor";
+
+/// Whether `driver` is one of the floors (not a library: left out of the TLS cost table).
+fn is_floor(driver: &str) -> bool {
+    driver == TOKIO_FLOOR || driver == BLOCKING_FLOOR
+}
 
 struct Scenario {
     name: &'static str,
@@ -158,12 +186,23 @@ struct Group {
     drivers: Vec<Driver>,
 }
 
-/// The directory a driver creates its nodes in.
+/// The directory a driver creates its nodes in: `{root}/curator-rs-zookeeper-client-layer`
+/// for "curator-rs (zookeeper-client layer)" (every driver a directory of its own).
 fn driver_dir(root: &str, driver: &Driver) -> String {
-    format!(
-        "{root}/{}",
-        driver.name.split_whitespace().next().unwrap_or("d")
-    )
+    driver_dir_of(root, driver.name)
+}
+
+/// [`driver_dir`] of the driver named `name`.
+fn driver_dir_of(root: &str, name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    format!("{root}/{}", slug.trim_end_matches('-'))
 }
 
 struct Summary {
@@ -208,15 +247,84 @@ fn ratio_text(ratio: f64) -> String {
     }
 }
 
+/// The ratio table: for each scenario, curator-rs's ops/s over Curator's, Kazoo's and the
+/// bare session's, and each Rust row's ops/s over each floor's ("n/a" where either side did not
+/// run the scenario). The zookeeper-client layer's columns are there when it ran.
+fn ratio_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
+    let with_legacy = results.iter().flatten().any(|s| s.driver == LEGACY);
+    let mut columns: Vec<(String, &str, &str)> = vec![
+        ("curator-rs ÷ Curator".into(), CURATOR_RS, CURATOR),
+        ("curator-rs ÷ Kazoo".into(), CURATOR_RS, KAZOO),
+        ("curator-rs ÷ bare session".into(), CURATOR_RS, BARE),
+    ];
+    if with_legacy {
+        columns.push((
+            "curator-rs ÷ zookeeper-client layer".into(),
+            CURATOR_RS,
+            LEGACY,
+        ));
+    }
+    let mut rust_rows = vec![("curator-rs", CURATOR_RS)];
+    if with_legacy {
+        rust_rows.push(("zookeeper-client layer", LEGACY));
+    }
+    rust_rows.push(("bare session", BARE));
+    for (short, driver) in rust_rows {
+        for (floor_name, floor) in [
+            ("Tokio floor", TOKIO_FLOOR),
+            ("blocking floor", BLOCKING_FLOOR),
+        ] {
+            columns.push((format!("{short} ÷ {floor_name}"), driver, floor));
+        }
+    }
+    let mut report = format!(
+        "\nRatios of median ops/s in this run (above 1: the first driver is faster). The floors \
+         speak the protocol directly with TCP_NODELAY (`floor-driver`): the Tokio floor is a \
+         minimal client shaped like ours (a reader and a writer task, oneshot replies), the \
+         blocking floor a std TcpStream without runtime or threads (the physical limit here); \
+         they run {} only.\n\n| scenario | what | {} |\n| --- | --- |{}\n",
+        FLOOR_SCENARIOS.join(", "),
+        columns
+            .iter()
+            .map(|(header, _, _)| header.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        " ---: |".repeat(columns.len())
+    );
+    for (scenario, summaries) in scenarios.iter().zip(results) {
+        let rate = |name: &str| {
+            summaries
+                .iter()
+                .find(|s| s.driver == name)
+                .map_or(f64::NAN, |s| s.ops_per_sec)
+        };
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|(_, ours, theirs)| ratio_text(rate(ours) / rate(theirs)))
+            .collect();
+        report.push_str(&format!(
+            "| {} | {} | {} |\n",
+            scenario.label(),
+            scenario.what,
+            cells.join(" | ")
+        ));
+    }
+    report
+}
+
+/// The scenarios the floor drivers run (they answer `err unsupported` to the others).
+const FLOOR_SCENARIOS: &[&str] = &["get_data", "pipelined_get_data", "create_delete"];
+
 /// Each driver over TLS against itself in plaintext on the same (Netty) server, for the
 /// scenarios run both ways; and the Netty plaintext port against the default NIO server.
 fn tls_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
-    const DRIVERS: [&str; 4] = [
-        "curator-rs",
-        "zookeeper-client (bare)",
-        "Curator (Java)",
-        "Kazoo (Python)",
-    ];
+    // The libraries of the run (the floors do not speak TLS).
+    let mut drivers: Vec<&str> = Vec::new();
+    for summary in results.iter().flatten() {
+        if !is_floor(summary.driver) && !drivers.contains(&summary.driver) {
+            drivers.push(summary.driver);
+        }
+    }
     let rate = |name: &str, over: Over, driver: &str| {
         scenarios
             .iter()
@@ -233,11 +341,11 @@ fn tls_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
         "\nTLS cost, each driver against itself: ops/s over TLS ÷ ops/s on the same server's \
          plaintext port (both through ZooKeeper's Netty connection factory, which TLS needs); in \
          brackets, that plaintext port ÷ the default (NIO) server's:\n\n| scenario | {} |\n| --- |{}\n",
-        DRIVERS.join(" | "),
-        " ---: |".repeat(DRIVERS.len())
+        drivers.join(" | "),
+        " ---: |".repeat(drivers.len())
     );
     for scenario in tls_rows {
-        let cells: Vec<String> = DRIVERS
+        let cells: Vec<String> = drivers
             .iter()
             .map(|driver| {
                 let tls = rate(scenario.name, Over::Tls, driver);
@@ -424,11 +532,11 @@ impl ChartRow {
                 .find(|s| s.driver == name)
                 .map_or(f64::NAN, |s| s.ops_per_sec)
         };
-        let ours = rate("curator-rs");
+        let ours = rate(CURATOR_RS);
         ChartRow {
             label,
-            vs_curator: ours / rate("Curator (Java)"),
-            vs_kazoo: ours / rate("Kazoo (Python)"),
+            vs_curator: ours / rate(CURATOR),
+            vs_kazoo: ours / rate(KAZOO),
         }
     }
 }
@@ -726,8 +834,10 @@ fn redraw_chart(json_path: &Path, png: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// curator-rs, the bare wire client, Apache Curator (Java) and Kazoo (Python) doing the same
-/// work against one ZooKeeper server, in one run.
+/// curator-rs, its bare session layer (curator-session), Apache Curator (Java) and Kazoo
+/// (Python) doing the same work against one ZooKeeper server, in one run, beside two floors
+/// that speak the protocol directly (a blocking client without a runtime, and a minimal Tokio
+/// client); every Rust row is also shown as a fraction of each floor.
 ///
 /// Starts its own servers (a plaintext one, and a TLS one for the TLS rows) unless ZK_CONNECT
 /// (and ZK_TLS_CONNECT with ZK_TLS_CA) name others. Prints a table; writes a chart and the raw
@@ -755,9 +865,25 @@ struct Args {
     /// Accepted for older command lines: leaving docs/ alone is the default.
     #[arg(long, hide = true, conflicts_with = "write_docs")]
     no_docs: bool,
+    /// Also run the framework on its old wire layer: a bench-driver built with
+    /// RUSTFLAGS="--cfg curator_legacy_wire" in a target directory of its own (`just bench
+    /// --with-legacy` builds one and passes it); its row is "curator-rs (zookeeper-client
+    /// layer)".
+    #[arg(long, value_name = "PATH", value_parser = legacy_driver)]
+    legacy_driver: Option<PathBuf>,
     /// Redraw the chart from a run's raw samples into OUT.png, without running anything.
     #[arg(long, num_args = 2, value_names = ["IN.json", "OUT.png"], exclusive = true)]
     redraw_chart: Option<Vec<PathBuf>>,
+}
+
+/// `--legacy-driver`'s value parser: an existing file.
+fn legacy_driver(path: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(path);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err("no such file (build one with `just bench --with-legacy`)".to_owned())
+    }
 }
 
 /// Every row key `--only` takes.
@@ -992,8 +1118,11 @@ fn run(args: Args) -> Result<(), String> {
         .parent()
         .map(Path::to_owned)
         .unwrap_or_default();
-    let rust_driver = |kind: &str, target: &Target| {
-        let mut command = Command::new(exe_dir.join("bench-driver"));
+    let bench_driver = exe_dir.join("bench-driver");
+    let legacy_driver = args.legacy_driver;
+    // `binary kind connect [--tls-ca CA]`: bench-driver (or the legacy one) and floor-driver.
+    let rust_driver = |binary: &Path, kind: &str, target: &Target| {
+        let mut command = Command::new(binary);
         command
             .arg(kind)
             .arg(&target.connect)
@@ -1008,13 +1137,36 @@ fn run(args: Args) -> Result<(), String> {
             .args(target.driver_args());
         kazoo
     };
+    let floor_driver = exe_dir.join("floor-driver");
     let start_group = |target: &Target| -> Result<Vec<Driver>, String> {
-        Ok(vec![
-            Driver::start("curator-rs", rust_driver("framework", target))?,
-            Driver::start("zookeeper-client (bare)", rust_driver("bare", target))?,
-            Driver::start("Curator (Java)", java_driver(&workspace, target)?)?,
-            Driver::start("Kazoo (Python)", kazoo_driver(target))?,
-        ])
+        let mut drivers = vec![Driver::start(
+            CURATOR_RS,
+            rust_driver(&bench_driver, "framework", target),
+        )?];
+        if let Some(legacy) = &legacy_driver {
+            drivers.push(Driver::start(
+                LEGACY,
+                rust_driver(legacy, "framework", target),
+            )?);
+        }
+        drivers.push(Driver::start(
+            BARE,
+            rust_driver(&bench_driver, "bare", target),
+        )?);
+        drivers.push(Driver::start(CURATOR, java_driver(&workspace, target)?)?);
+        drivers.push(Driver::start(KAZOO, kazoo_driver(target))?);
+        // The floors speak plaintext only.
+        if target.tls_ca.is_none() {
+            drivers.push(Driver::start(
+                TOKIO_FLOOR,
+                rust_driver(&floor_driver, "tokio", target),
+            )?);
+            drivers.push(Driver::start(
+                BLOCKING_FLOOR,
+                rust_driver(&floor_driver, "blocking", target),
+            )?);
+        }
+        Ok(drivers)
     };
     let mut groups: Vec<Group> = Vec::new();
     for (over, target) in [
@@ -1116,15 +1268,24 @@ fn run(args: Args) -> Result<(), String> {
     // process is reused), median of three.
     let measure_memory = wanted("cache_memory");
     let mut memory: Vec<(&'static str, Option<u64>)> = Vec::new();
+    // The libraries whose processes the memory and crash rows start afresh.
+    let framework_command = || -> Result<Command, String> {
+        Ok(rust_driver(&bench_driver, "framework", &plain_target))
+    };
+    let legacy_command = || -> Result<Command, String> {
+        let legacy = legacy_driver.as_deref().ok_or("no --legacy-driver")?;
+        Ok(rust_driver(legacy, "framework", &plain_target))
+    };
+    let java_command = || java_driver(&workspace, &plain_target);
+    let kazoo_command = || -> Result<Command, String> { Ok(kazoo_driver(&plain_target)) };
+    let mut fresh_kinds: Vec<(&'static str, &CommandFn)> = vec![(CURATOR_RS, &framework_command)];
+    if legacy_driver.is_some() {
+        fresh_kinds.push((LEGACY, &legacy_command));
+    }
+    fresh_kinds.push((CURATOR, &java_command));
+    fresh_kinds.push((KAZOO, &kazoo_command));
     if measure_memory {
-        let kinds: [(&'static str, &CommandFn); 3] = [
-            ("curator-rs", &|| {
-                Ok(rust_driver("framework", &plain_target))
-            }),
-            ("Curator (Java)", &|| java_driver(&workspace, &plain_target)),
-            ("Kazoo (Python)", &|| Ok(kazoo_driver(&plain_target))),
-        ];
-        for (name, command) in kinds {
+        for &(name, command) in &fresh_kinds {
             let mut per_node = Vec::new();
             for _ in 0..3 {
                 let mut driver = Driver::start(name, command()?)?;
@@ -1137,18 +1298,11 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     let crash = if wanted("crash_failover") {
-        let kinds: [(&'static str, &CommandFn); 3] = [
-            ("curator-rs", &|| {
-                Ok(rust_driver("framework", &plain_target))
-            }),
-            ("Curator (Java)", &|| java_driver(&workspace, &plain_target)),
-            ("Kazoo (Python)", &|| Ok(kazoo_driver(&plain_target))),
-        ];
         let watcher = runtime
             .block_on(plain_target.client())
             .map_err(|e| e.to_string())?;
         let crash_rounds = if quick { 1 } else { 3 };
-        crash_failover(&runtime, &watcher, &kinds, &base, crash_rounds)?
+        crash_failover(&runtime, &watcher, &fresh_kinds, &base, crash_rounds)?
     } else {
         Vec::new()
     };
@@ -1198,24 +1352,7 @@ fn run(args: Args) -> Result<(), String> {
             ));
         }
     }
-    report.push_str("\n| scenario | what | curator-rs / Curator | curator-rs / Kazoo | curator-rs / bare client |\n| --- | --- | ---: | ---: | ---: |\n");
-    for (scenario, summaries) in scenarios.iter().zip(&results) {
-        let rate = |name: &str| {
-            summaries
-                .iter()
-                .find(|s| s.driver == name)
-                .map_or(f64::NAN, |s| s.ops_per_sec)
-        };
-        let ours = rate("curator-rs");
-        report.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            scenario.label(),
-            scenario.what,
-            ratio_text(ours / rate("Curator (Java)")),
-            ratio_text(ours / rate("Kazoo (Python)")),
-            ratio_text(ours / rate("zookeeper-client (bare)"))
-        ));
-    }
+    report.push_str(&ratio_report(&scenarios, &results));
     report.push_str(&tls_report(&scenarios, &results));
     if !memory.is_empty() {
         let bytes = |name: &str| {
@@ -1225,15 +1362,20 @@ fn run(args: Args) -> Result<(), String> {
                 .and_then(|(_, b)| *b)
                 .map_or(f64::NAN, |b| b as f64)
         };
+        let legacy = if memory.iter().any(|(name, _)| *name == LEGACY) {
+            format!(" (on the zookeeper-client layer: {:.0} B)", bytes(LEGACY))
+        } else {
+            String::new()
+        };
         report.push_str(&format!(
             "\nMemory held per cached node, a {TREE_NODES}-node tree with 32-byte values (median of three fresh processes): \
-             curator-rs {:.0} B (live heap bytes), Curator {:.0} B (Java heap after full GCs), \
+             curator-rs {:.0} B (live heap bytes){legacy}, Curator {:.0} B (Java heap after full GCs), \
              Kazoo {:.0} B (tracemalloc); curator-rs / Curator = {:.2}, curator-rs / Kazoo = {:.2}.\n",
-            bytes("curator-rs"),
-            bytes("Curator (Java)"),
-            bytes("Kazoo (Python)"),
-            bytes("curator-rs") / bytes("Curator (Java)"),
-            bytes("curator-rs") / bytes("Kazoo (Python)"),
+            bytes(CURATOR_RS),
+            bytes(CURATOR),
+            bytes(KAZOO),
+            bytes(CURATOR_RS) / bytes(CURATOR),
+            bytes(CURATOR_RS) / bytes(KAZOO),
         ));
     }
     report.push_str(&crash_report(&crash));
@@ -1296,4 +1438,123 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(driver: &'static str, ops_per_sec: f64) -> Summary {
+        Summary {
+            driver,
+            ops_per_sec,
+            p50_us: 100.0,
+            p99_us: 200.0,
+        }
+    }
+
+    /// The row of `scenario` in a table, split into its cells.
+    fn cells<'a>(report: &'a str, scenario: &str) -> Vec<&'a str> {
+        let line = report
+            .lines()
+            .find(|line| line.starts_with(&format!("| {scenario} |")))
+            .unwrap_or_else(|| panic!("no row {scenario} in {report}"));
+        line.trim_matches('|').split('|').map(str::trim).collect()
+    }
+
+    #[test]
+    fn every_rust_row_is_a_fraction_of_each_floor_where_the_floor_ran() {
+        let scenarios: Vec<Scenario> = scenarios(true, false)
+            .into_iter()
+            .filter(|s| s.name == "get_data" || s.name == "mutex_uncontended")
+            .collect();
+        let results = vec![
+            vec![
+                summary(CURATOR_RS, 900.0),
+                summary(LEGACY, 700.0),
+                summary(BARE, 950.0),
+                summary(CURATOR, 600.0),
+                summary(KAZOO, 450.0),
+                summary(TOKIO_FLOOR, 1000.0),
+                summary(BLOCKING_FLOOR, 1200.0),
+            ],
+            vec![
+                summary(CURATOR_RS, 300.0),
+                summary(LEGACY, 300.0),
+                summary(BARE, 400.0),
+                summary(CURATOR, 200.0),
+                summary(KAZOO, 100.0),
+                // Not run: no sample.
+                summary(TOKIO_FLOOR, f64::NAN),
+                summary(BLOCKING_FLOOR, f64::NAN),
+            ],
+        ];
+        let report = ratio_report(&scenarios, &results);
+        let header = cells(&report, "scenario");
+        assert_eq!(
+            header[2..],
+            [
+                "curator-rs ÷ Curator",
+                "curator-rs ÷ Kazoo",
+                "curator-rs ÷ bare session",
+                "curator-rs ÷ zookeeper-client layer",
+                "curator-rs ÷ Tokio floor",
+                "curator-rs ÷ blocking floor",
+                "zookeeper-client layer ÷ Tokio floor",
+                "zookeeper-client layer ÷ blocking floor",
+                "bare session ÷ Tokio floor",
+                "bare session ÷ blocking floor",
+            ]
+        );
+        assert_eq!(
+            cells(&report, "get_data")[2..],
+            [
+                "1.50", "2.00", "0.95", "1.29", "0.90", "0.75", "0.70", "0.58", "0.95", "0.79"
+            ]
+        );
+        let recipe = cells(&report, "mutex_uncontended");
+        assert_eq!(recipe[2..6], ["1.50", "3.00", "0.75", "1.00"]);
+        assert!(recipe[6..].iter().all(|cell| *cell == "n/a"), "{recipe:?}");
+    }
+
+    #[test]
+    fn without_the_old_layer_its_columns_are_left_out() {
+        let scenarios: Vec<Scenario> = scenarios(true, false)
+            .into_iter()
+            .filter(|s| s.name == "get_data")
+            .collect();
+        let results = vec![vec![
+            summary(CURATOR_RS, 900.0),
+            summary(BARE, 950.0),
+            summary(TOKIO_FLOOR, 1000.0),
+        ]];
+        let report = ratio_report(&scenarios, &results);
+        assert!(!report.contains("zookeeper-client"), "{report}");
+        let row = cells(&report, "get_data");
+        assert_eq!(row.len(), 2 + 7, "{row:?}");
+        // Curator, Kazoo and the blocking floor did not run.
+        assert_eq!(
+            row[2..],
+            ["n/a", "n/a", "0.95", "0.90", "n/a", "0.95", "n/a"]
+        );
+    }
+
+    #[test]
+    fn each_driver_works_in_a_directory_of_its_own() {
+        let names = [
+            CURATOR_RS,
+            LEGACY,
+            BARE,
+            CURATOR,
+            KAZOO,
+            TOKIO_FLOOR,
+            BLOCKING_FLOOR,
+        ];
+        let dirs: std::collections::HashSet<String> = names
+            .iter()
+            .map(|name| driver_dir_of("/root", name))
+            .collect();
+        assert_eq!(dirs.len(), names.len(), "{dirs:?}");
+        assert!(dirs.contains("/root/curator-rs-zookeeper-client-layer"));
+    }
 }
