@@ -176,5 +176,5 @@ async fn main() {
         .for_path(&root)
         .await
         .unwrap();
-    framework.close().await;
+    framework.close().await.unwrap();
 }

@@ -133,7 +133,7 @@ async fn a_client_given_one_member_learns_the_others_and_uses_them_with_its_chro
         "without tracking the client keeps the one server it was given"
     );
     for client in [tracked, untracked, admin] {
-        client.close().await;
+        client.close().await.unwrap();
     }
 }
 
@@ -170,7 +170,7 @@ async fn reconfig_input_is_checked_first_and_a_static_ensemble_refuses_it() {
         "servers without reconfigEnabled say so"
     );
     assert_eq!(client.ensemble_config().await.unwrap(), before, "unchanged");
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,7 +221,7 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
         .unwrap();
     let mut cache_events = cache.stream();
     cache.start().await.unwrap();
-    assert!(cache.initialized().await);
+    cache.initialized().await.unwrap();
     let mut states = client.connection_state_stream();
 
     // The subtree changes all through the move, and a little after the removed member stopped.
@@ -329,8 +329,8 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
     ] {
         recipe.unwrap();
     }
-    client.close().await;
-    admin.close().await;
+    client.close().await.unwrap();
+    admin.close().await.unwrap();
 }
 
 /// An unused loopback port: nothing listens there while the test runs.
@@ -351,7 +351,7 @@ async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_
     // Not the super user: refused.
     let plain = client(&cluster.connect_string(), true).await;
     assert_eq!(plain.reconfig().leaving([3]).await, Err(Error::NoAuth));
-    plain.close().await;
+    plain.close().await.unwrap();
 
     // A member id the ensemble does not have.
     // (ZooKeeper itself accepts it as a change that removes nothing, with a new version.)
@@ -384,7 +384,7 @@ async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_
     assert_eq!(stale, Err(Error::BadVersion));
 
     assert_eq!(admin.ensemble_config().await.unwrap(), before, "unchanged");
-    admin.close().await;
+    admin.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,6 +470,6 @@ async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_wi
         seen.push(state);
     }
     assert!(!seen.contains(&ConnectionState::Lost), "no Lost: {seen:?}");
-    client.close().await;
-    admin.close().await;
+    client.close().await.unwrap();
+    admin.close().await.unwrap();
 }

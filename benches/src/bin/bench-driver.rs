@@ -289,7 +289,7 @@ impl Driver {
                 for _ in 0..count {
                     queue.offer(PAYLOAD).await.map_err(|e| e.to_string())?;
                 }
-                client.close().await;
+                client.close().await.map_err(|e| e.to_string())?;
                 Ok::<_, String>(())
             }));
         }
@@ -312,7 +312,7 @@ impl Driver {
                         mine.push((slot, elapsed_ns(t)));
                     }
                 }
-                client.close().await;
+                client.close().await.map_err(|e| e.to_string())?;
                 Ok::<_, String>(mine)
             }));
         }
@@ -367,7 +367,7 @@ impl Driver {
                     }
                 }
                 counter.flush_markers().await.map_err(|e| e.to_string())?;
-                client.close().await;
+                client.close().await.map_err(|e| e.to_string())?;
                 Ok::<_, String>(mine)
             }));
         }
@@ -423,7 +423,7 @@ impl Driver {
         leader.close().await.map_err(|e| e.to_string())?;
         follower.close().await.map_err(|e| e.to_string())?;
         for client in clients {
-            client.close().await;
+            client.close().await.map_err(|e| e.to_string())?;
         }
         Ok(())
     }
@@ -495,7 +495,7 @@ impl Driver {
                 .build(),
         ));
         cache.start().await.map_err(|e| e.to_string())?;
-        cache.initialized().await;
+        cache.initialized().await.map_err(|e| e.to_string())?;
         for (i, slot) in latencies.iter_mut().enumerate() {
             let value = i.to_string();
             let t = Instant::now();
@@ -524,7 +524,7 @@ async fn loaded_cache(client: &CuratorFramework, path: &str) -> Result<CuratorCa
         .build()
         .map_err(|e| e.to_string())?;
     cache.start().await.map_err(|e| e.to_string())?;
-    cache.initialized().await;
+    cache.initialized().await.map_err(|e| e.to_string())?;
     Ok(cache)
 }
 
@@ -731,7 +731,7 @@ async fn main() {
         let _ = out.flush();
     }
     if let Driver::Framework(client, _) = &*driver {
-        client.close().await;
+        let _ = client.close().await;
     }
 }
 
@@ -1029,7 +1029,9 @@ async fn scale_queue(
 ) -> Result<(), String> {
     let queue = match variant {
         QueueVariant::Flat => ScaleQueue::Simple(
-            SimpleDistributedQueue::new(client.clone(), path).map_err(|e| e.to_string())?,
+            SimpleDistributedQueue::builder(client.clone(), path)
+                .build()
+                .map_err(|e| e.to_string())?,
         ),
         QueueVariant::Bucketed => {
             // Buckets of BUCKET_CAPACITY items; the backlog is filled here, untimed.
