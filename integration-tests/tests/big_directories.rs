@@ -309,7 +309,8 @@ async fn a_latch_leads_past_one_mib_and_an_election_over_a_limit_gives_up_with_t
         .await
         .expect("an unhandled error within the deadline")
         .unwrap();
-    assert_eq!(reported.context, "LeaderSelector");
+    // Under the selector's one name: its kind and its path (no `metrics_name` given).
+    assert_eq!(reported.context, format!("LeaderSelector {path}"));
     assert!(reported.message.contains(&path), "{reported}");
     assert!(!selector.has_leadership());
     curator_testkit::eventually("the selector's lock node is deleted", || async {
