@@ -97,4 +97,23 @@ impl Server {
             .await?;
         Ok(client)
     }
+
+    /// Deletes `paths` and everything under them (what an example made), through a client of
+    /// its own; a path already gone is fine.
+    ///
+    /// # Errors
+    /// When a client cannot connect, or a delete fails.
+    pub async fn remove(&self, paths: &[&str]) -> Result {
+        let client = self.client().await?;
+        for path in paths {
+            client
+                .delete()
+                .quietly()
+                .deleting_children_if_needed()
+                .for_path(path)
+                .await?;
+        }
+        client.close().await?;
+        Ok(())
+    }
 }

@@ -146,6 +146,25 @@ impl<T> ModelSpec<T, Json> {
     }
 }
 
+impl<C> Options<C> {
+    /// The same options with another codec.
+    fn with_codec<D>(self, codec: D) -> Options<D> {
+        Options {
+            codec,
+            mode: self.mode,
+            acl: self.acl,
+            ttl: self.ttl,
+            parents: self.parents,
+            set_data_if_exists: self.set_data_if_exists,
+            compressed: self.compressed,
+            deleting_children: self.deleting_children,
+            guaranteed_delete: self.guaranteed_delete,
+            chunked: self.chunked,
+            schema: self.schema,
+        }
+    }
+}
+
 impl<T, C: Codec<T>> ModelSpec<T, C> {
     /// The path (template) of the model.
     pub fn path(&self) -> &ZPath {
@@ -304,34 +323,9 @@ impl<T, C> ModelSpecBuilder<T, C> {
     /// Stores the models with `codec` instead (any of [`curator_framework::codec`], or your
     /// own).
     pub fn codec<D: Codec<T>>(self, codec: D) -> ModelSpecBuilder<T, D> {
-        let Options {
-            codec: _,
-            mode,
-            acl,
-            ttl,
-            parents,
-            set_data_if_exists,
-            compressed,
-            deleting_children,
-            guaranteed_delete,
-            chunked,
-            schema,
-        } = self.options;
         ModelSpecBuilder {
             path: self.path,
-            options: Options {
-                codec,
-                mode,
-                acl,
-                ttl,
-                parents,
-                set_data_if_exists,
-                compressed,
-                deleting_children,
-                guaranteed_delete,
-                chunked,
-                schema,
-            },
+            options: self.options.with_codec(codec),
             schema: self.schema,
             _model: PhantomData,
         }

@@ -166,29 +166,24 @@ async fn every_queue_kind_keeps_the_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_sharder_keeps_the_contract() {
     let server = TestingServer::start().await.unwrap();
-    let c = client(&server.connect_string()).await;
     let root = unique_root("queues-contract-sharder");
-    let sharder = QueueSharder::builder(
-        c.clone(),
-        &format!("{root}/sharded"),
-        &format!("{root}/sharder-leader"),
-    )
-    .check_interval(Duration::from_secs(3600))
-    .build()
-    .unwrap();
+    let make = |c| {
+        QueueSharder::builder(
+            c,
+            &format!("{root}/sharded"),
+            &format!("{root}/sharder-leader"),
+        )
+        .check_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap()
+    };
+    let c = client(&server.connect_string()).await;
+    let sharder = make(c.clone());
     contract::check(&c, &sharder, async || {
         assert_eq!(sharder.shards().len(), 1, "start made a shard");
     })
     .await;
 
     let c = client(&server.connect_string()).await;
-    let sharder = QueueSharder::builder(
-        c.clone(),
-        &format!("{root}/sharded"),
-        &format!("{root}/sharder-leader"),
-    )
-    .check_interval(Duration::from_secs(3600))
-    .build()
-    .unwrap();
-    contract::ends_with_its_client_quietly(&c, &sharder).await;
+    contract::ends_with_its_client_quietly(&c, &make(c.clone())).await;
 }

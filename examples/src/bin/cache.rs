@@ -1,12 +1,13 @@
 //! A cache (`CuratorCache`): a local copy of a subtree, kept up to date, with an event for
-//! every change another process makes, and a typed view decoding the nodes' JSON.
+//! every change another process makes, and a typed view decoding the nodes' JSON
+//! (`crates/curator-caches/examples/config_cache.rs` goes further with typed views).
 //!
 //! ```text
 //! cargo run -p curator-examples --bin cache
 //! ```
 
 use clap::Parser;
-use curator_caches::{CacheEvent, CuratorCache, TypedEvent};
+use curator_caches::{CacheEvent, CuratorCache};
 use curator_examples::{Result, ZooKeeper};
 use curator_framework::listen::ListenerStream;
 use futures::StreamExt;
@@ -79,27 +80,10 @@ async fn main() -> Result {
     if let Some(Ok(now)) = limits.get(&limits_path) {
         println!("limits now: {} connections", now.max_connections);
     }
-    // A typed view reports data that does not decode instead of failing.
-    let mut decoded = limits.stream();
-    writer
-        .set_data()
-        .for_path(&limits_path, b"not json")
-        .await?;
-    while let Some(event) = decoded.next().await {
-        if let TypedEvent::Undecodable { error, .. } = event {
-            println!("undecodable, reported: {error}");
-            break;
-        }
-    }
-
     cache.close().await?;
-    writer
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&args.path)
-        .await?;
     reader.close().await?;
     writer.close().await?;
+    server.remove(&[&args.path]).await?;
     Ok(())
 }
 

@@ -88,13 +88,6 @@ async fn main() -> Result {
     for instance in instances {
         instance.close().await?; // unregisters
     }
-    let client = server.client().await?;
-    client
-        .delete()
-        .quietly()
-        .deleting_children_if_needed()
-        .for_path(&args.path)
-        .await?;
-    client.close().await?;
+    server.remove(&[&args.path]).await?;
     Ok(())
 }

@@ -56,13 +56,6 @@ async fn main() -> Result {
         latch.close().await?;
         println!("{} left", latch.id());
     }
-    let client = server.client().await?;
-    client
-        .delete()
-        .quietly()
-        .deleting_children_if_needed()
-        .for_path(&args.path)
-        .await?;
-    client.close().await?;
+    server.remove(&[&args.path]).await?;
     Ok(())
 }

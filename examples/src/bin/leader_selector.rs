@@ -65,14 +65,7 @@ async fn main() -> Result {
     for selector in &selectors {
         selector.close().await?;
     }
-    let client = server.client().await?;
-    client
-        .delete()
-        .quietly()
-        .deleting_children_if_needed()
-        .for_path(&args.path)
-        .await?;
-    client.close().await?;
+    server.remove(&[&args.path]).await?;
     println!("{} leaderships, one at a time", args.turns);
     Ok(())
 }

@@ -54,14 +54,7 @@ async fn main() -> Result {
     for worker in workers {
         worker.await??;
     }
-    let client = server.client().await?;
-    client
-        .delete()
-        .quietly()
-        .deleting_children_if_needed()
-        .for_path(&args.path)
-        .await?;
-    client.close().await?;
+    server.remove(&[&args.path]).await?;
     println!("every worker held the lock once");
     Ok(())
 }

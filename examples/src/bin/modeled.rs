@@ -68,12 +68,7 @@ async fn main() -> Result {
     }
     cached.close().await?;
 
-    client
-        .delete()
-        .quietly()
-        .deleting_children_if_needed()
-        .for_path(&args.path)
-        .await?;
     client.close().await?;
+    server.remove(&[&args.path]).await?;
     Ok(())
 }

@@ -72,16 +72,9 @@ async fn main() -> Result {
     producer.close().await?;
     consumer.close().await?;
 
-    let client = server.client().await?;
-    for path in [args.path.clone(), format!("{}-locks", args.path)] {
-        client
-            .delete()
-            .quietly()
-            .deleting_children_if_needed()
-            .for_path(&path)
-            .await?;
-    }
-    client.close().await?;
+    server
+        .remove(&[&args.path, &format!("{}-locks", args.path)])
+        .await?;
     println!("every job consumed once");
     Ok(())
 }

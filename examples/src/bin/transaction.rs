@@ -89,14 +89,9 @@ async fn main() -> Result {
     );
     guard.release().await?;
 
-    for path in [args.path.clone(), format!("{}-lock", args.path)] {
-        client
-            .delete()
-            .quietly()
-            .deleting_children_if_needed()
-            .for_path(&path)
-            .await?;
-    }
     client.close().await?;
+    server
+        .remove(&[&args.path, &format!("{}-lock", args.path)])
+        .await?;
     Ok(())
 }
