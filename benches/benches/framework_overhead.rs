@@ -181,6 +181,6 @@ async fn main() {
         .for_path(&root)
         .await
         .unwrap();
-    framework.close().await;
+    framework.close().await.unwrap();
     bare.close().await.unwrap();
 }

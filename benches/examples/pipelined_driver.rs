@@ -54,7 +54,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 result?;
             }
         }
-        client.close().await;
+        client.close().await?;
     } else {
         let client = Session::connect(SessionConfig::new(&args.connect)?).await?;
         for _ in 0..args.batches {

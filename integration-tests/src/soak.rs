@@ -457,8 +457,8 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     };
     caches.curator.start().await?;
     caches.tree.start().await?;
-    caches.curator.initialized().await;
-    caches.tree.initialized().await;
+    caches.curator.initialized().await?;
+    caches.tree.initialized().await?;
 
     let mut workers = JoinSet::new();
     let writers = clients_n - 1;
@@ -623,7 +623,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     let _ = collector.await;
 
     // Whatever the consumers left is taken here, and counted.
-    let leftovers = SimpleDistributedQueue::new(admin.clone(), &paths.simple_queue)?;
+    let leftovers = SimpleDistributedQueue::builder(admin.clone(), &paths.simple_queue).build()?;
     while let Some(item) = leftovers.poll().await? {
         ctx.record.lock().simple_takes.push(Take {
             item: String::from_utf8_lossy(&item).into_owned(),

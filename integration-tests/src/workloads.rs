@@ -269,10 +269,10 @@ pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, see
         return;
     }
     while !ctx.stop.is_cancelled() {
-        match latch.await_leadership_timeout(Duration::from_secs(1)).await {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(_) => break,
+        match tokio::time::timeout(Duration::from_secs(1), latch.await_leadership()).await {
+            Ok(Ok(())) => {}
+            Err(_) => continue,
+            Ok(Err(_)) => break,
         }
         let started_at = ctx.clock.now();
         let Some(hold) = latch.hold() else {

@@ -76,14 +76,14 @@ async fn big_directory(name: &str, marker: &str) -> (TestingServer, CuratorFrame
 
 /// Closes `limited`, deletes `path` and everything under it, and closes `client`.
 async fn tear_down(client: CuratorFramework, limited: CuratorFramework, path: &str) {
-    limited.close().await;
+    limited.close().await.unwrap();
     client
         .delete()
         .deleting_children_if_needed()
         .for_path(path)
         .await
         .unwrap();
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// Counts how often the framework asks whether to retry after `ResponseTooLarge` (and lets a
@@ -251,13 +251,10 @@ async fn a_latch_leads_past_one_mib_and_an_election_over_a_limit_gives_up_with_t
         .build()
         .unwrap();
     latch.start().await.unwrap();
-    assert!(
-        latch
-            .await_leadership_timeout(Timing::new().forever())
-            .await
-            .unwrap(),
-        "leads within the deadline"
-    );
+    tokio::time::timeout(Timing::new().forever(), latch.await_leadership())
+        .await
+        .expect("leads within the deadline")
+        .unwrap();
     latch.close().await.unwrap();
 
     // Over a limit: `start()` makes the offer; the background task reports the typed error
@@ -312,7 +309,8 @@ async fn a_latch_leads_past_one_mib_and_an_election_over_a_limit_gives_up_with_t
         .await
         .expect("an unhandled error within the deadline")
         .unwrap();
-    assert_eq!(reported.context, "LeaderSelector");
+    // Under the selector's one name: its kind and its path (no `metrics_name` given).
+    assert_eq!(reported.context, format!("LeaderSelector {path}"));
     assert!(reported.message.contains(&path), "{reported}");
     assert!(!selector.has_leadership());
     curator_testkit::eventually("the selector's lock node is deleted", || async {

@@ -85,7 +85,9 @@ async fn start_everything(client: &CuratorFramework, root: &str, heard: &Heard) 
     let tree_cache = TreeCache::builder(c.clone(), &at("other")).build().unwrap();
     heard.on(&tree_cache.listenable());
     tree_cache.start().await.unwrap();
-    let node_cache = NodeCache::new(c.clone(), &at("other/value")).unwrap();
+    let node_cache = NodeCache::builder(c.clone(), &at("other/value"))
+        .build()
+        .unwrap();
     heard.on(&node_cache.listenable());
     node_cache.start().await.unwrap();
     let children_cache = PathChildrenCache::builder(c.clone(), &at("other"))
@@ -208,7 +210,7 @@ async fn change_everything(observer: &CuratorFramework, root: &str) {
         .unwrap();
     let mut events = witness.stream();
     witness.start().await.unwrap();
-    witness.initialized().await;
+    witness.initialized().await.unwrap();
     let marker = at("tree/after-close");
     observer
         .create()
@@ -285,7 +287,8 @@ async fn the_clients_close_ends_every_recipe_it_started() {
 
     tokio::time::timeout(Timing::new().forever(), c.close())
         .await
-        .expect("the client's close returns");
+        .expect("the client's close returns")
+        .unwrap();
     assert_eq!(c.metrics().recipe_tasks, 0, "every recipe task ended");
     let left: Vec<_> = owners(&observer, &root)
         .await

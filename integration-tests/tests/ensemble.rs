@@ -160,7 +160,7 @@ async fn a_client_given_one_member_learns_the_others_and_uses_them_with_its_chro
         Some(cluster.member_connect_string(on))
     );
     for client in [tracked, untracked, stranded, admin] {
-        client.close().await;
+        client.close().await.unwrap();
     }
 }
 
@@ -197,7 +197,7 @@ async fn reconfig_input_is_checked_first_and_a_static_ensemble_refuses_it() {
         "servers without reconfigEnabled say so"
     );
     assert_eq!(client.ensemble_config().await.unwrap(), before, "unchanged");
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,7 +248,7 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
         .unwrap();
     let mut cache_events = cache.stream();
     cache.start().await.unwrap();
-    assert!(cache.initialized().await);
+    cache.initialized().await.unwrap();
     let mut states = client.connection_state_stream();
 
     // The subtree changes all through the move, and a little after the removed member stopped.
@@ -363,8 +363,8 @@ async fn a_client_whose_only_member_is_reconfigured_out_moves_in_the_same_sessio
     ] {
         recipe.unwrap();
     }
-    client.close().await;
-    admin.close().await;
+    client.close().await.unwrap();
+    admin.close().await.unwrap();
 }
 
 /// An unused loopback port: nothing listens there while the test runs.
@@ -385,7 +385,7 @@ async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_
     // Not the super user: refused.
     let plain = client(&cluster.connect_string(), true).await;
     assert_eq!(plain.reconfig().leaving([3]).await, Err(Error::NoAuth));
-    plain.close().await;
+    plain.close().await.unwrap();
 
     // A member id the ensemble does not have.
     // (ZooKeeper itself accepts it as a change that removes nothing, with a new version.)
@@ -418,7 +418,7 @@ async fn bad_reconfigurations_of_a_dynamic_ensemble_are_typed_errors_and_change_
     assert_eq!(stale, Err(Error::BadVersion));
 
     assert_eq!(admin.ensemble_config().await.unwrap(), before, "unchanged");
-    admin.close().await;
+    admin.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -505,8 +505,8 @@ async fn a_client_learns_an_added_member_and_follows_its_member_to_a_new_port_wi
         seen.push(state);
     }
     assert!(seen.is_empty(), "no state change: {seen:?}");
-    client.close().await;
-    admin.close().await;
+    client.close().await.unwrap();
+    admin.close().await.unwrap();
 }
 
 /// What a client given one member of three gets from following the ensemble: when its member
@@ -585,8 +585,8 @@ async fn a_lock_outlives_the_loss_of_its_member(cut_off: bool) {
     if cut_off {
         cluster.heal().unwrap();
     }
-    contender.close().await;
-    holder.close().await;
+    contender.close().await.unwrap();
+    holder.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

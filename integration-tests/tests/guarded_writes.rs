@@ -14,7 +14,7 @@ use curator_locks::{
 };
 use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
 use curator_values::Guarded;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 async fn data(client: &CuratorFramework, path: &str) -> Vec<u8> {
     client.get_data().for_path(path).await.unwrap().0
@@ -78,11 +78,12 @@ async fn every_hold_guards_writes() {
         refused_after(&client, &hold, &target, lost(&hold)).await;
     }
 
-    let semaphore = InterProcessSemaphoreV2::new(
+    let semaphore = InterProcessSemaphoreV2::builder(
         client.clone(),
         &format!("{root}/semaphore"),
         MaxLeases::Fixed(2),
     )
+    .build()
     .unwrap();
     let lease = semaphore.acquire().await.unwrap();
     let hold = (*lease).clone();
@@ -136,7 +137,7 @@ async fn every_hold_guards_writes() {
     .expect("the leadership ends with the task");
     refused_after(&client, &hold, &target, not_leader(&hold)).await;
     selector.close().await.unwrap();
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// Holder A (through a proxy) is cut off while its session expires at the server: a paused
@@ -164,9 +165,9 @@ async fn a_paused_holder_cannot_write_after_the_next_holder() {
         .await
         .unwrap();
     write_while_held(&a, &guard, &target, "a").await;
-    // What A's paused process still believes: a hold never signalled lost.
-    let (_never, unaware) = watch::channel(false);
-    let believed = Hold::with_signal(guard.node_path().to_owned(), guard.fencing_token(), unaware)
+    // What A's paused process still believes: a hold never signalled lost (every hold learns
+    // of connection trouble through its client, so this one watches B's, which sees none).
+    let believed = Hold::new(&b, guard.node_path().to_owned(), guard.fencing_token())
         .on_session(guard.session_id().unwrap());
 
     curator_testkit::expire_behind(&a, &proxy, &server.connect_string()).await;
@@ -192,8 +193,8 @@ async fn a_paused_holder_cannot_write_after_the_next_holder() {
     }
     assert_eq!(data(&b, &target).await, b"b");
     next.release().await.unwrap();
-    a.close().await;
-    b.close().await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
 }
 
 /// Three clients take the lock in turn for many rounds; each holder writes its fencing token
@@ -269,6 +270,6 @@ async fn guarded_writes_land_in_token_order_across_hand_overs() {
         );
     }
     for client in clients {
-        client.close().await;
+        client.close().await.unwrap();
     }
 }

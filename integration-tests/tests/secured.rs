@@ -148,7 +148,7 @@ async fn over_tls_a_mutex_a_latch_and_a_cache_keep_their_invariants_through_a_re
     latch_b.start().await.unwrap();
     let cache = CuratorCache::builder(a.clone(), &cached).build().unwrap();
     cache.start().await.unwrap();
-    assert!(cache.initialized().await);
+    cache.initialized().await.unwrap();
     for i in 0..5 {
         b.create()
             .for_path(
@@ -214,8 +214,8 @@ async fn over_tls_a_mutex_a_latch_and_a_cache_keep_their_invariants_through_a_re
     cache.close().await.unwrap();
     latch_a.close().await.unwrap();
     latch_b.close().await.unwrap();
-    a.close().await;
-    b.close().await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -255,25 +255,25 @@ async fn each_certificate_problem_fails_at_once_with_its_own_error() {
         matches!(read, Error::Tls(TlsFailure::UnknownIssuer { .. })),
         "{read}"
     );
-    client.close().await;
+    client.close().await.unwrap();
 
     let (client, error) = refused(builder(&secure(&expired)).tls(trusting(&certs))).await;
     assert!(
         matches!(error, Error::Tls(TlsFailure::Expired { .. })),
         "{error}"
     );
-    client.close().await;
+    client.close().await.unwrap();
 
     let (client, error) = refused(builder(&secure(&wrong_host)).tls(trusting(&certs))).await;
     assert!(
         matches!(error, Error::Tls(TlsFailure::WrongHostName { .. })),
         "{error}"
     );
-    client.close().await;
+    client.close().await.unwrap();
     // Turning hostname verification off lets the same client in (the CA still must match).
     let lenient = trusting(&certs).hostname_verification(false);
     let client = connected(builder(&secure(&wrong_host)).tls(lenient)).await;
-    client.close().await;
+    client.close().await.unwrap();
 
     let (client, error) = refused(builder(&secure(&strict)).tls(trusting(&certs))).await;
     assert!(
@@ -283,7 +283,7 @@ async fn each_certificate_problem_fails_at_once_with_its_own_error() {
         ),
         "{error}"
     );
-    client.close().await;
+    client.close().await.unwrap();
 
     // TLS to a plaintext port.
     let (client, error) = refused(builder(&good.connect_string()).tls(trusting(&certs))).await;
@@ -296,7 +296,7 @@ async fn each_certificate_problem_fails_at_once_with_its_own_error() {
         error.to_string().contains(&good.connect_string()),
         "{error}"
     );
-    client.close().await;
+    client.close().await.unwrap();
 
     // A client without TLS settings at a port that speaks only TLS.
     let (client, error) = refused(builder(&secure(&good))).await;
@@ -304,7 +304,7 @@ async fn each_certificate_problem_fails_at_once_with_its_own_error() {
         matches!(error, Error::Tls(TlsFailure::TlsRequired { .. })),
         "{error}"
     );
-    client.close().await;
+    client.close().await.unwrap();
 
     // Settings that cannot work fail at build().
     let garbage = builder(&secure(&good))
@@ -429,7 +429,7 @@ async fn a_client_certificate_is_an_x509_identity_that_acls_admit_and_refuse() {
         Err(Error::Tls(TlsFailure::Config { .. }))
     ));
     for client in [as_alice, as_bob, reloading] {
-        client.close().await;
+        client.close().await.unwrap();
     }
 }
 
@@ -501,13 +501,13 @@ async fn sasl_digest_logins_are_identities_acls_admit_and_refuse_and_every_sessi
         client.check_exists().for_path("/").await.unwrap_err(),
         Error::AuthFailed
     );
-    client.close().await;
+    client.close().await.unwrap();
     // A password file that is not there is an error of the settings.
     let missing =
         SaslConfig::digest_md5_password_file("alice", dir.path().join("nope")).unwrap_err();
     assert!(missing.to_string().contains("nope"), "{missing}");
-    alice.close().await;
-    bob.close().await;
+    alice.close().await.unwrap();
+    bob.close().await.unwrap();
 }
 
 /// A SASL login asked of a server that has no SASL gives no anonymous session: the wire client
@@ -534,7 +534,7 @@ async fn a_sasl_login_to_a_server_without_sasl_is_refused_not_anonymous() {
         client.check_exists().for_path("/").await.unwrap_err(),
         error
     );
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -583,6 +583,6 @@ async fn over_tls_losing_an_ensemble_member_keeps_the_session_and_its_lock() {
     held.release().await.unwrap();
     let taken = rival_mutex.acquire().await.unwrap();
     taken.release().await.unwrap();
-    holder.close().await;
-    rival.close().await;
+    holder.close().await.unwrap();
+    rival.close().await.unwrap();
 }

@@ -121,7 +121,7 @@ async fn kerberos_logins_are_identities_that_acls_admit_and_refuse() {
         anonymous.get_data().for_path(&node).await.unwrap_err(),
         Error::NoAuth
     );
-    anonymous.close().await;
+    anonymous.close().await.unwrap();
 }
 
 /// Not a test by itself: the child half of the test above. Run without its environment, it
@@ -202,7 +202,7 @@ async fn kerberos_child() {
             );
         }
     }
-    client.close().await;
+    client.close().await.unwrap();
     let logs = captured.text();
     // (A pinned client with the wrong credentials never reaches the wire client.)
     if role != "bob-as-alice" {

@@ -120,7 +120,7 @@ async fn no_password_key_or_token_reaches_the_logs() {
         .await
         .unwrap();
     let debug_of_client = format!("{client:?}");
-    client.close().await;
+    client.close().await.unwrap();
 
     // Failing: a wrong password, and a CA that does not sign the server.
     let wrong = builder(&connect)
@@ -133,7 +133,7 @@ async fn no_password_key_or_token_reaches_the_logs() {
         wrong.block_until_connected(Timing::new().wait()).await,
         Err(Error::AuthFailed)
     );
-    wrong.close().await;
+    wrong.close().await.unwrap();
     let untrusting = builder(&connect)
         .tls(
             TlsConfig::new()
@@ -148,7 +148,7 @@ async fn no_password_key_or_token_reaches_the_logs() {
         untrusting.block_until_connected(Timing::new().wait()).await,
         Err(Error::Tls(_))
     ));
-    untrusting.close().await;
+    untrusting.close().await.unwrap();
 
     let logs = captured.text();
     // The capture saw the wire client's own detail, not only the framework's.

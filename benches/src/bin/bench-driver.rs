@@ -292,7 +292,7 @@ impl Driver {
                 for _ in 0..count {
                     queue.offer(PAYLOAD).await.map_err(|e| e.to_string())?;
                 }
-                client.close().await;
+                client.close().await.map_err(|e| e.to_string())?;
                 Ok::<_, String>(())
             }));
         }
@@ -315,7 +315,7 @@ impl Driver {
                         mine.push((slot, elapsed_ns(t)));
                     }
                 }
-                client.close().await;
+                client.close().await.map_err(|e| e.to_string())?;
                 Ok::<_, String>(mine)
             }));
         }
@@ -370,7 +370,7 @@ impl Driver {
                     }
                 }
                 counter.flush_markers().await.map_err(|e| e.to_string())?;
-                client.close().await;
+                client.close().await.map_err(|e| e.to_string())?;
                 Ok::<_, String>(mine)
             }));
         }
@@ -426,7 +426,7 @@ impl Driver {
         leader.close().await.map_err(|e| e.to_string())?;
         follower.close().await.map_err(|e| e.to_string())?;
         for client in clients {
-            client.close().await;
+            client.close().await.map_err(|e| e.to_string())?;
         }
         Ok(())
     }
@@ -498,7 +498,7 @@ impl Driver {
                 .build(),
         ));
         cache.start().await.map_err(|e| e.to_string())?;
-        cache.initialized().await;
+        cache.initialized().await.map_err(|e| e.to_string())?;
         for (i, slot) in latencies.iter_mut().enumerate() {
             let value = i.to_string();
             let t = Instant::now();
@@ -527,7 +527,7 @@ async fn loaded_cache(client: &CuratorFramework, path: &str) -> Result<CuratorCa
         .build()
         .map_err(|e| e.to_string())?;
     cache.start().await.map_err(|e| e.to_string())?;
-    cache.initialized().await;
+    cache.initialized().await.map_err(|e| e.to_string())?;
     Ok(cache)
 }
 
@@ -736,7 +736,9 @@ async fn main() {
         let _ = out.flush();
     }
     match &*driver {
-        Driver::Framework(client, _) => client.close().await,
+        Driver::Framework(client, _) => {
+            let _ = client.close().await;
+        }
         Driver::Bare(session) => {
             let _ = session.close().await;
         }
@@ -1037,7 +1039,9 @@ async fn scale_queue(
 ) -> Result<(), String> {
     let queue = match variant {
         QueueVariant::Flat => ScaleQueue::Simple(
-            SimpleDistributedQueue::new(client.clone(), path).map_err(|e| e.to_string())?,
+            SimpleDistributedQueue::builder(client.clone(), path)
+                .build()
+                .map_err(|e| e.to_string())?,
         ),
         QueueVariant::Bucketed => {
             // Buckets of BUCKET_CAPACITY items; the backlog is filled here, untimed.

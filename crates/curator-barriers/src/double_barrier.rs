@@ -1,9 +1,10 @@
 //! `DistributedDoubleBarrier`: N members enter together and leave together.
 
 use std::future::IntoFuture;
+use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::recipe::RecipeTasks;
+use curator_framework::recipe::{RecipeCore, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use tokio::time::Instant;
 
@@ -35,8 +36,8 @@ pub struct DistributedDoubleBarrier {
     member_count: usize,
     our_node: String,
     ready_path: String,
-    /// Where the node of an abandoned `enter` is deleted.
-    tasks: RecipeTasks,
+    /// The barrier's name, and its tasks: where the node of an abandoned `enter` is deleted.
+    core: Arc<RecipeCore>,
 }
 
 /// Deletes this member's node in the background unless disarmed: its `enter` was dropped, or
@@ -48,7 +49,7 @@ struct Entering<'a> {
 
 impl Drop for Entering<'_> {
     fn drop(&mut self) {
-        let tasks = &self.barrier.tasks;
+        let tasks = self.barrier.core.tasks();
         // A cancelled set of tasks means a closed client: the ephemeral node went with it.
         if !self.armed || tasks.is_cancelled() || tokio::runtime::Handle::try_current().is_err() {
             return;
@@ -84,7 +85,12 @@ impl DistributedDoubleBarrier {
             ));
         }
         Ok(Self {
-            tasks: client.recipe_tasks("DistributedDoubleBarrier"),
+            core: Arc::new(RecipeCore::new(
+                &client,
+                "DistributedDoubleBarrier",
+                path,
+                &RecipeOptions::new(),
+            )),
             our_node: paths::join(path, &uuid::Uuid::new_v4().hyphenated().to_string()),
             ready_path: paths::join(path, READY_NODE),
             client,

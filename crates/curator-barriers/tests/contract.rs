@@ -1,23 +1,23 @@
-//! The recipe contract, as the barriers keep it. None of them is long-lived: each has a `new`
-//! (no options), nothing to start or close and no listeners; they run no background work while
-//! used, waiters end when their client closes, and the only cleanup left to the background (the
-//! node of an abandoned `enter`) runs as a recipe task that ends.
+//! The recipe contract, as the barriers keep it (with `curator_testkit::contract`'s helpers).
+//! None of them is long-lived: each has a `new` (no options), nothing to start or close and no
+//! listeners; they run no background work while used, waiters end when their client closes,
+//! and the only cleanup left to the background (the node of an abandoned `enter`) runs as a
+//! recipe task that ends.
 
 use std::time::Duration;
 
 use curator_barriers::{DistributedBarrier, DistributedDoubleBarrier, Site, TwoPhaseCommit};
 use curator_framework::Error;
 use curator_test::{TestingServer, Timing, unique_root};
+use curator_testkit::contract;
 use tokio::time::Instant;
-
-fn assert_send_sync<T: Send + Sync>() {}
 
 #[test]
 fn handles_and_futures_are_send_and_sync() {
-    assert_send_sync::<DistributedBarrier>();
-    assert_send_sync::<DistributedDoubleBarrier>();
-    assert_send_sync::<TwoPhaseCommit>();
-    assert_send_sync::<Site>();
+    contract::send_sync::<DistributedBarrier>();
+    contract::send_sync::<DistributedDoubleBarrier>();
+    contract::send_sync::<TwoPhaseCommit>();
+    contract::send_sync::<Site>();
     // Never called: the futures only have to type-check as `Send`.
     fn send<T: Send>(_: &T) {}
     let _futures =
@@ -51,7 +51,7 @@ async fn construction_validates_its_input() {
         TwoPhaseCommit::new(client.clone(), bad),
         Err(Error::InvalidPath { .. })
     ));
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -79,10 +79,7 @@ async fn an_abandoned_enter_leaves_nothing_and_the_member_may_enter_again() {
         curator_testkit::children(&client, &path).await.is_empty()
     })
     .await;
-    curator_testkit::eventually("the cleanup's task ends", || async {
-        client.metrics().recipe_tasks == 0
-    })
-    .await;
+    contract::no_recipe_tasks(&client).await;
 
     let other = DistributedDoubleBarrier::new(
         curator_testkit::client(&server.connect_string()).await,
@@ -97,7 +94,7 @@ async fn an_abandoned_enter_leaves_nothing_and_the_member_may_enter_again() {
     mine.unwrap();
     theirs.unwrap();
     assert_eq!(client.metrics().recipe_tasks, 0);
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -127,7 +124,7 @@ async fn waiters_end_when_their_client_closes() {
     .await;
     assert_eq!(client.metrics().recipe_tasks, 0);
 
-    client.close().await;
+    client.close().await.unwrap();
     let waited = tokio::time::timeout(Timing::new().wait(), waiting)
         .await
         .expect("the barrier's waiter ends")
@@ -146,5 +143,5 @@ async fn waiters_end_when_their_client_closes() {
             .is_empty()
     })
     .await;
-    owner.close().await;
+    owner.close().await.unwrap();
 }

@@ -80,7 +80,7 @@ async fn main() -> Result {
     let limits = cache.typed::<Limits>();
     let mut decoded = limits.stream();
     cache.start().await?;
-    cache.initialized().await;
+    cache.initialized().await?;
     println!("cached: {:?}", limits.get(&format!("{root}/limits")));
 
     let new = limits.encode(&Limits {
@@ -113,7 +113,7 @@ async fn main() -> Result {
         .deleting_children_if_needed()
         .for_path(&root)
         .await?;
-    reader.close().await;
-    writer.close().await;
+    reader.close().await?;
+    writer.close().await?;
     Ok(())
 }

@@ -1,24 +1,23 @@
-//! The part every cache handle shares, and delegates to: the engine's state, the cache's
-//! lifecycle and its background task.
+//! The part every cache handle shares, and delegates to: the engine's state, and the cache's
+//! recipe core (its name, lifecycle and background task).
 
 use std::sync::Arc;
 
 use curator_framework::listen::Listenable;
-use curator_framework::recipe::{Lifecycle, RecipeState, RecipeTasks, TaskHandle};
+use curator_framework::recipe::{RecipeCore, TaskHandle};
 use curator_framework::{CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 
 use crate::engine::{self, Config, Shared, WatchMode};
 use crate::event::{CacheEvent, ChildData};
 
-/// A cache's engine, with its lifecycle.
+/// A cache's engine, with its recipe core.
 #[derive(Debug)]
 pub(crate) struct Core {
     pub(crate) client: CuratorFramework,
     pub(crate) shared: Arc<Shared>,
     pub(crate) root: Arc<str>,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
+    pub(crate) recipe: RecipeCore,
     /// The settings, until `start` hands them to the engine.
     config: Mutex<Option<Config>>,
     /// The engine's task; dropping the last handle of a cache (and so this) stops it.
@@ -29,36 +28,16 @@ impl Core {
     /// A latent engine for `config`, once its root is checked.
     pub(crate) fn build(client: CuratorFramework, config: Config) -> Result<Arc<Self>> {
         paths::validate(&config.root)?;
-        let events = client.listener_container::<CacheEvent>(config.name);
+        let recipe = RecipeCore::new(&client, config.kind, &config.root, &config.options);
+        let events = recipe.listener_container::<CacheEvent>(&client);
         Ok(Arc::new(Self {
             root: Arc::clone(&config.root),
-            shared: Shared::new(
-                events,
-                Arc::clone(&config.root),
-                curator_framework::metrics::RecipeName::new(
-                    config.metrics_name.as_deref(),
-                    &config.root,
-                ),
-            ),
-            tasks: client.recipe_tasks(config.name),
+            shared: Shared::new(events, Arc::clone(&config.root), recipe.name().clone()),
+            recipe,
             client,
-            lifecycle: Lifecycle::new(),
             config: Mutex::new(Some(config)),
             engine: Mutex::new(None),
         }))
-    }
-
-    /// `Ok` while the cache may still start: for caches that do some work before starting, so
-    /// a second `start` fails before doing it again.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyStarted`], [`Error::Closed`].
-    pub(crate) fn check_latent(&self) -> Result<()> {
-        match self.lifecycle.state() {
-            RecipeState::Started => Err(Error::AlreadyStarted),
-            RecipeState::Closed => Err(Error::Closed),
-            _ => Ok(()),
-        }
     }
 
     /// Starts the engine in the background.
@@ -66,14 +45,14 @@ impl Core {
     /// # Errors
     /// [`Error::AlreadyStarted`] when started, [`Error::Closed`] when closed.
     pub(crate) fn start(&self) -> Result<()> {
-        self.lifecycle.start()?;
+        self.recipe.lifecycle().start()?;
         let config = self
             .config
             .lock()
             .take()
             .expect("the settings stay until the one start");
         let engine = engine::spawn(
-            &self.tasks,
+            self.recipe.tasks(),
             self.client.clone(),
             config,
             Arc::clone(&self.shared),
@@ -83,22 +62,23 @@ impl Core {
     }
 
     /// Stops the engine (removing its watches) and waits for it. Idempotent.
-    pub(crate) async fn close(&self) {
-        if self.lifecycle.close() {
-            self.tasks.close().await;
+    pub(crate) async fn close(&self) -> Result<()> {
+        if self.recipe.close_tasks().await {
             self.engine.lock().take();
         }
         self.shared.stopped();
+        Ok(())
     }
 
-    /// Waits for the initial load: `true` once done, `false` when the cache stopped first
-    /// (closed, or its client closed, started or not).
-    pub(crate) async fn initialized(&self) -> bool {
-        tokio::select! {
+    /// Waits for the initial load: `Ok` once done, [`Error::Closed`] when the cache stopped
+    /// first (closed, or its client closed, started or not).
+    pub(crate) async fn initialized(&self) -> Result<()> {
+        let loaded = tokio::select! {
             biased;
             loaded = self.shared.wait_initialized() => loaded,
-            () = self.tasks.cancelled() => self.shared.is_initialized(),
-        }
+            () = self.recipe.tasks().cancelled() => self.shared.is_initialized(),
+        };
+        if loaded { Ok(()) } else { Err(Error::Closed) }
     }
 
     pub(crate) fn listenable(&self) -> Listenable<CacheEvent> {

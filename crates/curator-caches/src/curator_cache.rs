@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use curator_framework::codec::{Codec, Json};
+use curator_framework::codec::Json;
 use curator_framework::listen::{Listenable, ListenerStream};
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeEvents};
 use curator_framework::{CuratorFramework, Result};
 
 use crate::core::Core;
@@ -30,7 +31,7 @@ use crate::typed::TypedCache;
 ///         .build(),
 /// ));
 /// cache.start().await?;
-/// cache.initialized().await;
+/// cache.initialized().await?;
 /// if let Some(node) = cache.get("/config/feature-x") {
 ///     println!("feature-x: {:?}", node.data());
 /// }
@@ -69,13 +70,12 @@ impl CuratorCache {
     /// end. The content stays readable. Idempotent; a cache that never started closes too.
     ///
     /// # Errors
-    /// None so far; the `Result` is the contract every recipe keeps.
+    /// None: the cache closes whatever its connection does.
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
     pub async fn close(&self) -> Result<()> {
-        self.core.close().await;
-        Ok(())
+        self.core.close().await
     }
 
     /// Where to add listeners of [`CacheEvent`]s: closures, [`CuratorCacheListener`]s (as
@@ -91,12 +91,26 @@ impl CuratorCache {
         self.listenable().stream()
     }
 
-    /// Waits until the initial load is done (when `Initialized` is published): `true` then,
-    /// `false` when the cache stopped first (closed, or its client closed).
+    /// Waits until the initial load is done (when `Initialized` is published); bound the wait
+    /// with `tokio::time::timeout`.
+    ///
+    /// ```no_run
+    /// # async fn demo(cache: curator_caches::CuratorCache) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// match tokio::time::timeout(Duration::from_secs(5), cache.initialized()).await {
+    ///     Ok(loaded) => loaded?,
+    ///     Err(_) => println!("still loading"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Closed`](curator_framework::Error::Closed) when the cache stopped first (closed,
+    /// or its client closed).
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn initialized(&self) -> bool {
+    pub async fn initialized(&self) -> Result<()> {
         self.core.initialized().await
     }
 
@@ -141,15 +155,32 @@ impl CuratorCache {
         self.core.active_mode()
     }
 
-    /// A view that decodes node data as `T` with JSON.
-    pub fn typed<T: serde::Serialize + serde::de::DeserializeOwned>(&self) -> TypedCache<T, Json> {
+    /// A view that decodes node data as `T`, with JSON unless given another codec
+    /// ([`TypedCache::codec`]).
+    pub fn typed<T>(&self) -> TypedCache<T, Json> {
         TypedCache::new(Arc::clone(&self.core), Json)
     }
+}
 
-    /// A view that decodes node data as `T` with `codec` (any of
-    /// [`curator_framework::codec`], or your own).
-    pub fn typed_with<T, C: Codec<T>>(&self, codec: C) -> TypedCache<T, C> {
-        TypedCache::new(Arc::clone(&self.core), codec)
+impl Recipe for CuratorCache {
+    fn core(&self) -> &RecipeCore {
+        &self.core.recipe
+    }
+
+    async fn start(&self) -> Result<()> {
+        CuratorCache::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        CuratorCache::close(self).await
+    }
+}
+
+impl RecipeEvents for CuratorCache {
+    type Event = CacheEvent;
+
+    fn listenable(&self) -> Listenable<CacheEvent> {
+        CuratorCache::listenable(self)
     }
 }
 
@@ -162,8 +193,9 @@ pub struct CuratorCacheBuilder {
 }
 
 impl CuratorCacheBuilder {
-    /// The `name` label of this cache's `curator_cache_event_lag_seconds`; default: the
-    /// cache's path. Caches sharing a name share their series.
+    /// The cache's name (default: its path): the `name` label of its
+    /// `curator_cache_event_lag_seconds`, and what its logs say. Caches sharing a name share
+    /// their series.
     ///
     /// ```no_run
     /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -173,7 +205,7 @@ impl CuratorCacheBuilder {
     /// # Ok(()) }
     /// ```
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.config.metrics_name = Some(name.into());
+        self.config.options = self.config.options.metrics_name(name);
         self
     }
 

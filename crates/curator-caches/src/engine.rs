@@ -26,7 +26,7 @@ use std::time::Duration;
 use curator_framework::listen::{ListenerContainer, ListenerStream};
 use curator_framework::metrics::{RecipeName, names};
 use curator_framework::ops::multi_read::ReadResult;
-use curator_framework::recipe::{Backoff, RecipeTasks, TaskHandle};
+use curator_framework::recipe::{Backoff, RecipeOptions, RecipeTasks, TaskHandle};
 use curator_framework::types::{EventType, KeeperState, WatchedEvent};
 use curator_framework::watcher::{PersistentWatcher, Watcher};
 use curator_framework::{ConnectionState, CuratorFramework, Error, Stat, paths};
@@ -62,7 +62,8 @@ pub enum WatchMode {
 
 /// The settings of one engine.
 pub(crate) struct Config {
-    pub(crate) name: &'static str,
+    /// The cache's kind (its type's name).
+    pub(crate) kind: &'static str,
     pub(crate) root: Arc<str>,
     pub(crate) mode: WatchMode,
     /// Levels below the root that are cached (0: the root only).
@@ -71,16 +72,16 @@ pub(crate) struct Config {
     pub(crate) cache_data: bool,
     pub(crate) max_children: usize,
     pub(crate) max_in_flight: usize,
-    /// The `name` label of the cache's metrics (`None`: the root).
-    pub(crate) metrics_name: Option<String>,
+    /// The cache's name (`metrics_name`; its root by default).
+    pub(crate) options: RecipeOptions,
 }
 
 impl Config {
-    /// A cache `name` of `root` (not validated yet), keeping data, with the default limits and
-    /// no selector.
-    pub(crate) fn new(name: &'static str, root: &str, mode: WatchMode, max_depth: usize) -> Self {
+    /// A cache of `kind` at `root` (not validated yet), keeping data, with the default limits
+    /// and no selector.
+    pub(crate) fn new(kind: &'static str, root: &str, mode: WatchMode, max_depth: usize) -> Self {
         Self {
-            name,
+            kind,
             root: Arc::from(root),
             mode,
             max_depth,
@@ -88,7 +89,7 @@ impl Config {
             cache_data: true,
             max_children: DEFAULT_MAX_CHILDREN,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            metrics_name: None,
+            options: RecipeOptions::new(),
         }
     }
 }
@@ -96,7 +97,7 @@ impl Config {
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("name", &self.name)
+            .field("kind", &self.kind)
             .field("root", &self.root)
             .field("mode", &self.mode)
             .field("max_depth", &self.max_depth)
@@ -241,7 +242,7 @@ pub(crate) fn spawn(
         backoff: Backoff::new(MIN_BACKOFF, MAX_BACKOFF),
         walk_failed: false,
     };
-    let span = tracing::debug_span!("cache", name = engine.config.name, root = %engine.config.root);
+    let span = tracing::debug_span!("cache", kind = engine.config.kind, root = %engine.config.root);
     // However the task ends (cancelled even before its first poll), dropping the future drops
     // the guard, which records that the cache stopped.
     let stopped = StopGuard(Arc::clone(&engine.shared));

@@ -19,7 +19,7 @@ pub use curator_cache::{CuratorCache, CuratorCacheBuilder};
 pub use engine::WatchMode;
 pub use event::{CacheError, CacheEvent, ChildData};
 pub use listener::{CuratorCacheListener, CuratorCacheListenerBuilder};
-pub use node_cache::NodeCache;
+pub use node_cache::{NodeCache, NodeCacheBuilder};
 pub use path_children_cache::{
     PathChildrenCache, PathChildrenCacheBuilder, PathChildrenCacheEvent, StartMode,
 };

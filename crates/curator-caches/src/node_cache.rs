@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use curator_framework::codec::{Codec, Json};
+use curator_framework::codec::Json;
 use curator_framework::listen::{Listenable, ListenerStream};
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeEvents};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
 use crate::core::Core;
@@ -21,10 +22,10 @@ use crate::typed::TypedCache;
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_caches::NodeCache;
-/// let cache = NodeCache::new(client, "/config/limits")?;
+/// let cache = NodeCache::builder(client, "/config/limits").build()?;
 /// let _listening = cache.listenable().add_listener(|event| println!("{event:?}"));
 /// cache.start().await?;
-/// cache.initialized().await;
+/// cache.initialized().await?;
 /// println!("{:?}", cache.current_data().map(|node| node.stat().version));
 /// cache.close().await?;
 /// # Ok(()) }
@@ -34,17 +35,48 @@ pub struct NodeCache {
     core: Arc<Core>,
 }
 
-impl NodeCache {
-    /// A cache of the node at `path`, not started.
+/// Options of a [`NodeCache`].
+///
+/// ```no_run
+/// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let cache = curator_caches::NodeCache::builder(client, "/tenants/17/limits")
+///     .metrics_name("tenant-limits")
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until build()"]
+pub struct NodeCacheBuilder {
+    client: CuratorFramework,
+    config: Config,
+}
+
+impl NodeCacheBuilder {
+    /// The cache's name (default: its path): the `name` label of its
+    /// `curator_cache_event_lag_seconds`, and what its logs say. Caches sharing a name share
+    /// their series.
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.config.options = self.config.options.metrics_name(name);
+        self
+    }
+
+    /// The cache, not started.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path.
-    pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
+    pub fn build(self) -> Result<NodeCache> {
+        Ok(NodeCache {
+            core: Core::build(self.client, self.config)?,
+        })
+    }
+}
+
+impl NodeCache {
+    /// Options for a cache of the node at `path`.
+    pub fn builder(client: CuratorFramework, path: &str) -> NodeCacheBuilder {
         let mut config = Config::new("NodeCache", path, WatchMode::OneShot, 0);
         config.max_in_flight = 4;
-        Ok(Self {
-            core: Core::build(client, config)?,
-        })
+        NodeCacheBuilder { client, config }
     }
 
     /// Creates the node's missing parents as containers, then starts following the node in the
@@ -59,7 +91,7 @@ impl NodeCache {
     /// Dropping the future before it returns leaves the cache unstarted (parents may have been
     /// created).
     pub async fn start(&self) -> Result<()> {
-        self.core.check_latent()?;
+        self.core.recipe.lifecycle().ensure_startable()?;
         if let Some(parent) = paths::parent(&self.core.root).filter(|p| *p != "/") {
             let created = self
                 .core
@@ -81,13 +113,12 @@ impl NodeCache {
     /// end. The content stays readable. Idempotent; a cache that never started closes too.
     ///
     /// # Errors
-    /// None so far; the `Result` is the contract every recipe keeps.
+    /// None: the cache closes whatever its connection does.
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
     pub async fn close(&self) -> Result<()> {
-        self.core.close().await;
-        Ok(())
+        self.core.close().await
     }
 
     /// Where to add listeners of [`CacheEvent`]s: closures, [`CuratorCacheListener`]s (as
@@ -103,13 +134,21 @@ impl NodeCache {
         self.listenable().stream()
     }
 
-    /// Waits until the node was read once (when `Initialized` is published): `true` then,
-    /// `false` when the cache stopped first (closed, or its client closed).
+    /// Waits until the node was read once (when `Initialized` is published); bound the wait
+    /// with `tokio::time::timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the cache stopped first (closed, or its client closed).
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn initialized(&self) -> bool {
+    pub async fn initialized(&self) -> Result<()> {
         self.core.initialized().await
+    }
+
+    /// Whether the node was read once.
+    pub fn is_initialized(&self) -> bool {
+        self.core.shared.is_initialized()
     }
 
     /// The node as last read; `None` while it does not exist (or before the first read).
@@ -117,14 +156,31 @@ impl NodeCache {
         self.core.get(&self.core.root)
     }
 
-    /// A view that decodes the node's data as `T` with JSON.
-    pub fn typed<T: serde::Serialize + serde::de::DeserializeOwned>(&self) -> TypedCache<T, Json> {
+    /// A view that decodes the node's data as `T`, with JSON unless given another codec
+    /// ([`TypedCache::codec`]).
+    pub fn typed<T>(&self) -> TypedCache<T, Json> {
         TypedCache::new(Arc::clone(&self.core), Json)
     }
+}
 
-    /// A view that decodes the node's data as `T` with `codec` (any of
-    /// [`curator_framework::codec`], or your own).
-    pub fn typed_with<T, C: Codec<T>>(&self, codec: C) -> TypedCache<T, C> {
-        TypedCache::new(Arc::clone(&self.core), codec)
+impl Recipe for NodeCache {
+    fn core(&self) -> &RecipeCore {
+        &self.core.recipe
+    }
+
+    async fn start(&self) -> Result<()> {
+        NodeCache::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        NodeCache::close(self).await
+    }
+}
+
+impl RecipeEvents for NodeCache {
+    type Event = CacheEvent;
+
+    fn listenable(&self) -> Listenable<CacheEvent> {
+        NodeCache::listenable(self)
     }
 }

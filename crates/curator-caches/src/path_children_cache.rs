@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeEvents};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
 use crate::core::Core;
@@ -112,7 +113,7 @@ impl PathChildrenCache {
     /// Dropping the future before the node is created leaves the cache unstarted; after that,
     /// the cache runs (with [`StartMode::BuildInitialCache`], its load goes on).
     pub async fn start(&self) -> Result<()> {
-        self.core.check_latent()?;
+        self.core.recipe.lifecycle().ensure_startable()?;
         let created = self
             .core
             .client
@@ -126,8 +127,8 @@ impl PathChildrenCache {
             Err(error) => return Err(error),
         }
         self.core.start()?;
-        if self.view.mode == StartMode::BuildInitialCache && !self.core.initialized().await {
-            return Err(Error::Closed);
+        if self.view.mode == StartMode::BuildInitialCache {
+            self.core.initialized().await?;
         }
         Ok(())
     }
@@ -136,13 +137,29 @@ impl PathChildrenCache {
     /// to end. The content stays readable. Idempotent; a cache that never started closes too.
     ///
     /// # Errors
-    /// None so far; the `Result` is the contract every recipe keeps.
+    /// None: the cache closes whatever its connection does.
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
     pub async fn close(&self) -> Result<()> {
-        self.core.close().await;
-        Ok(())
+        self.core.close().await
+    }
+
+    /// Waits until the initial children are loaded; bound the wait with
+    /// `tokio::time::timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the cache stopped first (closed, or its client closed).
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
+    pub async fn initialized(&self) -> Result<()> {
+        self.core.initialized().await
+    }
+
+    /// Whether the initial children are loaded.
+    pub fn is_initialized(&self) -> bool {
+        self.core.shared.is_initialized()
     }
 
     /// Where to add listeners of [`PathChildrenCacheEvent`]s.
@@ -206,6 +223,28 @@ fn translate(
     Some(translated)
 }
 
+impl Recipe for PathChildrenCache {
+    fn core(&self) -> &RecipeCore {
+        &self.core.recipe
+    }
+
+    async fn start(&self) -> Result<()> {
+        PathChildrenCache::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        PathChildrenCache::close(self).await
+    }
+}
+
+impl RecipeEvents for PathChildrenCache {
+    type Event = PathChildrenCacheEvent;
+
+    fn listenable(&self) -> Listenable<PathChildrenCacheEvent> {
+        PathChildrenCache::listenable(self)
+    }
+}
+
 /// Options of a [`PathChildrenCache`].
 #[derive(Debug)]
 #[must_use = "a builder does nothing until build()"]
@@ -216,8 +255,9 @@ pub struct PathChildrenCacheBuilder {
 }
 
 impl PathChildrenCacheBuilder {
-    /// The `name` label of this cache's `curator_cache_event_lag_seconds`; default: the
-    /// cache's path. Caches sharing a name share their series.
+    /// The cache's name (default: its path): the `name` label of its
+    /// `curator_cache_event_lag_seconds`, and what its logs say. Caches sharing a name share
+    /// their series.
     ///
     /// ```no_run
     /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -227,7 +267,7 @@ impl PathChildrenCacheBuilder {
     /// # Ok(()) }
     /// ```
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.config.metrics_name = Some(name.into());
+        self.config.options = self.config.options.metrics_name(name);
         self
     }
 

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::recipe::{Backoff, Cancelled, Lifecycle, RecipeTasks, TaskHandle};
+use curator_framework::recipe::{
+    Backoff, Cancelled, Recipe, RecipeCore, RecipeEvents, RecipeOptions, TaskHandle,
+};
 use curator_framework::types::{EventType, WatchedEvent};
 use curator_framework::watcher::PersistentWatcher as SessionWatch;
 use curator_framework::{CuratorFramework, Error, Result, paths};
@@ -51,8 +53,7 @@ pub enum PersistentWatcherEvent {
 /// Recursive or not: [`builder`](Self::builder) watches the whole subtree by default
 /// (`PERSISTENT_RECURSIVE`, what watching a subtree usually needs); `recursive(false)` watches
 /// the node alone (`PERSISTENT`: its data, its creation and deletion, and its children list).
-/// Curator's constructor has no default; [`new`](Self::new) takes it as an argument as Curator
-/// does. The path need not exist.
+/// Curator's constructor takes it as an argument, with no default. The path need not exist.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -82,8 +83,7 @@ struct Inner {
     client: CuratorFramework,
     path: Arc<str>,
     recursive: bool,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
+    core: RecipeCore,
     events: ListenerContainer<PersistentWatcherEvent>,
     /// The watching task; dropping the last handle of the watcher (and so this) stops it.
     task: Mutex<Option<TaskHandle>>,
@@ -107,21 +107,8 @@ impl PersistentWatcher {
             client,
             path: path.to_owned(),
             recursive: true,
+            options: RecipeOptions::new(),
         }
-    }
-
-    /// A watcher on `path`, recursive or not (Curator's constructor).
-    ///
-    /// ```no_run
-    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-    /// let watcher = curator_caches::PersistentWatcher::new(client, "/config", true)?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path.
-    pub fn new(client: CuratorFramework, path: &str, recursive: bool) -> Result<Self> {
-        Self::builder(client, path).recursive(recursive).build()
     }
 
     /// Starts watching, in the background; returns at once. A [`Reset`] event says when the
@@ -142,7 +129,7 @@ impl PersistentWatcher {
     /// [`Reset`]: PersistentWatcherEvent::Reset
     pub async fn start(&self) -> Result<()> {
         let inner = &self.inner;
-        inner.lifecycle.start()?;
+        inner.core.lifecycle().start()?;
         let (client, path, events) = (
             inner.client.clone(),
             Arc::clone(&inner.path),
@@ -150,7 +137,7 @@ impl PersistentWatcher {
         );
         let recursive = inner.recursive;
         let span = tracing::debug_span!("persistent_watcher", path = %path, recursive);
-        let task = inner.tasks.spawn_cooperative(move |cancelled| {
+        let task = inner.core.tasks().spawn_cooperative(move |cancelled| {
             tracing::Instrument::instrument(watch(client, path, recursive, events, cancelled), span)
         });
         *inner.task.lock() = Some(task);
@@ -168,13 +155,13 @@ impl PersistentWatcher {
     /// ```
     ///
     /// # Errors
-    /// None so far; the `Result` is the contract every recipe keeps.
+    /// None: the watcher closes whatever its connection does (a watch it could not remove goes
+    /// with the session).
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the watcher stopping in the background.
     pub async fn close(&self) -> Result<()> {
-        if self.inner.lifecycle.close() {
-            self.inner.tasks.close().await;
+        if self.inner.core.close_tasks().await {
             self.inner.task.lock().take();
         }
         Ok(())
@@ -209,7 +196,7 @@ impl PersistentWatcher {
     ///
     /// ```no_run
     /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-    /// let watcher = curator_caches::PersistentWatcher::new(client, "/config", true)?;
+    /// let watcher = curator_caches::PersistentWatcher::builder(client, "/config").build()?;
     /// assert_eq!(watcher.path(), "/config");
     /// # Ok(()) }
     /// ```
@@ -221,12 +208,36 @@ impl PersistentWatcher {
     ///
     /// ```no_run
     /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-    /// let watcher = curator_caches::PersistentWatcher::new(client, "/config", false)?;
+    /// let watcher = curator_caches::PersistentWatcher::builder(client, "/config")
+    ///     .recursive(false)
+    ///     .build()?;
     /// assert!(!watcher.is_recursive());
     /// # Ok(()) }
     /// ```
     pub fn is_recursive(&self) -> bool {
         self.inner.recursive
+    }
+}
+
+impl Recipe for PersistentWatcher {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        PersistentWatcher::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        PersistentWatcher::close(self).await
+    }
+}
+
+impl RecipeEvents for PersistentWatcher {
+    type Event = PersistentWatcherEvent;
+
+    fn listenable(&self) -> Listenable<PersistentWatcherEvent> {
+        PersistentWatcher::listenable(self)
     }
 }
 
@@ -245,6 +256,7 @@ pub struct PersistentWatcherBuilder {
     client: CuratorFramework,
     path: String,
     recursive: bool,
+    options: RecipeOptions,
 }
 
 impl PersistentWatcherBuilder {
@@ -264,6 +276,20 @@ impl PersistentWatcherBuilder {
         self
     }
 
+    /// The watcher's name (default: its path): what its logs and unhandled errors say.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let watcher = curator_caches::PersistentWatcher::builder(client, "/tenants/17/config")
+    ///     .metrics_name("tenant-config")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
+    }
+
     /// The watcher, not started.
     ///
     /// ```no_run
@@ -278,13 +304,13 @@ impl PersistentWatcherBuilder {
     pub fn build(self) -> Result<PersistentWatcher> {
         paths::validate(&self.path)?;
         let client = self.client;
+        let core = RecipeCore::new(&client, "PersistentWatcher", &self.path, &self.options);
         Ok(PersistentWatcher {
             inner: Arc::new(Inner {
                 path: Arc::from(self.path),
                 recursive: self.recursive,
-                lifecycle: Lifecycle::new(),
-                tasks: client.recipe_tasks("PersistentWatcher"),
-                events: client.listener_container("PersistentWatcher"),
+                events: core.listener_container(&client),
+                core,
                 task: Mutex::new(None),
                 client,
             }),

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use curator_framework::codec::{Codec, Json};
+use curator_framework::codec::Json;
 use curator_framework::listen::{Listenable, ListenerStream};
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeEvents};
 use curator_framework::{CuratorFramework, Result};
 
 use crate::core::Core;
@@ -26,7 +27,7 @@ use crate::typed::TypedCache;
 ///     .selector(FnSelector::new(|_| true, |path| !path.ends_with("/tmp")))
 ///     .build()?;
 /// cache.start().await?;
-/// cache.initialized().await;
+/// cache.initialized().await?;
 /// for node in cache.children("/services") {
 ///     println!("{}", node.name());
 /// }
@@ -65,13 +66,12 @@ impl TreeCache {
     /// end. The content stays readable. Idempotent; a cache that never started closes too.
     ///
     /// # Errors
-    /// None so far; the `Result` is the contract every recipe keeps.
+    /// None: the cache closes whatever its connection does.
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
     pub async fn close(&self) -> Result<()> {
-        self.core.close().await;
-        Ok(())
+        self.core.close().await
     }
 
     /// Where to add listeners of [`CacheEvent`]s: closures, [`CuratorCacheListener`]s (as
@@ -87,12 +87,26 @@ impl TreeCache {
         self.listenable().stream()
     }
 
-    /// Waits until the initial load is done (when `Initialized` is published): `true` then,
-    /// `false` when the cache stopped first (closed, or its client closed).
+    /// Waits until the initial load is done (when `Initialized` is published); bound the wait
+    /// with `tokio::time::timeout`.
+    ///
+    /// ```no_run
+    /// # async fn demo(cache: curator_caches::TreeCache) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// match tokio::time::timeout(Duration::from_secs(5), cache.initialized()).await {
+    ///     Ok(loaded) => loaded?,
+    ///     Err(_) => println!("still loading"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Closed`](curator_framework::Error::Closed) when the cache stopped first (closed,
+    /// or its client closed).
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn initialized(&self) -> bool {
+    pub async fn initialized(&self) -> Result<()> {
         self.core.initialized().await
     }
 
@@ -126,15 +140,32 @@ impl TreeCache {
         self.len() == 0
     }
 
-    /// A view that decodes node data as `T` with JSON.
-    pub fn typed<T: serde::Serialize + serde::de::DeserializeOwned>(&self) -> TypedCache<T, Json> {
+    /// A view that decodes node data as `T`, with JSON unless given another codec
+    /// ([`TypedCache::codec`]).
+    pub fn typed<T>(&self) -> TypedCache<T, Json> {
         TypedCache::new(Arc::clone(&self.core), Json)
     }
+}
 
-    /// A view that decodes node data as `T` with `codec` (any of
-    /// [`curator_framework::codec`], or your own).
-    pub fn typed_with<T, C: Codec<T>>(&self, codec: C) -> TypedCache<T, C> {
-        TypedCache::new(Arc::clone(&self.core), codec)
+impl Recipe for TreeCache {
+    fn core(&self) -> &RecipeCore {
+        &self.core.recipe
+    }
+
+    async fn start(&self) -> Result<()> {
+        TreeCache::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        TreeCache::close(self).await
+    }
+}
+
+impl RecipeEvents for TreeCache {
+    type Event = CacheEvent;
+
+    fn listenable(&self) -> Listenable<CacheEvent> {
+        TreeCache::listenable(self)
     }
 }
 
@@ -147,8 +178,9 @@ pub struct TreeCacheBuilder {
 }
 
 impl TreeCacheBuilder {
-    /// The `name` label of this cache's `curator_cache_event_lag_seconds`; default: the
-    /// cache's path. Caches sharing a name share their series.
+    /// The cache's name (default: its path): the `name` label of its
+    /// `curator_cache_event_lag_seconds`, and what its logs say. Caches sharing a name share
+    /// their series.
     ///
     /// ```no_run
     /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -158,7 +190,7 @@ impl TreeCacheBuilder {
     /// # Ok(()) }
     /// ```
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.config.metrics_name = Some(name.into());
+        self.config.options = self.config.options.metrics_name(name);
         self
     }
 

@@ -48,7 +48,8 @@ pub enum TypedEvent<T> {
     Error(CacheError),
 }
 
-/// A view of a cache that decodes node data as `T` (see `typed()` on the caches). Its events
+/// A view of a cache that decodes node data as `T` (see `typed()` on the caches), with JSON
+/// unless given another [`codec`](Self::codec). Its events
 /// ([`listenable`](Self::listenable), [`stream`](Self::stream)) are the cache's, decoded as each
 /// listener receives them; they need `T: Clone`.
 ///
@@ -59,10 +60,10 @@ pub enum TypedEvent<T> {
 /// let cache = curator_caches::CuratorCache::builder(client, "/endpoints").build()?;
 /// let endpoints = cache.typed::<Endpoint>();
 /// // Any framework codec: here the data as text.
-/// let texts = cache.typed_with::<String, _>(curator_framework::codec::Utf8);
+/// let texts = cache.typed::<String>().codec(curator_framework::codec::Utf8);
 /// let _listening = endpoints.listenable().add_listener(|event| println!("{event:?}"));
 /// cache.start().await?;
-/// cache.initialized().await;
+/// cache.initialized().await?;
 /// match endpoints.get("/endpoints/a") {
 ///     Some(Ok(endpoint)) => println!("{endpoint:?}"),
 ///     Some(Err(error)) => println!("undecodable: {error}"),
@@ -97,7 +98,7 @@ impl<T, C> fmt::Debug for TypedCache<T, C> {
     }
 }
 
-impl<T, C: Codec<T>> TypedCache<T, C> {
+impl<T, C> TypedCache<T, C> {
     pub(crate) fn new(core: Arc<Core>, codec: C) -> Self {
         Self {
             core,
@@ -106,6 +107,21 @@ impl<T, C: Codec<T>> TypedCache<T, C> {
         }
     }
 
+    /// The same view decoding with `codec` (any of [`curator_framework::codec`], or your own)
+    /// instead.
+    ///
+    /// ```no_run
+    /// # fn demo(cache: curator_caches::CuratorCache) {
+    /// use curator_framework::codec::Utf8;
+    /// let texts = cache.typed::<String>().codec(Utf8);
+    /// # }
+    /// ```
+    pub fn codec<D: Codec<T>>(self, codec: D) -> TypedCache<T, D> {
+        TypedCache::new(self.core, codec)
+    }
+}
+
+impl<T, C: Codec<T>> TypedCache<T, C> {
     /// The decoded value of the cached node at `path` ([`Error::Decode`] when it does not
     /// decode); `None` when it is not cached.
     pub fn get(&self, path: &str) -> Option<Result<T>> {

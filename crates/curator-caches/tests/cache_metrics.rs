@@ -83,5 +83,5 @@ async fn live_events_record_their_lag() {
         .await;
     assert_eq!(lag_samples(&snapshotter), [("configs".to_owned(), 2)]);
     cache.close().await.unwrap();
-    client.close().await;
+    client.close().await.unwrap();
 }

@@ -1,320 +1,148 @@
-//! The recipe contract, for every cache kind and the `PersistentWatcher`: built by
-//! `new`/`builder`, `start()` once (`AlreadyStarted` the second time, `Closed` after close),
-//! events heard through `listenable()` and through `stream()`, `close()` twice, and no recipe
-//! task left once the recipes are closed, or once their client is closed with them still
-//! started (and then no listener hears anything more).
+//! The recipe contract (`curator_testkit::contract`), for every cache kind and the
+//! `PersistentWatcher`; a typed view hears through its cache's dispatch; and their handles and
+//! builders are `Send + Sync`.
 
-use std::time::Duration;
+use std::fmt::Debug;
 
 use curator_caches::{
-    CacheEvent, CuratorCache, NodeCache, PathChildrenCache, PathChildrenCacheEvent,
-    PersistentWatcher, PersistentWatcherEvent, StartMode, TreeCache, TypedEvent,
+    CacheEvent, CuratorCache, CuratorCacheBuilder, NodeCache, NodeCacheBuilder, PathChildrenCache,
+    PathChildrenCacheBuilder, PathChildrenCacheEvent, PersistentWatcher, PersistentWatcherBuilder,
+    PersistentWatcherEvent, StartMode, TreeCache, TreeCacheBuilder, TypedCache, TypedEvent,
 };
-use curator_framework::codec::Utf8;
-use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
-use curator_framework::{CuratorFramework, Error};
-use curator_test::{TestingServer, Timing, unique_root};
-use curator_testkit::{client, eventually};
-use futures::StreamExt;
-use tokio::sync::mpsc;
+use curator_framework::CuratorFramework;
+use curator_framework::codec::{Json, Utf8};
+use curator_framework::recipe::RecipeEvents;
+use curator_test::{TestingServer, unique_root};
+use curator_testkit::contract::{self, Heard};
+use curator_testkit::{client, create};
 
-/// A closure listener on `listenable`, forwarding what it hears.
-fn listen<E: Clone + Send + 'static>(
-    listenable: &Listenable<E>,
-) -> (ListenerHandle, mpsc::UnboundedReceiver<E>) {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    let handle = listenable.add_listener(move |event| {
-        let _ = sender.send(event);
-    });
-    (handle, receiver)
-}
-
-/// Waits (within the test deadline) for an event `matches` accepts, skipping others.
-async fn hear<E: std::fmt::Debug>(
-    what: &str,
-    next: impl AsyncFnMut() -> Option<E>,
-    matches: impl Fn(&E) -> bool,
-) {
-    let mut next = next;
-    let found = tokio::time::timeout(Timing::new().wait(), async {
-        while let Some(event) = next().await {
-            if matches(&event) {
-                return true;
-            }
-        }
-        false
+/// The contract of a recipe `make` builds on a client for a test root: once `ready` is heard,
+/// the node `<root>/a` the client creates is heard as `created` says (`check`); and a recipe
+/// built on another client for another root ends with that client's close, its `<root>/a`
+/// created afterwards heard by nobody (`ends_with_its_client`).
+async fn keeps_the_contract<R, F>(
+    name: &str,
+    make: impl Fn(CuratorFramework, &str) -> R,
+    ready: impl Fn(&R::Event) -> bool + Copy,
+    created: impl Fn(String) -> F,
+) where
+    R: RecipeEvents,
+    R::Event: Debug,
+    F: Fn(&R::Event) -> bool,
+{
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root(name);
+    let client = client(&server.connect_string()).await;
+    let recipe = make(client.clone(), &root);
+    let mut events = Heard::on(&recipe.listenable());
+    let a = format!("{root}/a");
+    contract::check(&client, &recipe, async || {
+        events.both("the recipe at work", ready).await;
+        create(&client, &a).await;
+        events.both("a's creation", created(a.clone())).await;
     })
     .await;
-    assert_eq!(found, Ok(true), "{what} was not heard");
-}
 
-async fn from_listener<E: std::fmt::Debug>(
-    what: &str,
-    receiver: &mut mpsc::UnboundedReceiver<E>,
-    matches: impl Fn(&E) -> bool,
-) {
-    hear(what, async || receiver.recv().await, matches).await;
-}
-
-async fn from_stream<E: std::fmt::Debug>(
-    what: &str,
-    stream: &mut ListenerStream<E>,
-    matches: impl Fn(&E) -> bool,
-) {
-    hear(what, async || stream.next().await, matches).await;
-}
-
-fn created(name: &str) -> impl Fn(&CacheEvent) -> bool {
-    move |event| matches!(event, CacheEvent::Created { node } if node.name() == name)
-}
-
-async fn create(client: &CuratorFramework, path: &str) {
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(path, b"{}")
-        .await
-        .unwrap();
-}
-
-/// `tasks.close()` returns once the recipe's tasks ended; the client's count of them drops a
-/// moment later (on the task's own thread), so it is polled.
-async fn no_recipe_tasks(client: &CuratorFramework) {
-    eventually("the recipe tasks to end", || {
-        std::future::ready(client.metrics().recipe_tasks == 0)
-    })
+    let client = curator_testkit::client(&server.connect_string()).await;
+    let writer = curator_testkit::client(&server.connect_string()).await;
+    let root = unique_root(name);
+    let recipe = make(client.clone(), &root);
+    let a = format!("{root}/a");
+    contract::ends_with_its_client(
+        &client,
+        &recipe,
+        async || {},
+        ready,
+        async || create(&writer, &a).await,
+        created(a.clone()),
+    )
     .await;
+}
+
+fn loaded(event: &CacheEvent) -> bool {
+    matches!(event, CacheEvent::Initialized)
+}
+
+fn cached(path: String) -> impl Fn(&CacheEvent) -> bool {
+    move |event| matches!(event, CacheEvent::Created { node } if node.path() == path)
+}
+
+#[test]
+fn handles_and_builders_are_send_and_sync() {
+    contract::send_sync::<CuratorCache>();
+    contract::send_sync::<CuratorCacheBuilder>();
+    contract::send_sync::<TreeCache>();
+    contract::send_sync::<TreeCacheBuilder>();
+    contract::send_sync::<NodeCache>();
+    contract::send_sync::<NodeCacheBuilder>();
+    contract::send_sync::<PathChildrenCache>();
+    contract::send_sync::<PathChildrenCacheBuilder>();
+    contract::send_sync::<PersistentWatcher>();
+    contract::send_sync::<PersistentWatcherBuilder>();
+    contract::send_sync::<TypedCache<String, Json>>();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_curator_cache_keeps_the_contract() {
-    let server = TestingServer::start().await.unwrap();
-    let client = client(&server.connect_string()).await;
-    let root = unique_root("contract-curator-cache");
-    let cache = CuratorCache::builder(client.clone(), &root)
-        .build()
-        .unwrap();
-    let (_listening, mut heard) = listen(&cache.listenable());
-    let mut stream = cache.stream();
-    // A derived view hears through the same dispatch.
-    let typed = cache.typed_with::<String, _>(Utf8);
-    let (_typed_listening, mut typed_heard) = listen(&typed.listenable());
-    let mut typed_stream = typed.stream();
-
-    cache.start().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::AlreadyStarted));
-    assert!(client.metrics().recipe_tasks >= 1);
-    create(&client, &format!("{root}/a")).await;
-    from_listener("a's creation", &mut heard, created("a")).await;
-    from_stream("a's creation", &mut stream, created("a")).await;
-    let decoded = |event: &TypedEvent<String>| matches!(event, TypedEvent::Created { node, value } if node.name() == "a" && value == "{}");
-    from_listener("a's decoded creation", &mut typed_heard, decoded).await;
-    from_stream("a's decoded creation", &mut typed_stream, decoded).await;
-
-    cache.close().await.unwrap();
-    cache.close().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::Closed));
-    no_recipe_tasks(&client).await;
+    let make = |client, root: &str| CuratorCache::builder(client, root).build().unwrap();
+    keeps_the_contract("contract-curator-cache", make, loaded, cached).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_cache_keeps_the_contract() {
-    let server = TestingServer::start().await.unwrap();
-    let client = client(&server.connect_string()).await;
-    let root = unique_root("contract-tree-cache");
-    let cache = TreeCache::builder(client.clone(), &root).build().unwrap();
-    let (_listening, mut heard) = listen(&cache.listenable());
-    let mut stream = cache.stream();
-
-    cache.start().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::AlreadyStarted));
-    create(&client, &format!("{root}/a")).await;
-    from_listener("a's creation", &mut heard, created("a")).await;
-    from_stream("a's creation", &mut stream, created("a")).await;
-
-    cache.close().await.unwrap();
-    cache.close().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::Closed));
-    no_recipe_tasks(&client).await;
+    let make = |client, root: &str| TreeCache::builder(client, root).build().unwrap();
+    keeps_the_contract("contract-tree-cache", make, loaded, cached).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_cache_keeps_the_contract() {
-    let server = TestingServer::start().await.unwrap();
-    let client = client(&server.connect_string()).await;
-    let path = format!("{}/node", unique_root("contract-node-cache"));
-    let cache = NodeCache::new(client.clone(), &path).unwrap();
-    let (_listening, mut heard) = listen(&cache.listenable());
-    let mut stream = cache.stream();
-
-    cache.start().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::AlreadyStarted));
-    assert!(cache.initialized().await);
-    create(&client, &path).await;
-    from_listener("the node's creation", &mut heard, created("node")).await;
-    from_stream("the node's creation", &mut stream, created("node")).await;
-
-    cache.close().await.unwrap();
-    cache.close().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::Closed));
-    no_recipe_tasks(&client).await;
+    // A cache of the root's child `a`: its creation is what the cache reports.
+    let make = |client, root: &str| {
+        NodeCache::builder(client, &format!("{root}/a"))
+            .build()
+            .unwrap()
+    };
+    keeps_the_contract("contract-node-cache", make, loaded, cached).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_children_cache_keeps_the_contract() {
-    let server = TestingServer::start().await.unwrap();
-    let client = client(&server.connect_string()).await;
-    let root = unique_root("contract-children-cache");
-    let cache = PathChildrenCache::builder(client.clone(), &root)
-        .with_start_mode(StartMode::BuildInitialCache)
-        .build()
-        .unwrap();
-    let (_listening, mut heard) = listen(&cache.listenable());
-    let mut stream = cache.stream();
-
-    cache.start().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::AlreadyStarted));
-    create(&client, &format!("{root}/a")).await;
-    let added = |event: &PathChildrenCacheEvent| matches!(event, PathChildrenCacheEvent::ChildAdded(child) if child.name() == "a");
-    from_listener("a's addition", &mut heard, added).await;
-    from_stream("a's addition", &mut stream, added).await;
-
-    cache.close().await.unwrap();
-    cache.close().await.unwrap();
-    assert_eq!(cache.start().await, Err(Error::Closed));
-    no_recipe_tasks(&client).await;
+    let make = |client, root: &str| {
+        PathChildrenCache::builder(client, root)
+            .with_start_mode(StartMode::PostInitializedEvent)
+            .build()
+            .unwrap()
+    };
+    let ready =
+        |event: &PathChildrenCacheEvent| matches!(event, PathChildrenCacheEvent::Initialized(_));
+    let added = |path: String| move |event: &PathChildrenCacheEvent| matches!(event, PathChildrenCacheEvent::ChildAdded(child) if child.path() == path);
+    keeps_the_contract("contract-children-cache", make, ready, added).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_watcher_keeps_the_contract() {
-    let server = TestingServer::start().await.unwrap();
-    let client = client(&server.connect_string()).await;
-    let root = unique_root("contract-persistent-watcher");
-    let watcher = PersistentWatcher::builder(client.clone(), &root)
-        .build()
-        .unwrap();
-    let (_listening, mut heard) = listen(&watcher.listenable());
-    let mut stream = watcher.stream();
-    watcher.start().await.unwrap();
-    assert_eq!(watcher.start().await, Err(Error::AlreadyStarted));
-    assert!(client.metrics().recipe_tasks >= 1);
+    let make = |client, root: &str| PersistentWatcher::builder(client, root).build().unwrap();
     let reset = |event: &PersistentWatcherEvent| matches!(event, PersistentWatcherEvent::Reset);
-    from_listener("the watch set", &mut heard, reset).await;
-    from_stream("the watch set", &mut stream, reset).await;
-    create(&client, &format!("{root}/a")).await;
-    let a = format!("{root}/a");
-    let created = |event: &PersistentWatcherEvent| matches!(event, PersistentWatcherEvent::Watched(event) if event.path == a);
-    from_listener("a's creation", &mut heard, created).await;
-    from_stream("a's creation", &mut stream, created).await;
-
-    watcher.close().await.unwrap();
-    watcher.close().await.unwrap();
-    assert_eq!(watcher.start().await, Err(Error::Closed));
-    no_recipe_tasks(&client).await;
+    let watched = |path: String| move |event: &PersistentWatcherEvent| matches!(event, PersistentWatcherEvent::Watched(event) if event.path == path);
+    keeps_the_contract("contract-persistent-watcher", make, reset, watched).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_the_client_ends_every_started_cache() {
+async fn a_typed_view_hears_through_its_caches_dispatch() {
     let server = TestingServer::start().await.unwrap();
     let client = client(&server.connect_string()).await;
-    let writer = curator_testkit::client(&server.connect_string()).await;
-    let root = unique_root("contract-client-close");
-    create(&writer, &format!("{root}/children/x")).await;
-
-    let curator = CuratorCache::builder(client.clone(), &root)
+    let root = unique_root("contract-typed-view");
+    let cache = CuratorCache::builder(client.clone(), &root)
         .build()
         .unwrap();
-    let tree = TreeCache::builder(client.clone(), &root).build().unwrap();
-    let node = NodeCache::new(client.clone(), &format!("{root}/node")).unwrap();
-    let children = PathChildrenCache::builder(client.clone(), &format!("{root}/children"))
-        .with_start_mode(StartMode::PostInitializedEvent)
-        .build()
-        .unwrap();
-    let (_a, mut curator_heard) = listen(&curator.listenable());
-    let (_b, mut tree_heard) = listen(&tree.listenable());
-    let (_c, mut node_heard) = listen(&node.listenable());
-    let (_d, mut children_heard) = listen(&children.listenable());
-    let mut curator_stream = curator.stream();
-    let mut children_stream = children.stream();
-    let watcher = PersistentWatcher::new(client.clone(), &root, true).unwrap();
-    let (_e, mut watcher_heard) = listen(&watcher.listenable());
-    let mut watcher_stream = watcher.stream();
-    watcher.start().await.unwrap();
-    curator.start().await.unwrap();
-    tree.start().await.unwrap();
-    node.start().await.unwrap();
-    children.start().await.unwrap();
-    let initialized = |event: &CacheEvent| matches!(event, CacheEvent::Initialized);
-    from_listener("CuratorCache's load", &mut curator_heard, initialized).await;
-    from_listener("TreeCache's load", &mut tree_heard, initialized).await;
-    from_listener("NodeCache's load", &mut node_heard, initialized).await;
-    from_listener("PathChildrenCache's load", &mut children_heard, |event| {
-        matches!(event, PathChildrenCacheEvent::Initialized(_))
-    })
-    .await;
-    from_stream("CuratorCache's load", &mut curator_stream, initialized).await;
-    from_stream("PathChildrenCache's load", &mut children_stream, |event| {
-        matches!(event, PathChildrenCacheEvent::Initialized(_))
-    })
-    .await;
-    from_listener("PersistentWatcher's set", &mut watcher_heard, |event| {
-        matches!(event, PersistentWatcherEvent::Reset)
-    })
-    .await;
-    assert!(client.metrics().recipe_tasks >= 5);
-
-    client.close().await;
-    assert_eq!(client.metrics().recipe_tasks, 0, "every cache task ended");
-
-    // Changes the caches would have reported: nobody hears them.
-    create(&writer, &format!("{root}/node")).await;
-    create(&writer, &format!("{root}/children/y")).await;
-    writer
-        .set_data()
-        .for_path(&format!("{root}/children/x"), b"2")
-        .await
-        .unwrap();
-    let quiet = Timing::new().scale(Duration::from_millis(500));
-    tokio::time::sleep(quiet).await;
-    assert!(curator_heard.try_recv().is_err(), "CuratorCache listener");
-    assert!(tree_heard.try_recv().is_err(), "TreeCache listener");
-    assert!(node_heard.try_recv().is_err(), "NodeCache listener");
-    assert!(
-        children_heard.try_recv().is_err(),
-        "PathChildrenCache listener"
-    );
-    assert!(
-        watcher_heard.try_recv().is_err(),
-        "PersistentWatcher listener"
-    );
-    // A stream of a closed client's container ends (after what it had been handed before).
-    let ends = Timing::new().wait();
-    assert_eq!(
-        tokio::time::timeout(ends, curator_stream.next()).await,
-        Ok(None),
-        "CuratorCache stream"
-    );
-    assert_eq!(
-        tokio::time::timeout(ends, children_stream.next()).await,
-        Ok(None),
-        "PathChildrenCache stream"
-    );
-    // Whatever the watcher had published before the close, then the end.
-    let watcher_ended = tokio::time::timeout(ends, async {
-        while watcher_stream.next().await.is_some() {}
-    })
-    .await;
-    assert_eq!(watcher_ended, Ok(()), "PersistentWatcher stream");
-
-    // The caches still close, and say they are closed.
-    for closed in [
-        curator.close().await,
-        tree.close().await,
-        node.close().await,
-        children.close().await,
-        watcher.close().await,
-    ] {
-        assert_eq!(closed, Ok(()));
-    }
-    assert_eq!(curator.start().await, Err(Error::Closed));
+    let mut decoded = Heard::on(&cache.typed::<String>().codec(Utf8).listenable());
+    cache.start().await.unwrap();
+    create(&client, &format!("{root}/a")).await;
+    decoded
+        .both("a's decoded creation", |event| {
+            matches!(event, TypedEvent::Created { node, value } if node.name() == "a" && value.is_empty())
+        })
+        .await;
+    cache.close().await.unwrap();
+    client.close().await.unwrap();
 }

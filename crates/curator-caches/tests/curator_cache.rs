@@ -255,7 +255,7 @@ async fn the_listener_builder_routes_each_kind_of_event() {
     ));
     let mut events = Recorder::new(&cache.listenable());
     cache.start().await.unwrap();
-    cache.initialized().await;
+    cache.initialized().await.unwrap();
     // One write at a time: a cache reports states, so a write made while the read of the
     // previous one is in flight may be folded into it.
     client
@@ -321,7 +321,7 @@ async fn without_data_keeps_stats_only() {
         .build()
         .unwrap();
     cache.start().await.unwrap();
-    cache.initialized().await;
+    cache.initialized().await.unwrap();
     let a = cache.get(&format!("{root}/a")).unwrap();
     assert_eq!(a.data(), None);
     assert_eq!(a.stat().data_length, 7);
@@ -368,7 +368,7 @@ async fn waiting_for_the_initial_load_ends_when_the_cache_stops_first() {
         .await
         .unwrap()
         .unwrap();
-    assert!(!loaded);
+    assert_eq!(loaded, Err(curator_framework::Error::Closed));
     assert!(!cache.is_initialized());
 
     // A cache that loaded stays initialized after close.
@@ -376,7 +376,7 @@ async fn waiting_for_the_initial_load_ends_when_the_cache_stops_first() {
         .build()
         .unwrap();
     cache.start().await.unwrap();
-    assert!(cache.initialized().await);
+    cache.initialized().await.unwrap();
     cache.close().await.unwrap();
     assert!(cache.is_initialized());
 }

@@ -40,7 +40,9 @@ async fn rust_caches_see_what_java_curator_writes() {
         .build()
         .unwrap();
     let tree_cache = TreeCache::builder(other.clone(), &root).build().unwrap();
-    let node_cache = NodeCache::new(other.clone(), &format!("{root}/config")).unwrap();
+    let node_cache = NodeCache::builder(other.clone(), &format!("{root}/config"))
+        .build()
+        .unwrap();
     let mut curator_events = Recorder::new(&curator_cache.listenable());
     let mut tree_events = Recorder::new(&tree_cache.listenable());
     let mut node_events = Recorder::new(&node_cache.listenable());

@@ -24,7 +24,7 @@ async fn a_large_tree_loads_with_reads_in_flight_together() {
             .unwrap();
         let started = Instant::now();
         cache.start().await.unwrap();
-        cache.initialized().await;
+        cache.initialized().await.unwrap();
         println!("{name}: {expected} nodes loaded in {:?}", started.elapsed());
         assert_eq!(cache.len(), expected);
         cache.close().await.unwrap();
@@ -32,7 +32,7 @@ async fn a_large_tree_loads_with_reads_in_flight_together() {
     let cache = TreeCache::builder(client.clone(), &root).build().unwrap();
     let started = Instant::now();
     cache.start().await.unwrap();
-    cache.initialized().await;
+    cache.initialized().await.unwrap();
     println!(
         "TreeCache: {expected} nodes loaded in {:?}",
         started.elapsed()

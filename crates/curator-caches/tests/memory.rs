@@ -29,7 +29,7 @@ async fn memory_per_cached_node_stays_small() {
         .build()
         .unwrap();
     cache.start().await.unwrap();
-    cache.initialized().await;
+    cache.initialized().await.unwrap();
     assert_eq!(cache.len(), nodes);
     let after = resident_bytes().unwrap();
     let per_node = after.saturating_sub(before) / nodes as u64;

@@ -12,10 +12,10 @@ async fn a_node_cache_follows_its_node_through_create_change_and_delete() {
     let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("nc");
     let path = format!("{root}/parent/node");
-    let cache = NodeCache::new(client.clone(), &path).unwrap();
+    let cache = NodeCache::builder(client.clone(), &path).build().unwrap();
     let mut events = Recorder::new(&cache.listenable());
     cache.start().await.unwrap();
-    cache.initialized().await;
+    cache.initialized().await.unwrap();
     assert!(cache.current_data().is_none());
     // Like Curator, the parents exist now (as containers); the node does not.
     assert!(
@@ -94,7 +94,7 @@ async fn a_node_cache_catches_up_after_a_partition_and_a_new_session() {
         .for_path(&path, b"one")
         .await
         .unwrap();
-    let cache = NodeCache::new(client.clone(), &path).unwrap();
+    let cache = NodeCache::builder(client.clone(), &path).build().unwrap();
     let mut events = Recorder::new(&cache.listenable());
     cache.start().await.unwrap();
     events

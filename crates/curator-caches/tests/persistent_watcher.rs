@@ -98,7 +98,7 @@ async fn the_watch_survives_three_session_expiries() {
         .await;
     }
     watcher.close().await.unwrap();
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,7 +111,10 @@ async fn the_watch_survives_an_expiry_at_the_server() {
     let client = curator_testkit::client(&proxy.connect_string()).await;
     let writer = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("pw-server-expiry");
-    let watcher = PersistentWatcher::new(client.clone(), &root, false).unwrap();
+    let watcher = PersistentWatcher::builder(client.clone(), &root)
+        .recursive(false)
+        .build()
+        .unwrap();
     let mut events = watcher.stream();
     watcher.start().await.unwrap();
     until("the first reset", &mut events, reset).await;
@@ -134,8 +137,8 @@ async fn the_watch_survives_an_expiry_at_the_server() {
     )
     .await;
     watcher.close().await.unwrap();
-    client.close().await;
-    writer.close().await;
+    client.close().await.unwrap();
+    writer.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,7 +155,10 @@ async fn a_recursive_watch_sees_the_subtree_and_a_plain_one_the_node() {
     // Two watches of different modes on one path need two sessions (the server keeps one
     // mode per path and session), so the plain one gets a client of its own.
     let other = curator_testkit::client(&server.connect_string()).await;
-    let plain_other = PersistentWatcher::new(other.clone(), &root, false).unwrap();
+    let plain_other = PersistentWatcher::builder(other.clone(), &root)
+        .recursive(false)
+        .build()
+        .unwrap();
     assert!(!plain_other.is_recursive());
     let mut deep = recursive.stream();
     let mut shallow = plain_other.stream();
@@ -201,8 +207,8 @@ async fn a_recursive_watch_sees_the_subtree_and_a_plain_one_the_node() {
     assert_eq!(before, vec![(root.clone(), EventType::NodeChildrenChanged)]);
     recursive.close().await.unwrap();
     plain_other.close().await.unwrap();
-    other.close().await;
-    client.close().await;
+    other.close().await.unwrap();
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,7 +217,9 @@ async fn the_watch_survives_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("pw-restart");
-    let watcher = PersistentWatcher::new(client.clone(), &root, true).unwrap();
+    let watcher = PersistentWatcher::builder(client.clone(), &root)
+        .build()
+        .unwrap();
     let mut events = watcher.stream();
     watcher.start().await.unwrap();
     until("the first reset", &mut events, reset).await;
@@ -226,7 +234,7 @@ async fn the_watch_survives_a_server_restart() {
     )
     .await;
     watcher.close().await.unwrap();
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// Whether the server lists a watch on `path` (`wchp`: watches by path).
@@ -265,7 +273,7 @@ async fn close_removes_the_watch_and_stops_the_events() {
     let late = tokio::time::timeout(Duration::from_millis(500), events.next()).await;
     assert!(late.is_err(), "no event after close: {late:?}");
     assert_eq!(client.metrics().recipe_tasks, 0);
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -281,7 +289,7 @@ async fn closing_the_client_ends_the_watcher() {
     until("the first reset", &mut events, reset).await;
     assert!(client.metrics().recipe_tasks >= 1);
 
-    client.close().await;
+    client.close().await.unwrap();
     assert_eq!(client.metrics().recipe_tasks, 0, "the watcher's task ended");
     let end = tokio::time::timeout(Timing::new().wait(), events.next()).await;
     assert_eq!(end, Ok(None), "the stream ends with the client");

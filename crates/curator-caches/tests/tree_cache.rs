@@ -92,7 +92,7 @@ async fn max_depth_limits_what_is_cached_and_watched() {
             .build()
             .unwrap();
         cache.start().await.unwrap();
-        cache.initialized().await;
+        cache.initialized().await.unwrap();
         assert_eq!(paths(&cache, &root), expected, "depth {depth}");
         cache.close().await.unwrap();
     }
@@ -141,7 +141,7 @@ async fn a_selector_decides_what_is_descended_into_and_cached() {
         .unwrap();
     let mut events = Recorder::new(&cache.listenable());
     cache.start().await.unwrap();
-    cache.initialized().await;
+    cache.initialized().await.unwrap();
     assert_eq!(paths(&cache, &root), ["", "/keep", "/keep/x", "/opaque"]);
 
     create(&client, &format!("{root}/late-skip"), "").await;

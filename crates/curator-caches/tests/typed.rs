@@ -83,7 +83,8 @@ async fn values_decode_and_bad_data_is_reported_as_an_error_event() {
     // Another framework codec on the same cache reads the same bytes.
     assert_eq!(
         cache
-            .typed_with::<String, _>(Utf8)
+            .typed::<String>()
+            .codec(Utf8)
             .get(&format!("{root}/good"))
             .unwrap()
             .unwrap(),

@@ -172,7 +172,8 @@ pub(crate) async fn run(command: Command, settings: Settings) -> CliResult {
         Err(error) if error.not_authorized => Err(refused_whom(client, &ctx.settings, error).await),
         other => other,
     };
-    client.close().await;
+    // The command's outcome stands; a close cannot fail.
+    let _ = client.close().await;
     result
 }
 

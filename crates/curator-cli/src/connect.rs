@@ -48,7 +48,7 @@ pub(crate) async fn connect(settings: &Settings, connect: &str) -> CliResult<Cur
         .block_until_connected(settings.connection_timeout)
         .await
     {
-        client.close().await;
+        let _ = client.close().await;
         // A flag taken from its variable is named as the variable.
         let error = not_connected(settings, connect, error);
         return Err(settings.from_environment.name_in(error));

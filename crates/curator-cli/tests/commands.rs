@@ -399,7 +399,7 @@ async fn get_prints_data_in_the_chosen_encoding() {
         .for_path(&node, b"\x00\xffhi")
         .await
         .unwrap();
-    client.close().await;
+    client.close().await.unwrap();
 
     let text_json = json(&run(curator(&connect, &["get", &node, "--json"])));
     assert_eq!(text_json["encoding"], "utf8");
@@ -820,7 +820,7 @@ async fn refusals_say_what_the_server_has() {
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("not authorized"), "{stderr}");
     assert!(stderr.contains("ip:127.0.0.1"), "{stderr}");
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// Security settings from `ZK_*` variables: an error names the variable that was set, not the

@@ -103,7 +103,7 @@ async fn ensemble_lists_every_member_with_its_live_state_and_a_stopped_one_as_un
         .unwrap();
     client.start().await.unwrap();
     let version = client.ensemble_config().await.unwrap().version;
-    client.close().await;
+    client.close().await.unwrap();
     assert_ne!(version, 0);
     assert_eq!(config["version"], format!("{version:x}"));
     for index in 0..3 {

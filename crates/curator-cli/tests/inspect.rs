@@ -246,7 +246,7 @@ async fn inspect_watch_says_when_the_connection_is_suspended_and_when_it_is_back
     guard.release().await.unwrap();
     watch.wait_stdout(|line| json(line)["holders"].as_array().is_some_and(Vec::is_empty));
     drop(watch);
-    holder.close().await;
+    holder.close().await.unwrap();
 
     // For people: a line on stderr.
     let mut watch = Running::spawn(curator(

@@ -179,7 +179,7 @@ async fn a_lock_lost_while_stopped_is_not_continued() {
         async move { matches!(observer.check_exists().for_path(&node).await, Ok(None)) }
     })
     .await;
-    observer.close().await;
+    observer.close().await.unwrap();
 
     holder.signal(Signal::SIGCONT);
     assert_eq!(holder.wait_exit().code(), Some(5));
@@ -266,7 +266,7 @@ async fn a_leadership_lost_while_stopped_is_not_continued() {
         }
     })
     .await;
-    observer.close().await;
+    observer.close().await.unwrap();
 
     leader.signal(Signal::SIGCONT);
     leader.wait_event("lost");

@@ -182,7 +182,7 @@ async fn cmd_gets_the_leader_epoch() {
         assert_eq!(leader.wait_exit().code(), Some(143));
     }
     assert!(epochs[0] < epochs[1], "{epochs:?}");
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// An empty `--id` is a usage error: nobody joins the election.

@@ -239,5 +239,5 @@ async fn a_timed_out_lock_says_who_holds_it() {
     assert!(message.contains(" since "), "{message}");
 
     guard.release().await.unwrap();
-    holder.close().await;
+    holder.close().await.unwrap();
 }

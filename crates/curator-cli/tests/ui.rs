@@ -485,7 +485,9 @@ async fn the_page_in_chromium_follows_a_lock_a_leader_and_a_queue() {
 
     // A queue fills.
     let jobs = format!("{root}/jobs");
-    let queue = SimpleDistributedQueue::new(a.clone(), &jobs).unwrap();
+    let queue = SimpleDistributedQueue::builder(a.clone(), &jobs)
+        .build()
+        .unwrap();
     for item in [b"one".as_slice(), b"two", b"three"] {
         queue.offer(item).await.unwrap();
     }
@@ -587,7 +589,7 @@ async fn ui_follows_the_tree_through_a_server_restart() {
     .await;
     ui.signal(Signal::SIGTERM);
     assert_eq!(ui.wait_exit().code(), Some(0));
-    writer.close().await;
+    writer.close().await.unwrap();
 }
 
 /// The snapshot `/api/tree` serves now.
@@ -726,7 +728,7 @@ async fn the_page_turns_stale_at_once_when_zookeeper_goes_away() {
     assert_eq!(ui.wait_exit().code(), Some(0));
     let _ = latch.close().await;
     let _ = guard.release().await;
-    holder.close().await;
+    holder.close().await.unwrap();
     drop(driver);
 }
 
@@ -1021,5 +1023,5 @@ async fn ui_reads_again_only_what_changed() {
     eprintln!("{spent} requests for {WRITES} changes");
     ui.signal(Signal::SIGTERM);
     assert_eq!(ui.wait_exit().code(), Some(0));
-    writer.close().await;
+    writer.close().await.unwrap();
 }

@@ -14,6 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use curator_framework::recipe::RecipeOptions;
 use curator_framework::retry::{RetryPolicy, SharedRetryPolicy};
 use curator_framework::{CuratorFramework, Error, Result, paths};
 
@@ -169,6 +170,7 @@ impl DistributedAtomicValue {
             retry_policy: SharedRetryPolicy::new(retry_policy),
             promoted: None,
             markers: true,
+            options: RecipeOptions::new(),
         }
     }
 
@@ -287,9 +289,26 @@ pub struct DistributedAtomicValueBuilder {
     retry_policy: SharedRetryPolicy,
     promoted: Option<PromotedToLock>,
     markers: bool,
+    options: RecipeOptions,
 }
 
 impl DistributedAtomicValueBuilder {
+    /// The value's name (default: its path): what its logs and unhandled errors say.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// use curator_framework::retry::RetryNTimes;
+    /// let hits = curator_counters::DistributedAtomicValue::builder(client, "/hits/page-17", RetryNTimes::new(5, Duration::ZERO))
+    ///     .metrics_name("page-hits")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
+    }
+
     /// Falls back to a lock after the optimistic attempts give up.
     pub fn promoted_to_lock(mut self, promoted: PromotedToLock) -> Self {
         self.promoted = Some(promoted);
@@ -319,6 +338,7 @@ impl DistributedAtomicValueBuilder {
                 self.retry_policy,
                 self.promoted,
                 self.markers,
+                &self.options,
             )),
         })
     }

@@ -3,7 +3,7 @@
 
 use std::future::IntoFuture;
 
-use curator_framework::recipe::Lifecycle;
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use futures::future::join_all;
 use parking_lot::Mutex;
@@ -49,7 +49,8 @@ pub struct SequentialIdGenerator {
     parent: String,
     prefix: String,
     pending: Mutex<Vec<String>>,
-    lifecycle: Lifecycle,
+    /// The generator's name and lifecycle (it runs no task).
+    core: RecipeCore,
 }
 
 impl SequentialIdGenerator {
@@ -67,11 +68,16 @@ impl SequentialIdGenerator {
         }
         paths::validate(&paths::join(parent, &format!("{prefix}0")))?;
         Ok(Self {
+            core: RecipeCore::new(
+                &client,
+                "SequentialIdGenerator",
+                parent,
+                &RecipeOptions::new(),
+            ),
             client,
             parent: parent.to_owned(),
             prefix: prefix.to_owned(),
             pending: Mutex::new(Vec::new()),
-            lifecycle: Lifecycle::new(),
         })
     }
 
@@ -85,7 +91,7 @@ impl SequentialIdGenerator {
     /// # Cancellation safety
     /// Dropping the future leaves the generator not started (the parent may exist).
     pub async fn start(&self) -> Result<()> {
-        self.lifecycle.ensure_startable()?;
+        self.core.lifecycle().ensure_startable()?;
         match self
             .client
             .create()
@@ -96,7 +102,7 @@ impl SequentialIdGenerator {
             Ok(_) | Err(Error::NodeExists) => {}
             Err(error) => return Err(error),
         }
-        self.lifecycle.start()
+        self.core.lifecycle().start()
     }
 
     /// The next id.
@@ -117,7 +123,7 @@ impl SequentialIdGenerator {
     /// # Errors
     /// Connection errors (ids created before the failure are cleaned up and not returned).
     pub async fn next_ids(&self, count: usize) -> Result<Vec<SequentialId>> {
-        self.lifecycle.ensure_started()?;
+        self.core.lifecycle().ensure_started()?;
         let to_delete: Vec<String> = self.pending.lock().clone();
         let deletes = join_all(
             to_delete
@@ -187,7 +193,7 @@ impl SequentialIdGenerator {
     /// # Cancellation safety
     /// Dropping the future may leave some nodes to their session.
     pub async fn close(&self) -> Result<()> {
-        self.lifecycle.close();
+        self.core.lifecycle().close();
         let to_delete: Vec<String> = self.pending.lock().clone();
         let results = join_all(
             to_delete
@@ -207,5 +213,19 @@ impl SequentialIdGenerator {
             }
         }
         failure.map_or(Ok(()), Err)
+    }
+}
+
+impl Recipe for SequentialIdGenerator {
+    fn core(&self) -> &RecipeCore {
+        &self.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        SequentialIdGenerator::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        SequentialIdGenerator::close(self).await
     }
 }

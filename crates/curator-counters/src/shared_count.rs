@@ -2,6 +2,7 @@
 
 use curator_framework::codec::BigEndianI32;
 use curator_framework::listen::{Listenable, ListenerStream};
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeEvents};
 use curator_framework::{CuratorFramework, Result};
 
 use crate::shared_value::{SharedValue, VersionedValue};
@@ -32,10 +33,10 @@ impl SharedCount {
     /// # Errors
     /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path.
     pub fn new(client: CuratorFramework, path: &str, seed: i32) -> Result<Self> {
+        let mut value = SharedValue::builder(client, path, seed).codec(BigEndianI32);
+        value.kind = "SharedCount";
         Ok(Self {
-            value: SharedValue::builder(client, path, seed)
-                .codec(BigEndianI32)
-                .build()?,
+            value: value.build()?,
         })
     }
 
@@ -122,5 +123,27 @@ impl SharedCount {
     /// The new counts as a stream.
     pub fn stream(&self) -> ListenerStream<VersionedValue<i32>> {
         self.value.stream()
+    }
+}
+
+impl Recipe for SharedCount {
+    fn core(&self) -> &RecipeCore {
+        self.value.recipe_core()
+    }
+
+    async fn start(&self) -> Result<()> {
+        SharedCount::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        SharedCount::close(self).await
+    }
+}
+
+impl RecipeEvents for SharedCount {
+    type Event = VersionedValue<i32>;
+
+    fn listenable(&self) -> Listenable<VersionedValue<i32>> {
+        SharedCount::listenable(self)
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeEvents, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, Stat, paths};
 use curator_values::chunked::{ChunkSettings, ChunkedValue};
 use parking_lot::Mutex;
@@ -45,8 +45,8 @@ struct Inner<T, C> {
     chunked: Option<ChunkedValue>,
     current: Mutex<Option<Snapshot>>,
     listeners: ListenerContainer<VersionedValue<T>>,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
+    /// The value's name, lifecycle and follower task.
+    core: RecipeCore,
     _value: PhantomData<fn() -> T>,
 }
 
@@ -138,7 +138,7 @@ where
     /// # Cancellation safety
     /// Dropping the future before it returns leaves the instance not started.
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.ensure_startable()?;
+        self.inner.core.lifecycle().ensure_startable()?;
         let created = match &self.inner.chunked {
             Some(chunked) => chunked.create(&self.inner.seed).await.map(drop),
             None => self
@@ -157,10 +157,11 @@ where
         }
         let (bytes, stat, watcher) = self.inner.read_watched().await?;
         self.inner.observe(bytes, &stat);
-        self.inner.lifecycle.start()?;
+        self.inner.core.lifecycle().start()?;
         let inner = Arc::clone(&self.inner);
         self.inner
-            .tasks
+            .core
+            .tasks()
             .spawn(follow(inner, Some(watcher)))
             .detach();
         Ok(())
@@ -169,15 +170,18 @@ where
     /// Stops following the node (the node stays). Idempotent.
     ///
     /// # Errors
-    /// None today; the signature leaves room for recipes whose close can fail.
+    /// None: nothing is deleted, so nothing can fail.
     ///
     /// # Cancellation safety
     /// Safe: following stops at the first poll; dropping the future only stops the wait.
     pub async fn close(&self) -> Result<()> {
-        if self.inner.lifecycle.close() {
-            self.inner.tasks.close().await;
-        }
+        self.inner.core.close_tasks().await;
         Ok(())
+    }
+
+    /// The recipe's core (a `SharedCount` shares its value's).
+    pub(crate) fn recipe_core(&self) -> &RecipeCore {
+        &self.inner.core
     }
 
     /// The value this instance last saw.
@@ -328,6 +332,8 @@ where
             seed,
             codec: Json,
             chunked: None,
+            kind: "SharedValue",
+            options: RecipeOptions::new(),
         }
     }
 }
@@ -352,6 +358,9 @@ pub struct SharedValueBuilder<T, C> {
     seed: T,
     codec: C,
     chunked: Option<ChunkSettings>,
+    /// `SharedValue`, or the recipe built on it (`SharedCount`).
+    pub(crate) kind: &'static str,
+    options: RecipeOptions,
 }
 
 impl<T, C> SharedValueBuilder<T, C>
@@ -367,7 +376,23 @@ where
             seed: self.seed,
             codec,
             chunked: self.chunked,
+            kind: self.kind,
+            options: self.options,
         }
+    }
+
+    /// The value's name (default: its path): what its logs and unhandled errors say.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let limit = curator_counters::SharedValue::builder(client, "/tenants/17/limit", 10u32)
+    ///     .metrics_name("tenant-limits")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
     }
 
     /// Stores the value chunked, so it may be larger than ZooKeeper's 1 MiB (up to 64 MiB
@@ -408,6 +433,8 @@ where
             seed,
             codec,
             chunked,
+            kind,
+            options,
         } = self;
         paths::validate(&path)?;
         let seed = codec
@@ -423,8 +450,8 @@ where
             }
             None => None,
         };
-        let listeners = client.listener_container("shared value");
-        let tasks = client.recipe_tasks("shared value");
+        let core = RecipeCore::new(&client, kind, &path, &options);
+        let listeners = core.listener_container(&client);
         let inner = Arc::new(Inner {
             client,
             path,
@@ -433,14 +460,43 @@ where
             chunked,
             current: Mutex::new(None),
             listeners,
-            lifecycle: Lifecycle::new(),
-            tasks,
+            core,
             _value: PhantomData,
         });
         Ok(SharedValue {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
+    }
+}
+
+impl<T, C> Recipe for SharedValue<T, C>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        SharedValue::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        SharedValue::close(self).await
+    }
+}
+
+impl<T, C> RecipeEvents for SharedValue<T, C>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    type Event = VersionedValue<T>;
+
+    fn listenable(&self) -> Listenable<VersionedValue<T>> {
+        SharedValue::listenable(self)
     }
 }
 

@@ -1,35 +1,92 @@
-//! Every recipe of the crate used exactly as the recipe contract says: `new` without options,
-//! `builder(..)…build()` with them; `start`/`close` (a second start is `AlreadyStarted`, a second
-//! close is fine); `listenable()` and `stream()`; and no task left running once the recipes or
-//! the client are closed.
+//! The recipe contract (`curator_testkit::contract`) for every long-lived recipe of the crate,
+//! and what it means for the others: ids are handed out only between `start` and `close`, and
+//! an atomic value's background work (its marker's delete) ends with it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use curator_counters::{
     DistributedAtomicLong, PromotedToLock, SequentialIdGenerator, SharedCount, SharedValue,
+    SharedValueBuilder,
 };
 use curator_framework::Error;
-use curator_framework::codec::Utf8;
+use curator_framework::codec::{Json, Utf8};
 use curator_framework::retry::RetryNTimes;
-use curator_test::{TestingServer, Timing, unique_root};
-use curator_testkit::client;
-use futures::StreamExt;
-use parking_lot::Mutex;
+use curator_test::{TestingServer, unique_root};
+use curator_testkit::{client, contract};
+
+#[test]
+fn handles_and_builders_are_send_and_sync() {
+    contract::send_sync::<SharedValue<String, Utf8>>();
+    contract::send_sync::<SharedValueBuilder<String, Json>>();
+    contract::send_sync::<SharedCount>();
+    contract::send_sync::<SequentialIdGenerator>();
+    contract::send_sync::<DistributedAtomicLong>();
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn counters_follow_the_recipe_contract() {
+async fn a_shared_value_keeps_the_contract() {
     let server = TestingServer::start().await.unwrap();
     let c = client(&server.connect_string()).await;
-    let root = unique_root("counters-contract");
-
-    // A recipe with options: builder … build. Without: new.
-    let value = SharedValue::builder(c.clone(), &format!("{root}/motd"), "hi".to_owned())
+    let path = format!("{}/motd", unique_root("contract-shared-value"));
+    let value = SharedValue::builder(c.clone(), &path, "hi".to_owned())
         .codec(Utf8)
         .build()
         .unwrap();
-    let count = SharedCount::new(c.clone(), &format!("{root}/count"), 1).unwrap();
-    let ids = SequentialIdGenerator::new(c.clone(), &format!("{root}/ids"), "id-").unwrap();
+    contract::check_events(
+        &c,
+        &value,
+        async || value.set_value("hello".to_owned()).await.unwrap(),
+        |seen| seen.value == "hello",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_count_keeps_the_contract() {
+    let server = TestingServer::start().await.unwrap();
+    let c = client(&server.connect_string()).await;
+    let path = format!("{}/count", unique_root("contract-shared-count"));
+    let count = SharedCount::new(c.clone(), &path, 1).unwrap();
+    contract::check_events(
+        &c,
+        &count,
+        async || count.set_count(2).await.unwrap(),
+        |seen| seen.value == 2,
+    )
+    .await;
+
+    let c = client(&server.connect_string()).await;
+    let writer = SharedCount::new(client(&server.connect_string()).await, &path, 0).unwrap();
+    let count = SharedCount::new(c.clone(), &path, 1).unwrap();
+    contract::ends_with_its_client(
+        &c,
+        &count,
+        async || count.set_count(3).await.unwrap(),
+        |seen| seen.value == 3,
+        async || writer.set_count(7).await.unwrap(),
+        |seen| seen.value == 7,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_generator_keeps_the_contract() {
+    let server = TestingServer::start().await.unwrap();
+    let c = client(&server.connect_string()).await;
+    let ids = SequentialIdGenerator::new(c.clone(), &unique_root("contract-ids"), "id-").unwrap();
+    assert_eq!(ids.next_id().await.unwrap_err(), Error::NotStarted);
+    contract::check(&c, &ids, async || {
+        assert!(ids.next_id().await.unwrap().name.starts_with("id-"));
+    })
+    .await;
+    assert_eq!(ids.next_id().await.unwrap_err(), Error::Closed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_atomic_values_work_ends_with_it() {
+    let server = TestingServer::start().await.unwrap();
+    let c = client(&server.connect_string()).await;
+    let root = unique_root("contract-atomic");
     let atomic = DistributedAtomicLong::builder(
         c.clone(),
         &format!("{root}/n"),
@@ -41,83 +98,14 @@ async fn counters_follow_the_recipe_contract() {
     ))
     .build()
     .unwrap();
-
-    assert_eq!(ids.next_id().await.unwrap_err(), Error::NotStarted);
-    value.start().await.unwrap();
-    count.start().await.unwrap();
-    ids.start().await.unwrap();
-    assert_eq!(value.start().await, Err(Error::AlreadyStarted));
-    assert_eq!(count.start().await, Err(Error::AlreadyStarted));
-    assert_eq!(ids.start().await, Err(Error::AlreadyStarted));
-    assert!(
-        c.metrics().recipe_tasks >= 2,
-        "the followers run as the client's tasks"
-    );
-
-    // Events through listenable() and through stream().
-    let heard = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&heard);
-    let _listener = value
-        .listenable()
-        .add_listener(move |v| sink.lock().push(v.value));
-    let mut counts = count.stream();
-    value.set_value("hello".to_owned()).await.unwrap();
-    count.set_count(2).await.unwrap();
-    let next = tokio::time::timeout(Timing::new().wait(), counts.next())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(next.value, 2);
-    curator_testkit::eventually("the value listener hears the write", || async {
-        heard.lock().contains(&"hello".to_owned())
-    })
-    .await;
-    assert!(ids.next_id().await.unwrap().name.starts_with("id-"));
     assert!(atomic.increment().await.unwrap().succeeded);
-
-    for close in [value.close().await, count.close().await, ids.close().await] {
-        close.unwrap();
-    }
-    // Idempotent, and closed for good.
-    value.close().await.unwrap();
-    count.close().await.unwrap();
-    ids.close().await.unwrap();
-    assert_eq!(value.start().await, Err(Error::Closed));
-    assert_eq!(ids.next_id().await.unwrap_err(), Error::Closed);
-    assert_eq!(c.metrics().recipe_tasks, 0, "closed recipes leave no task");
-    atomic.flush_markers().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_the_client_ends_started_counters() {
-    let server = TestingServer::start().await.unwrap();
-    let c = client(&server.connect_string()).await;
-    let writer = client(&server.connect_string()).await;
-    let root = unique_root("counters-client-close");
-    let count = SharedCount::new(c.clone(), &format!("{root}/count"), 1).unwrap();
-    count.start().await.unwrap();
-    let heard = Arc::new(Mutex::new(0));
-    let sink = Arc::clone(&heard);
-    let _listener = count.listenable().add_listener(move |_| *sink.lock() += 1);
-    assert!(c.metrics().recipe_tasks > 0);
-
-    c.close().await;
-    assert_eq!(
-        c.metrics().recipe_tasks,
-        0,
-        "the client's close ended the follower"
+    // Its marker is deleted in the background once the last handle goes.
+    drop(atomic);
+    contract::no_recipe_tasks(&c).await;
+    assert!(
+        curator_testkit::children(&c, &format!("{root}/n"))
+            .await
+            .is_empty(),
+        "the marker went with the value"
     );
-    // Nothing is heard after the close, though the node changes.
-    SharedCount::new(writer.clone(), &format!("{root}/count"), 0)
-        .unwrap()
-        .set_count(7)
-        .await
-        .unwrap();
-    let probe = SharedCount::new(writer, &format!("{root}/count"), 0).unwrap();
-    probe.start().await.unwrap();
-    assert_eq!(probe.count().unwrap(), 7);
-    probe.close().await.unwrap();
-    assert_eq!(*heard.lock(), 0);
-    // The recipe's own close still works after the client's.
-    count.close().await.unwrap();
 }

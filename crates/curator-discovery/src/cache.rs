@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use curator_caches::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
-use curator_framework::recipe::{HandleGuard, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeEvents, RecipeOptions};
 use curator_framework::{Error, Result, codec};
 use parking_lot::RwLock;
 use tokio::sync::watch;
@@ -91,8 +91,9 @@ struct CacheInner<P> {
     instances: Instances<P>,
     /// Whether `_keeper` has seen the initial load (set on the children cache's dispatch task).
     initialized: watch::Sender<bool>,
-    /// Cancelled by `close` and by the client's close: ends a `start` waiting for the load.
-    tasks: RecipeTasks,
+    /// The cache's name and lifecycle; its tasks are cancelled by `close` and by the client's
+    /// close, which ends a `start` waiting for the load.
+    core: RecipeCore,
     /// Applies the children cache's events to `instances`, in order. Added before any other
     /// listener, so it runs first for each event: a listener that hears an event reads
     /// `instances` with that event applied.
@@ -129,12 +130,27 @@ impl<P: Payload> ServiceCache<P> {
     /// # Cancellation safety
     /// Dropping the future after the cache started leaves it running.
     pub async fn start(&self) -> Result<()> {
+        let lifecycle = self.inner.core.lifecycle();
+        lifecycle.ensure_startable()?;
         self.inner.children.start().await?;
+        lifecycle.start()?;
+        self.initialized().await
+    }
+
+    /// Waits until the initial load is done ([`start`](Self::start) does); bound the wait
+    /// with `tokio::time::timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the cache or its client closed first.
+    ///
+    /// # Cancellation safety
+    /// Safe: it only waits.
+    pub async fn initialized(&self) -> Result<()> {
         let mut initialized = self.inner.initialized.subscribe();
         tokio::select! {
             biased;
             _ = initialized.wait_for(|done| *done) => Ok(()),
-            () = self.inner.tasks.cancelled() => {
+            () = self.inner.core.tasks().cancelled() => {
                 if self.is_initialized() { Ok(()) } else { Err(Error::Closed) }
             }
         }
@@ -180,8 +196,35 @@ impl<P: Payload> ServiceCache<P> {
     /// # Cancellation safety
     /// Dropping the future leaves the cache stopping in the background.
     pub async fn close(&self) -> Result<()> {
-        self.inner.tasks.close().await;
+        self.inner.core.close_tasks().await;
         self.inner.children.close().await
+    }
+
+    /// The recipe's core (a `ServiceProvider` shares its cache's).
+    pub(crate) fn recipe_core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+}
+
+impl<P: Payload> Recipe for ServiceCache<P> {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        ServiceCache::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        ServiceCache::close(self).await
+    }
+}
+
+impl<P: Payload> RecipeEvents for ServiceCache<P> {
+    type Event = ServiceCacheEvent<P>;
+
+    fn listenable(&self) -> Listenable<ServiceCacheEvent<P>> {
+        ServiceCache::listenable(self)
     }
 }
 
@@ -196,12 +239,16 @@ impl<P: Payload> ServiceCache<P> {
 pub struct ServiceCacheBuilder<P = serde_json::Value> {
     discovery: ServiceDiscovery<P>,
     name: String,
+    /// `ServiceCache`, or the recipe built on it (`ServiceProvider`).
+    pub(crate) kind: &'static str,
+    options: RecipeOptions,
 }
 
 impl<P> fmt::Debug for ServiceCacheBuilder<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServiceCacheBuilder")
             .field("name", &self.name)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -211,7 +258,22 @@ impl<P: Payload> ServiceCacheBuilder<P> {
         Self {
             discovery,
             name: name.to_owned(),
+            kind: "ServiceCache",
+            options: RecipeOptions::new(),
         }
+    }
+
+    /// The cache's name (default: its path, `<base path>/<name>`): the `name` label of its
+    /// `curator_cache_event_lag_seconds`, and what its logs say.
+    ///
+    /// ```no_run
+    /// # fn demo(discovery: curator_discovery::ServiceDiscovery) -> curator_framework::Result<()> {
+    /// let cache = discovery.service_cache_builder("api").metrics_name("api-instances").build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
     }
 
     /// The cache, not started; the discovery closes it when it closes.
@@ -232,8 +294,10 @@ impl<P: Payload> ServiceCacheBuilder<P> {
             return Err(Error::Closed);
         }
         let path = inner.path_for_name(&self.name);
+        let core = RecipeCore::new(&inner.client, self.kind, &path, &self.options);
         let children = PathChildrenCache::builder(inner.client.clone(), &path)
             .with_start_mode(StartMode::PostInitializedEvent)
+            .metrics_name(core.name().as_str())
             .build()?;
         let instances: Instances<P> = Arc::default();
         let initialized = watch::Sender::new(false);
@@ -248,11 +312,11 @@ impl<P: Payload> ServiceCacheBuilder<P> {
             serializer: inner.serializer.clone(),
             instances,
             initialized,
-            tasks: inner.client.recipe_tasks("ServiceCache"),
+            core,
             _keeper: keeper,
         });
         Ok(ServiceCache {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
     }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeState, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeOptions, RecipeState};
 use curator_framework::{CuratorFramework, Error, Result, codec, paths};
 use parking_lot::Mutex;
 
@@ -22,9 +22,8 @@ pub(crate) struct Inner<P> {
     pub(crate) serializer: JsonInstanceSerializer,
     watch_instances: bool,
     this_instance: Option<ServiceInstance<P>>,
-    lifecycle: Lifecycle,
-    /// The registrations' keepers (one child each).
-    tasks: RecipeTasks,
+    /// The discovery's name, lifecycle, and the registrations' keepers (one child task each).
+    core: RecipeCore,
     /// Locally registered instances, by id (as Curator).
     registrations: tokio::sync::Mutex<HashMap<String, Arc<Registration<P>>>>,
     /// Caches made from this discovery (and its providers), closed with it.
@@ -41,7 +40,7 @@ impl<P> Inner<P> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.lifecycle.state() == RecipeState::Closed
+        self.core.state() == RecipeState::Closed
     }
 
     pub(crate) fn track_cache(&self, cache: &ServiceCache<P>) {
@@ -102,7 +101,7 @@ impl<P> fmt::Debug for ServiceDiscovery<P> {
         f.debug_struct("ServiceDiscovery")
             .field("base_path", &self.inner.base_path)
             .field("watch_instances", &self.inner.watch_instances)
-            .field("lifecycle", &self.inner.lifecycle.state())
+            .field("lifecycle", &self.inner.core.state())
             .finish_non_exhaustive()
     }
 }
@@ -117,6 +116,7 @@ impl ServiceDiscovery {
             serializer: JsonInstanceSerializer::new(),
             watch_instances: false,
             this_instance: None,
+            options: RecipeOptions::new(),
             _payload: PhantomData,
         }
     }
@@ -133,7 +133,7 @@ impl<P: Payload> ServiceDiscovery<P> {
     /// # Cancellation safety
     /// Dropping the future may leave the instance registered (and kept).
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.start()?;
+        self.inner.core.lifecycle().start()?;
         if let Some(instance) = &self.inner.this_instance {
             self.register_service(instance).await?;
         }
@@ -161,7 +161,7 @@ impl<P: Payload> ServiceDiscovery<P> {
         }
         let registration = Registration::new(
             self.inner.client.clone(),
-            self.inner.tasks.child("registration"),
+            self.inner.core.tasks().child("registration"),
             self.inner.serializer.clone(),
             self.inner.path_for_instance(instance.name(), instance.id()),
             instance.clone(),
@@ -381,7 +381,7 @@ impl<P: Payload> ServiceDiscovery<P> {
     /// Dropping the future may leave some instances registered but no longer kept.
     pub async fn close(&self) -> Result<()> {
         let mut registrations = self.inner.registrations.lock().await;
-        if !self.inner.lifecycle.close() {
+        if !self.inner.core.lifecycle().close() {
             return Ok(());
         }
         let mut result = Ok(());
@@ -403,8 +403,22 @@ impl<P: Payload> ServiceDiscovery<P> {
                 Err(error) => result = result.and(Err(error)),
             }
         }
-        self.inner.tasks.close().await;
+        let _ = self.inner.core.tasks().close().await;
         result
+    }
+}
+
+impl<P: Payload> Recipe for ServiceDiscovery<P> {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        ServiceDiscovery::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        ServiceDiscovery::close(self).await
     }
 }
 
@@ -422,7 +436,7 @@ fn validate_instance<P>(instance: &ServiceInstance<P>) -> Result<()> {
 /// struct Details { zone: String }
 /// let discovery = ServiceDiscovery::builder(client, "/services")
 ///     .payload_type::<Details>()
-///     .serializer(JsonInstanceSerializer::new().payload_class("com.example.Details"))
+///     .codec(JsonInstanceSerializer::new().payload_class("com.example.Details"))
 ///     .watch_instances(true)
 ///     .build()?;
 /// # Ok(()) }
@@ -434,6 +448,7 @@ pub struct ServiceDiscoveryBuilder<P = serde_json::Value> {
     serializer: JsonInstanceSerializer,
     watch_instances: bool,
     this_instance: Option<ServiceInstance<P>>,
+    options: RecipeOptions,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -444,6 +459,7 @@ impl<P> fmt::Debug for ServiceDiscoveryBuilder<P> {
             .field("serializer", &self.serializer)
             .field("watch_instances", &self.watch_instances)
             .field("this_instance", &self.this_instance)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -458,13 +474,29 @@ impl<P: Payload> ServiceDiscoveryBuilder<P> {
             serializer: self.serializer,
             watch_instances: self.watch_instances,
             this_instance: None,
+            options: self.options,
             _payload: PhantomData,
         }
     }
 
-    /// How instances are written and read (default: Curator 5.4's default layout).
-    pub fn serializer(mut self, serializer: JsonInstanceSerializer) -> Self {
-        self.serializer = serializer;
+    /// How instances are written and read: the codec of the instances' nodes (Curator's
+    /// `serializer`; default: Curator 5.4's default layout).
+    pub fn codec(mut self, codec: JsonInstanceSerializer) -> Self {
+        self.serializer = codec;
+        self
+    }
+
+    /// The discovery's name (default: its base path): what its logs and unhandled errors say.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let discovery = curator_discovery::ServiceDiscovery::builder(client, "/tenants/17/services")
+    ///     .metrics_name("tenant-services")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
         self
     }
 
@@ -492,19 +524,24 @@ impl<P: Payload> ServiceDiscoveryBuilder<P> {
         if let Some(instance) = &self.this_instance {
             validate_instance(instance)?;
         }
+        let core = RecipeCore::new(
+            &self.client,
+            "ServiceDiscovery",
+            &self.base_path,
+            &self.options,
+        );
         let inner = Arc::new(Inner {
-            tasks: self.client.recipe_tasks("ServiceDiscovery"),
+            core,
             client: self.client,
             base_path: self.base_path,
             serializer: self.serializer,
             watch_instances: self.watch_instances,
             this_instance: self.this_instance,
-            lifecycle: Lifecycle::new(),
             registrations: tokio::sync::Mutex::new(HashMap::new()),
             caches: Mutex::new(Vec::new()),
         });
         Ok(ServiceDiscovery {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_framework::Result;
+use curator_framework::recipe::{Recipe, RecipeCore};
 use parking_lot::Mutex;
 
 use crate::Payload;
@@ -220,6 +221,20 @@ impl<P: Payload> ServiceProvider<P> {
     }
 }
 
+impl<P: Payload> Recipe for ServiceProvider<P> {
+    fn core(&self) -> &RecipeCore {
+        self.inner.cache.recipe_core()
+    }
+
+    async fn start(&self) -> Result<()> {
+        ServiceProvider::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        ServiceProvider::close(self).await
+    }
+}
+
 /// Options of a [`ServiceProvider`] (Curator's `ServiceProviderBuilder`): round robin and
 /// Curator's [`DownInstancePolicy`] unless set.
 ///
@@ -252,12 +267,27 @@ impl<P> fmt::Debug for ServiceProviderBuilder<P> {
 
 impl<P: Payload> ServiceProviderBuilder<P> {
     pub(crate) fn new(discovery: ServiceDiscovery<P>, name: &str) -> Self {
+        let mut cache = ServiceCacheBuilder::new(discovery, name);
+        cache.kind = "ServiceProvider";
         Self {
-            cache: ServiceCacheBuilder::new(discovery, name),
+            cache,
             strategy: Box::new(RoundRobinStrategy::new()),
             policy: DownInstancePolicy::default(),
             filters: Vec::new(),
         }
+    }
+
+    /// The provider's name (default: its service's path); see
+    /// [`ServiceCacheBuilder::metrics_name`].
+    ///
+    /// ```no_run
+    /// # fn demo(discovery: curator_discovery::ServiceDiscovery) -> curator_framework::Result<()> {
+    /// let provider = discovery.service_provider_builder("api").metrics_name("api").build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.cache = self.cache.metrics_name(name);
+        self
     }
 
     /// How instances are picked (default [`RoundRobinStrategy`]).

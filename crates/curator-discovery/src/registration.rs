@@ -146,7 +146,7 @@ impl<P: Payload> Registration<P> {
 
     /// Stops keeping the node (waits for the keeper to end); deletes nothing.
     pub(crate) async fn stop(&self) {
-        self.tasks.close().await;
+        let _ = self.tasks.close().await;
         self.keeper.lock().take();
     }
 

@@ -1,5 +1,6 @@
 //! [`JsonInstanceSerializer`]: instances as the JSON Apache Curator reads and writes.
 
+use curator_framework::codec::Codec;
 use curator_framework::{Error, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize, Serializer};
@@ -149,6 +150,27 @@ impl JsonInstanceSerializer {
             uri_spec: wire.uri_spec,
             enabled: wire.enabled.unwrap_or(true),
         })
+    }
+}
+
+/// The codec of a discovery's instance nodes
+/// ([`ServiceDiscoveryBuilder::codec`](crate::ServiceDiscoveryBuilder::codec)).
+///
+/// ```
+/// use curator_discovery::{JsonInstanceSerializer, ServiceInstance};
+/// use curator_framework::codec::Codec;
+/// let instance: ServiceInstance = ServiceInstance::builder("api").id("1").build().unwrap();
+/// let codec = JsonInstanceSerializer::new();
+/// let bytes = Codec::<ServiceInstance>::encode(&codec, &instance).unwrap();
+/// assert_eq!(Codec::<ServiceInstance>::decode(&codec, &bytes).unwrap(), instance);
+/// ```
+impl<P: crate::Payload> Codec<ServiceInstance<P>> for JsonInstanceSerializer {
+    fn encode(&self, instance: &ServiceInstance<P>) -> Result<Vec<u8>> {
+        self.serialize(instance)
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<ServiceInstance<P>> {
+        self.deserialize(bytes)
     }
 }
 

@@ -310,7 +310,7 @@ async fn a_cache_follows_instances_and_sees_them_go_with_their_client() {
     assert_eq!(cache.instances(), [first.clone(), changed.clone()]);
 
     // The registering client closes: its instance goes.
-    owner.close().await;
+    owner.close().await.unwrap();
     assert_eq!(
         next(&mut events).await,
         ServiceCacheEvent::Removed(first.clone())

@@ -214,7 +214,7 @@ async fn a_node_left_by_an_earlier_session_is_replaced() {
         .await
     );
     // The previous session ending changes nothing.
-    previous.close().await;
+    previous.close().await.unwrap();
     assert!(registered_once(&owner, &owner, &parent, &path, &fresh, 0).await);
     discovery.close().await.unwrap();
 }

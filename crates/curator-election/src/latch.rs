@@ -2,12 +2,13 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::metrics::{RecipeName, names};
+use curator_framework::metrics::names;
 use curator_framework::ops::delete::Delete;
-use curator_framework::recipe::{Backoff, HandleGuard, Hold, Lifecycle, RecipeState, RecipeTasks};
+use curator_framework::recipe::{
+    Backoff, HandleGuard, Hold, Recipe, RecipeCore, RecipeEvents, RecipeOptions, RecipeState,
+};
 use curator_framework::types::EventType;
 use curator_framework::watcher::Watcher;
 use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result, paths};
@@ -73,8 +74,9 @@ pub enum CloseMode {
 /// [`has_leadership`](Self::has_leadership), wait with
 /// [`await_leadership`](Self::await_leadership), take the leader's [`hold`](Self::hold), or
 /// listen for [`LatchEvent`]s. A leader loses leadership when its connection state becomes an
-/// error under the client's connection-state error policy, and regains it only after checking its
-/// node on the current session.
+/// error under the client's connection-state error policy (its hold learns it as every hold of
+/// the client does, at the same moment, whatever circuit breaker the client's listeners have),
+/// and regains it only after checking its node on the current session.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -84,7 +86,8 @@ pub enum CloseMode {
 ///     .build()?;
 /// let _on_change = latch.listenable().add_listener(|event: LatchEvent| println!("{event:?}"));
 /// latch.start().await?;
-/// if latch.await_leadership_timeout(std::time::Duration::from_secs(10)).await? {
+/// if let Ok(led) = tokio::time::timeout(std::time::Duration::from_secs(10), latch.await_leadership()).await {
+///     led?;
 ///     if let Some(hold) = latch.hold() {
 ///         // lead, handing hold.fencing_token() to what the leader writes, until hold.lost()
 ///     }
@@ -107,14 +110,14 @@ pub struct LeaderLatchBuilder {
     path: String,
     id: String,
     close_mode: CloseMode,
-    metrics_name: Option<String>,
+    options: RecipeOptions,
 }
 
 impl LeaderLatchBuilder {
-    /// The `name` label of this latch's metrics (`curator_leader_tenure_seconds`,
-    /// `curator_leader_is_leader`); default: the latch's path. Latches sharing a name share
-    /// their series (and the gauge shows the last change of any of them), so give each
-    /// election of a bounded set its own name.
+    /// The latch's name (default: its path): the `name` label of its metrics
+    /// (`curator_leader_tenure_seconds`, `curator_leader_is_leader`), and what its logs and
+    /// unhandled errors say. Latches sharing a name share their series (and the gauge shows the
+    /// last change of any of them), so give each election of a bounded set its own name.
     ///
     /// ```no_run
     /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -124,7 +127,7 @@ impl LeaderLatchBuilder {
     /// # Ok(()) }
     /// ```
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.metrics_name = Some(name.into());
+        self.options = self.options.metrics_name(name);
         self
     }
 
@@ -149,15 +152,14 @@ impl LeaderLatchBuilder {
         } else {
             self.id
         };
+        let core = RecipeCore::new(&client, "LeaderLatch", &self.path, &self.options);
         let inner = Arc::new(Inner {
-            metrics: RecipeName::new(self.metrics_name.as_deref(), &self.path),
-            events: client.listener_container("leader latch"),
-            tasks: client.recipe_tasks("LeaderLatch"),
+            events: core.listener_container(&client),
+            core,
             client,
             path: self.path,
             id: Mutex::new(id),
             close_mode: self.close_mode,
-            lifecycle: Lifecycle::new(),
             leader: watch::Sender::new(false),
             gave_up: watch::Sender::new(None),
             leadership: Mutex::new(None),
@@ -165,7 +167,7 @@ impl LeaderLatchBuilder {
             proclaiming: tokio::sync::Mutex::new(()),
         });
         Ok(LeaderLatch {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
     }
@@ -178,8 +180,8 @@ struct Inner {
     /// proclaimed.
     id: Mutex<String>,
     close_mode: CloseMode,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
+    /// The latch's name (the `name` label of its metrics), lifecycle and task.
+    core: RecipeCore,
     leader: watch::Sender<bool>,
     /// Why the latch stopped taking part, when it gave up (see [`gives_up`]).
     gave_up: watch::Sender<Option<Error>>,
@@ -190,8 +192,6 @@ struct Inner {
     events: ListenerContainer<LatchEvent>,
     /// One `proclaim` at a time, so each writes on the version the last one left.
     proclaiming: tokio::sync::Mutex<()>,
-    /// The `name` label of the latch's metrics.
-    metrics: RecipeName,
 }
 
 /// One leadership of the latch.
@@ -209,7 +209,7 @@ impl fmt::Debug for LeaderLatch {
         f.debug_struct("LeaderLatch")
             .field("path", &self.inner.path)
             .field("id", &*self.inner.id.lock())
-            .field("state", &self.inner.lifecycle.state())
+            .field("state", &self.inner.core.state())
             .field("leader", &*self.inner.leader.borrow())
             .field("node", &self.node_path())
             .finish()
@@ -258,7 +258,7 @@ impl LeaderLatch {
             path: path.to_owned(),
             id: id.into(),
             close_mode: CloseMode::default(),
-            metrics_name: None,
+            options: RecipeOptions::new(),
         }
     }
 
@@ -275,12 +275,12 @@ impl LeaderLatch {
     /// deleted in the background).
     pub async fn start(&self) -> Result<()> {
         let inner = &self.inner;
-        inner.lifecycle.ensure_startable()?;
+        inner.core.lifecycle().ensure_startable()?;
         let (node, session) = inner.make_offer().await?;
         // Under the node's lock, so that a `close()` coming now finds the node to delete.
         let started = {
             let mut ours = inner.node.lock();
-            let started = inner.lifecycle.start();
+            let started = inner.core.lifecycle().start();
             if started.is_ok() {
                 *ours = Some((node.clone(), session));
             }
@@ -292,7 +292,7 @@ impl LeaderLatch {
             return Err(error);
         }
         inner.events.publish(LatchEvent::OfferMade);
-        inner.tasks.spawn(run(Arc::clone(inner))).detach();
+        inner.core.tasks().spawn(run(Arc::clone(inner))).detach();
         Ok(())
     }
 
@@ -309,7 +309,7 @@ impl LeaderLatch {
     /// background.
     pub async fn close(&self) -> Result<()> {
         let inner = &self.inner;
-        if !inner.lifecycle.close() {
+        if !inner.core.lifecycle().close() {
             return Ok(());
         }
         let notify = inner.close_mode == CloseMode::NotifyLeader;
@@ -321,9 +321,9 @@ impl LeaderLatch {
         inner.step_down(notify);
         let node = inner.node.lock().take();
         // Cancels the task however this future ends, dropped half-way included.
-        let _cancel_if_dropped = inner.tasks.handle_guard();
+        let _cancel_if_dropped = inner.core.handle_guard();
         let deleted = inner.delete_own(node).await;
-        inner.tasks.close().await;
+        let _ = inner.core.tasks().close().await;
         // A look that was under way on another thread may have made an offer meanwhile.
         let late = inner.node.lock().take();
         inner.step_down(notify);
@@ -340,7 +340,8 @@ impl LeaderLatch {
     /// While this participant leads, its hold: the latch node, its creation zxid as the fencing
     /// token (it grows with every new leadership's node), and a [`lost`](Hold::lost) signal that
     /// resolves when this leadership ends (for any reason: connection trouble, a lost node,
-    /// `close()`, or the client's close).
+    /// `close()`, or the client's close). Connection trouble reaches it by the route every hold
+    /// of the client shares (see [`Hold`]), at the same moment as a lock's.
     ///
     /// ```no_run
     /// # fn demo(latch: curator_election::LeaderLatch) {
@@ -441,7 +442,17 @@ impl LeaderLatch {
         }
     }
 
-    /// Waits until this participant leads.
+    /// Waits until this participant leads; bound the wait with `tokio::time::timeout`.
+    ///
+    /// ```no_run
+    /// # async fn demo(latch: curator_election::LeaderLatch) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// match tokio::time::timeout(Duration::from_secs(10), latch.await_leadership()).await {
+    ///     Ok(led) => led?,
+    ///     Err(_) => println!("someone else leads"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::Closed`] when the latch (or the client) is closed first; the error the latch
@@ -454,26 +465,11 @@ impl LeaderLatch {
         let mut gave_up = self.inner.gave_up.subscribe();
         tokio::select! {
             biased;
-            () = self.inner.tasks.cancelled() => Err(Error::Closed),
+            () = self.inner.core.tasks().cancelled() => Err(Error::Closed),
             result = gave_up.wait_for(Option::is_some) => {
                 Err(result.ok().and_then(|error| error.clone()).unwrap_or(Error::Closed))
             }
             result = leader.wait_for(|leader| *leader) => result.map(drop).map_err(|_| Error::Closed),
-        }
-    }
-
-    /// Waits up to `timeout` to lead; `false` when it did not.
-    ///
-    /// # Errors
-    /// [`Error::Closed`] when the latch (or the client) is closed first; the error the latch
-    /// gave up on when it stopped taking part.
-    ///
-    /// # Cancellation safety
-    /// Safe.
-    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<bool> {
-        match tokio::time::timeout(timeout, self.await_leadership()).await {
-            Ok(result) => result.map(|()| true),
-            Err(_) => Ok(false),
         }
     }
 
@@ -551,6 +547,28 @@ impl LeaderLatch {
     }
 }
 
+impl Recipe for LeaderLatch {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        LeaderLatch::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        LeaderLatch::close(self).await
+    }
+}
+
+impl RecipeEvents for LeaderLatch {
+    type Event = LatchEvent;
+
+    fn listenable(&self) -> Listenable<LatchEvent> {
+        LeaderLatch::listenable(self)
+    }
+}
+
 fn sorted(mut children: Vec<String>) -> Vec<String> {
     children.sort_by(|a, b| paths::sort_key(a, LATCH_NAME).cmp(paths::sort_key(b, LATCH_NAME)));
     children
@@ -569,33 +587,49 @@ impl Inner {
         }
     }
 
-    /// Leads with `node`, whose creation zxid is `token` and data version `version`.
-    fn lead(&self, node: &str, token: i64, version: i32) {
+    /// Leads with `node`, whose creation zxid is `token` and data version `version`; returns the
+    /// leadership's hold, or `None` when it does not lead: the latch is closed, or the
+    /// connection went bad (the hold is lost).
+    fn lead(&self, node: &str, token: i64, version: i32) -> Option<Hold> {
         // The hold first: whoever sees `has_leadership()` finds it.
         let mut leadership = self.leadership.lock();
         // Under the lock `close()`'s step-down takes: a closed latch never leads again.
-        if self.lifecycle.state() == RecipeState::Closed {
-            return;
+        if self.core.state() == RecipeState::Closed {
+            return None;
         }
-        let leadership = leadership.get_or_insert_with(|| {
-            let (end, lost) = watch::channel(false);
-            let hold = Hold::with_signal(node.to_owned(), token, lost).for_leadership();
-            // The session that leads: guarded writes go on it or not at all.
-            let hold = match self.client.session_id() {
-                Some(session) => hold.on_session(session),
-                None => hold,
-            };
-            self.metrics.set(names::LEADER_IS_LEADER, 1.0);
-            Leadership {
-                hold,
-                end,
-                version,
-                since: tokio::time::Instant::now(),
+        let leadership = match &mut *leadership {
+            Some(leadership) if leadership.hold.is_lost() => return None,
+            Some(leadership) => leadership,
+            None => {
+                let (end, ended) = watch::channel(false);
+                // Lost by the route of every hold of the client (an error state published from
+                // now on), or by the step-down. Made before the state is looked at, so an error
+                // state published before it shows here and one published after it loses it.
+                let hold = Hold::new(&self.client, node.to_owned(), token)
+                    .ended_by(ended)
+                    .for_leadership();
+                let policy = self.client.connection_state_error_policy();
+                let connection_bad = self
+                    .client
+                    .connection_state()
+                    .is_some_and(|state| policy.is_error_state(state));
+                if connection_bad || hold.is_lost() {
+                    return None;
+                }
+                self.core.name().set(names::LEADER_IS_LEADER, 1.0);
+                leadership.insert(Leadership {
+                    hold,
+                    end,
+                    version,
+                    since: tokio::time::Instant::now(),
+                })
             }
-        });
+        };
         // Versions only grow: a read older than our own last proclaim must not undo it.
         leadership.version = leadership.version.max(version);
+        let hold = leadership.hold.clone();
         self.set_leader(true);
+        Some(hold)
     }
 
     /// Ends leadership, if any: the hold is lost at once; listeners hear `NotLeader` when
@@ -603,9 +637,9 @@ impl Inner {
     fn step_down(&self, notify: bool) {
         if let Some(leadership) = self.leadership.lock().take() {
             leadership.end.send_replace(true);
-            self.metrics
-                .record(names::LEADER_TENURE_SECONDS, leadership.since.elapsed());
-            self.metrics.set(names::LEADER_IS_LEADER, 0.0);
+            let name = self.core.name();
+            name.record(names::LEADER_TENURE_SECONDS, leadership.since.elapsed());
+            name.set(names::LEADER_IS_LEADER, 0.0);
         }
         if notify {
             self.set_leader(false);
@@ -733,7 +767,7 @@ struct StepDownOnExit(Arc<Inner>);
 
 impl Drop for StepDownOnExit {
     fn drop(&mut self) {
-        if self.0.lifecycle.state() != RecipeState::Closed {
+        if self.0.core.state() != RecipeState::Closed {
             // Listeners hear nothing after the client's close; the flag and the hold still tell.
             self.0.step_down(false);
         }
@@ -758,7 +792,7 @@ async fn run(inner: Arc<Inner>) {
     let mut succeeded: Option<(String, Position)> = None;
     loop {
         // `close()` ends leadership and deletes the node itself; the task only stops.
-        if inner.lifecycle.state() == RecipeState::Closed {
+        if inner.core.state() == RecipeState::Closed {
             return;
         }
         let step = async {
@@ -795,7 +829,7 @@ async fn run(inner: Arc<Inner>) {
                 continue;
             }
         };
-        let (watcher, succession) = match position {
+        let (watcher, succession, hold) = match position {
             Position::Reset => {
                 inner.step_down(true);
                 let stale = inner.node.lock().take();
@@ -804,41 +838,45 @@ async fn run(inner: Arc<Inner>) {
                 }
                 continue;
             }
-            Position::Leader { .. }
-                if inner
-                    .client
-                    .connection_state()
-                    .is_some_and(|s| policy.is_error_state(s)) =>
-            {
-                // The connection went bad while we looked: lead only once it is back (and not
-                // meanwhile, if this participant led before the look).
-                inner.step_down(true);
-                if !wait_until_connected(&inner, &mut states).await {
-                    return;
-                }
-                continue;
-            }
             Position::Leader {
                 watcher,
                 token,
                 version,
-            } => {
-                inner.lead(&node, token, version);
-                (watcher, None)
-            }
+            } => match inner.lead(&node, token, version) {
+                Some(hold) => (watcher, None, Some(hold)),
+                None => {
+                    // The connection went bad while we looked: lead only once it is back (and
+                    // not meanwhile, if this participant led before the look).
+                    inner.step_down(true);
+                    if !wait_until_connected(&inner, &mut states).await {
+                        return;
+                    }
+                    continue;
+                }
+            },
             Position::Follower {
                 previous,
                 succession,
             } => {
                 inner.step_down(true);
                 inner.events.publish(LatchEvent::Ready);
-                (previous, succession)
+                (previous, succession, None)
             }
         };
         backoff.reset();
-        // Wait for a change: the watched node, or the connection.
+        // Wait for a change: the watched node, the leader's hold, or the connection.
         let changed = watcher.changed();
         tokio::pin!(changed);
+        // A leader learns of connection trouble through its hold, by the route every hold of
+        // the client shares (no circuit breaker holds it back); `close()` ends the hold too.
+        let lost = async {
+            match &hold {
+                Some(hold) => hold.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(lost);
+        let mut leading = hold.is_some();
         loop {
             tokio::select! {
                 event = &mut changed => {
@@ -847,7 +885,7 @@ async fn run(inner: Arc<Inner>) {
                             inner.node.lock().take();
                         } else if let Some(next) = succession {
                             // The first in line went: we are first now, on the session that
-                            // made our node (the leader arm checks the connection).
+                            // made our node (`lead` checks the connection).
                             if inner.client.session_id() == inner.node.lock().as_ref().map(|n| n.1) {
                                 succeeded = Some((
                                     node,
@@ -862,9 +900,24 @@ async fn run(inner: Arc<Inner>) {
                     }
                     break;
                 }
+                () = &mut lost, if leading => {
+                    leading = false;
+                    if inner.core.state() == RecipeState::Closed {
+                        // `close()` stepped down; its delete ends the watch on our node.
+                        continue;
+                    }
+                    inner.step_down(true);
+                    if !wait_until_connected(&inner, &mut states).await {
+                        return;
+                    }
+                    // Re-read everything after any reconnect.
+                    break;
+                }
                 state = states.next() => {
                     let Some(state) = state else { return };
-                    if policy.is_error_state(state) {
+                    // A leader's hold says it first; a state heard through the listener's
+                    // circuit breaker may be late (or absorbed).
+                    if !leading && policy.is_error_state(state) {
                         inner.step_down(true);
                         if !wait_until_connected(&inner, &mut states).await {
                             return;

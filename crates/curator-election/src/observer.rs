@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::recipe::{Backoff, HandleGuard, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{
+    Backoff, HandleGuard, Recipe, RecipeCore, RecipeEvents, RecipeOptions,
+};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CuratorFramework, Error, Result, paths};
 use futures::StreamExt;
@@ -67,8 +69,7 @@ pub struct LeaderObserver {
 struct Inner {
     client: CuratorFramework,
     path: String,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
+    core: RecipeCore,
     events: ListenerContainer<Option<Participant>>,
     delivered: Mutex<Delivered>,
 }
@@ -85,7 +86,7 @@ impl fmt::Debug for LeaderObserver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaderObserver")
             .field("path", &self.inner.path)
-            .field("state", &self.inner.lifecycle.state())
+            .field("state", &self.inner.core.state())
             .field("current", &self.inner.delivered.lock().current)
             .finish()
     }
@@ -112,16 +113,16 @@ impl LeaderObserver {
     /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
     pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
         paths::validate(path)?;
+        let core = RecipeCore::new(&client, "LeaderObserver", path, &RecipeOptions::new());
         let inner = Arc::new(Inner {
-            events: client.listener_container("leader observer"),
-            tasks: client.recipe_tasks("LeaderObserver"),
+            events: core.listener_container(&client),
+            core,
             client,
             path: path.to_owned(),
-            lifecycle: Lifecycle::new(),
             delivered: Mutex::new(Delivered::default()),
         });
         Ok(Self {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
     }
@@ -146,11 +147,15 @@ impl LeaderObserver {
     /// Dropping the future leaves the observer not started.
     pub async fn start(&self) -> Result<()> {
         let inner = &self.inner;
-        inner.lifecycle.ensure_startable()?;
+        inner.core.lifecycle().ensure_startable()?;
         let (leader, watches) = inner.look().await?;
-        inner.lifecycle.start()?;
+        inner.core.lifecycle().start()?;
         inner.deliver(leader);
-        inner.tasks.spawn(run(Arc::clone(inner), watches)).detach();
+        inner
+            .core
+            .tasks()
+            .spawn(run(Arc::clone(inner), watches))
+            .detach();
         Ok(())
     }
 
@@ -164,14 +169,13 @@ impl LeaderObserver {
     /// ```
     ///
     /// # Errors
-    /// None today; the `Result` keeps the recipe contract.
+    /// None: the observer closes whatever its connection does (its watches go with the
+    /// session).
     ///
     /// # Cancellation safety
     /// Safe: the task is cancelled at the first poll.
     pub async fn close(&self) -> Result<()> {
-        if self.inner.lifecycle.close() {
-            self.inner.tasks.close().await;
-        }
+        self.inner.core.close_tasks().await;
         Ok(())
     }
 
@@ -224,6 +228,28 @@ impl LeaderObserver {
     /// ```
     pub fn path(&self) -> &str {
         &self.inner.path
+    }
+}
+
+impl Recipe for LeaderObserver {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        LeaderObserver::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        LeaderObserver::close(self).await
+    }
+}
+
+impl RecipeEvents for LeaderObserver {
+    type Event = Option<Participant>;
+
+    fn listenable(&self) -> Listenable<Option<Participant>> {
+        LeaderObserver::listenable(self)
     }
 }
 
@@ -338,7 +364,7 @@ async fn run(inner: Arc<Inner>, mut watches: Watches) {
                 }
                 Err(error @ Error::ResponseTooLarge { .. }) => {
                     // Every look would fail the same way: stop, and say so.
-                    inner.tasks.report_unhandled(&error);
+                    inner.core.tasks().report_unhandled(&error);
                     return;
                 }
                 Err(error) => {

@@ -6,7 +6,10 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::recipe::{Backoff, HandleGuard, Hold, Lifecycle, RecipeState, RecipeTasks};
+use curator_framework::metrics::names;
+use curator_framework::recipe::{
+    Backoff, HandleGuard, Hold, Recipe, RecipeCore, RecipeOptions, RecipeState,
+};
 use curator_framework::{CuratorFramework, Error, Result};
 use curator_locks::{InterProcessMutex, LockGuard};
 use futures::future::BoxFuture;
@@ -20,7 +23,8 @@ type LeadershipTask = Arc<dyn Fn(LeadershipContext) -> BoxFuture<'static, ()> + 
 /// Handed to the leadership task: this leadership's [`Hold`] (through `Deref`): the lock node,
 /// its creation zxid as the fencing token, and a [`lost`](Hold::lost) signal that resolves when
 /// this leadership ends, whatever ends it (connection trouble, interruption, `close()`, the
-/// client's close, or the task's own return).
+/// client's close, or the task's own return). Connection trouble reaches it as it reaches the
+/// lock's own hold, by the route every hold of the client shares.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -110,6 +114,7 @@ pub struct LeaderSelectorBuilder {
     id: String,
     task: LeadershipTask,
     auto_requeue: bool,
+    options: RecipeOptions,
 }
 
 impl fmt::Debug for LeaderSelectorBuilder {
@@ -118,11 +123,30 @@ impl fmt::Debug for LeaderSelectorBuilder {
             .field("path", &self.path)
             .field("id", &self.id)
             .field("auto_requeue", &self.auto_requeue)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
 
 impl LeaderSelectorBuilder {
+    /// The selector's name (default: its path): the `name` label of its metrics (its lock's
+    /// `curator_lock_wait_seconds` and `curator_lock_hold_seconds`, and
+    /// `curator_leader_tenure_seconds` and `curator_leader_is_leader`), and what its logs and
+    /// unhandled errors say. Selectors sharing a name share their series.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use curator_election::LeaderSelector;
+    /// let selector = LeaderSelector::builder(client, "/election/shard-7", "node-1", |_| async {})
+    ///     .metrics_name("shards")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
+    }
+
     /// Queue again after each leadership (Curator's `autoRequeue`; default: lead once).
     pub fn auto_requeue(mut self) -> Self {
         self.auto_requeue = true;
@@ -140,21 +164,22 @@ impl LeaderSelectorBuilder {
         } else {
             self.id
         };
+        let core = RecipeCore::new(&self.client, "LeaderSelector", &self.path, &self.options);
         let mutex = InterProcessMutex::builder(self.client.clone(), &self.path)
             .node_data(id)
+            .metrics_name(core.name().as_str())
             .build()?;
         let inner = Arc::new(Inner {
-            tasks: self.client.recipe_tasks("LeaderSelector"),
+            core,
             client: self.client,
             mutex,
             task: self.task,
             auto_requeue: self.auto_requeue,
-            lifecycle: Lifecycle::new(),
             leadership: Mutex::new(None),
             interrupt: Notify::new(),
         });
         Ok(LeaderSelector {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
     }
@@ -165,11 +190,11 @@ struct Inner {
     mutex: InterProcessMutex,
     task: LeadershipTask,
     auto_requeue: bool,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
-    /// While leading: the lock, and what ends the task's hold. Kept here, not in the task, so
-    /// that `close()` releases the lock itself once the task is cancelled.
-    leadership: Mutex<Option<(LockGuard, watch::Sender<bool>)>>,
+    /// The selector's name (the `name` label of its metrics), lifecycle and task.
+    core: RecipeCore,
+    /// While leading: the lock, what ends the task's hold, and when it began. Kept here, not in
+    /// the task, so that `close()` releases the lock itself once the task is cancelled.
+    leadership: Mutex<Option<Leadership>>,
     interrupt: Notify,
 }
 
@@ -177,7 +202,7 @@ impl fmt::Debug for LeaderSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaderSelector")
             .field("path", &self.inner.mutex.path())
-            .field("state", &self.inner.lifecycle.state())
+            .field("state", &self.inner.core.state())
             .field("leader", &self.has_leadership())
             .field("auto_requeue", &self.inner.auto_requeue)
             .finish()
@@ -204,6 +229,7 @@ impl LeaderSelector {
             id: id.into(),
             task: Arc::new(move |context| Box::pin(task(context))),
             auto_requeue: false,
+            options: RecipeOptions::new(),
         }
     }
 
@@ -217,9 +243,9 @@ impl LeaderSelector {
     /// # Cancellation safety
     /// Safe: it does not wait.
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.start()?;
+        self.inner.core.lifecycle().start()?;
         let inner = Arc::clone(&self.inner);
-        self.inner.tasks.spawn(run(inner)).detach();
+        self.inner.core.tasks().spawn(run(inner)).detach();
         Ok(())
     }
 
@@ -243,10 +269,9 @@ impl LeaderSelector {
     /// selector goes, or with the session.
     pub async fn close(&self) -> Result<()> {
         let inner = &self.inner;
-        if !inner.lifecycle.close() {
+        if !inner.core.close_tasks().await {
             return Ok(());
         }
-        inner.tasks.close().await;
         match inner.end_leadership() {
             // After the client's close, the lock node went with the session.
             Some(guard) => match guard.release().await {
@@ -277,7 +302,7 @@ impl LeaderSelector {
             .leadership
             .lock()
             .as_ref()
-            .map(|(guard, _)| guard.fencing_token())
+            .map(|leadership| leadership.guard.fencing_token())
     }
 
     /// Every participant in election order (ids read from the nodes).
@@ -319,26 +344,53 @@ impl LeaderSelector {
     }
 }
 
+/// One leadership of the selector.
+struct Leadership {
+    guard: LockGuard,
+    end: watch::Sender<bool>,
+    /// When it began (its tenure is recorded when it ends).
+    since: tokio::time::Instant,
+}
+
 impl Inner {
     /// Leads with `guard`; returns the context to hand to the task.
     fn lead(&self, guard: LockGuard) -> LeadershipContext {
-        let (end, lost) = watch::channel(false);
-        let hold = Hold::with_signal(guard.node_path().to_owned(), guard.fencing_token(), lost)
-            .for_leadership();
-        let hold = match guard.session_id() {
-            Some(session) => hold.on_session(session),
-            None => hold,
-        };
-        *self.leadership.lock() = Some((guard, end));
+        let (end, ended) = watch::channel(false);
+        // The lock's own hold (lost with every hold of the client), ended also when this
+        // leadership ends.
+        let hold = Hold::clone(&guard).ended_by(ended).for_leadership();
+        self.core.name().set(names::LEADER_IS_LEADER, 1.0);
+        *self.leadership.lock() = Some(Leadership {
+            guard,
+            end,
+            since: tokio::time::Instant::now(),
+        });
         LeadershipContext { hold }
     }
 
     /// Ends the leadership, if any: the task's hold is lost, and the lock is handed back to be
     /// released.
     fn end_leadership(&self) -> Option<LockGuard> {
-        let (guard, end) = self.leadership.lock().take()?;
-        end.send_replace(true);
-        Some(guard)
+        let leadership = self.leadership.lock().take()?;
+        leadership.end.send_replace(true);
+        let name = self.core.name();
+        name.record(names::LEADER_TENURE_SECONDS, leadership.since.elapsed());
+        name.set(names::LEADER_IS_LEADER, 0.0);
+        Some(leadership.guard)
+    }
+}
+
+impl Recipe for LeaderSelector {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        LeaderSelector::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        LeaderSelector::close(self).await
     }
 }
 
@@ -348,7 +400,7 @@ struct EndOnExit(Arc<Inner>);
 
 impl Drop for EndOnExit {
     fn drop(&mut self) {
-        if self.0.lifecycle.state() != RecipeState::Closed {
+        if self.0.core.state() != RecipeState::Closed {
             drop(self.0.end_leadership());
         }
     }
@@ -365,7 +417,7 @@ async fn run(inner: Arc<Inner>) {
             Err(error @ Error::ResponseTooLarge { .. }) => {
                 // The lock's listing is longer than the client takes: every try would fail
                 // the same way (after making and deleting a node). Stop, and say so.
-                inner.tasks.report_unhandled(&error);
+                inner.core.tasks().report_unhandled(&error);
                 return;
             }
             Err(error) => {

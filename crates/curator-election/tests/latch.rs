@@ -145,12 +145,10 @@ async fn an_expired_leader_steps_down_and_the_next_takes_over() {
         .unwrap();
     record(&first, &log);
     first.start().await.unwrap();
-    assert!(
-        first
-            .await_leadership_timeout(Timing::new().wait())
-            .await
-            .unwrap()
-    );
+    tokio::time::timeout(Timing::new().wait(), first.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     let second = LeaderLatch::builder(
         testkit::client(&server.connect_string()).await,
         &path,
@@ -162,12 +160,10 @@ async fn an_expired_leader_steps_down_and_the_next_takes_over() {
     second.start().await.unwrap();
 
     first_client.inject_session_expiration().await.unwrap();
-    assert!(
-        second
-            .await_leadership_timeout(Timing::new().wait())
-            .await
-            .unwrap()
-    );
+    tokio::time::timeout(Timing::new().wait(), second.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     curator_test::eventually("the first stepped down", || async {
         log.lock()
             .iter()
@@ -195,12 +191,10 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
         "cut-off",
     )
     .await;
-    assert!(
-        leader
-            .await_leadership_timeout(Timing::new().wait())
-            .await
-            .unwrap()
-    );
+    tokio::time::timeout(Timing::new().wait(), leader.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     let other = started(
         testkit::client(&server.connect_string()).await,
         &path,
@@ -223,12 +217,10 @@ async fn a_partitioned_leader_steps_down_before_its_session_times_out() {
     );
     assert!(!leader.has_leadership());
     // Once the server expires the cut-off session, the other participant leads.
-    assert!(
-        other
-            .await_leadership_timeout(Timing::new().wait())
-            .await
-            .unwrap()
-    );
+    tokio::time::timeout(Timing::new().wait(), other.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     assert!(!leader.has_leadership());
     proxy.resume();
 }
@@ -324,7 +316,10 @@ async fn a_closed_leader_leaves_nothing_behind() {
     };
     let wait = Timing::new().wait();
     let mut leader = join(0).await;
-    assert!(leader.await_leadership_timeout(wait).await.unwrap());
+    tokio::time::timeout(wait, leader.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     let (mut leader_index, mut follower) = (0, join(1).await);
     for round in 0..10 {
         let hold = leader.hold().expect("the leader's hold");
@@ -340,7 +335,10 @@ async fn a_closed_leader_leaves_nothing_behind() {
             "leadership ends before close returns (round {round})"
         );
         assert!(!leader.has_leadership());
-        assert!(follower.await_leadership_timeout(wait).await.unwrap());
+        tokio::time::timeout(wait, follower.await_leadership())
+            .await
+            .expect("leads in time")
+            .unwrap();
         let next = paths::node_name(&follower.node_path().unwrap()).to_owned();
         assert_eq!(
             nodes_seen_by(leader_index).await,
@@ -371,7 +369,10 @@ async fn a_leader_closed_while_disconnected_leaves_once_back_and_offers_nothing(
     let leader_client = testkit::client(&proxy.connect_string()).await;
     let leader = started(leader_client.clone(), &path, "cut-off").await;
     let wait = Timing::new().wait();
-    assert!(leader.await_leadership_timeout(wait).await.unwrap());
+    tokio::time::timeout(wait, leader.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     let other = started(
         testkit::client(&server.connect_string()).await,
         &path,
@@ -392,7 +393,10 @@ async fn a_leader_closed_while_disconnected_leaves_once_back_and_offers_nothing(
         .await
         .expect("close returns once the delete went through")
         .unwrap();
-    assert!(other.await_leadership_timeout(wait).await.unwrap());
+    tokio::time::timeout(wait, other.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     let (children, _) = leader_client.get_children().for_path(&path).await.unwrap();
     assert_eq!(
         children,
@@ -449,7 +453,7 @@ async fn an_empty_id_is_the_clients_identity() {
         .expect("the selector leads");
     assert_eq!(selector.leader().await.unwrap().unwrap().id, identity);
     selector.close().await.unwrap();
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// The line moves one place per departure, whatever the cause: a session's expiry (the
@@ -477,7 +481,10 @@ async fn the_line_moves_one_place_per_departure() {
         clients.push(client);
     }
     let wait = Timing::new().wait();
-    assert!(latches[0].await_leadership_timeout(wait).await.unwrap());
+    tokio::time::timeout(wait, latches[0].await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     let ready = |id: &'static str| {
         let log = Arc::clone(&log);
         move || {
@@ -509,7 +516,10 @@ async fn the_line_moves_one_place_per_departure() {
         .for_path(&latches[0].node_path().unwrap())
         .await
         .unwrap();
-    assert!(latches[2].await_leadership_timeout(wait).await.unwrap());
+    tokio::time::timeout(wait, latches[2].await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
     curator_test::eventually("p0 stepped down and rejoined", || async {
         !latches[0].has_leadership() && latches[0].participants().await.unwrap().len() == 4
     })
@@ -519,7 +529,10 @@ async fn the_line_moves_one_place_per_departure() {
     // Closes: p2 → p3 → p1 → p0, each to the next in line and only to it.
     for (leaving, next) in [(2, 3), (3, 1), (1, 0)] {
         latches[leaving].close().await.unwrap();
-        assert!(latches[next].await_leadership_timeout(wait).await.unwrap());
+        tokio::time::timeout(wait, latches[next].await_leadership())
+            .await
+            .expect("leads in time")
+            .unwrap();
         let open: Vec<LeaderLatch> = latches
             .iter()
             .filter(|l| l.node_path().is_some())

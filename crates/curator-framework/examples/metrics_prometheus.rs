@@ -141,7 +141,7 @@ async fn main() -> Result {
         println!("serving http://{local}/metrics; Ctrl-C to stop");
         tokio::signal::ctrl_c().await?;
     }
-    client.close().await;
+    client.close().await?;
     Ok(())
 }
 

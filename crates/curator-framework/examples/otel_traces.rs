@@ -64,7 +64,7 @@ async fn main() -> Result {
         .await?;
     client.get_data().for_path(&root).await?;
     client.delete().for_path(&root).await?;
-    client.close().await;
+    client.close().await?;
 
     provider.force_flush()?;
     let spans = exporter.get_finished_spans()?;

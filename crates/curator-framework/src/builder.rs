@@ -356,9 +356,11 @@ impl CuratorFrameworkBuilder {
     /// been steady for a period. Only delivery to listeners changes:
     /// [`connection_state`](crate::CuratorFramework::connection_state),
     /// [`is_connected`](crate::CuratorFramework::is_connected) and operations follow the real
-    /// connection, and so do holds ([`Hold::new`](crate::recipe::Hold::new)): a hold is lost at
-    /// the first error state published, which no breaker holds back. A listener added while others' circuits are open starts with a closed
-    /// circuit of its own.
+    /// connection, and so does every hold ([`Hold`](crate::recipe::Hold): a lock's, a
+    /// semaphore lease's, a leader's), lost at the first error state published, which no breaker
+    /// holds back: a leader steps down at the same moment a lock holder learns its lock may be
+    /// lost. A listener added while others' circuits are open starts with a closed circuit of
+    /// its own.
     ///
     /// ```
     /// use std::time::Duration;

@@ -212,7 +212,7 @@ impl Drop for Owner {
 ///     .with_mode(CreateMode::EphemeralSequential).for_path("/jobs/job-", b"x").await?;
 /// let (data, _stat) = client.get_data().for_path(&path).await?;
 /// assert_eq!(data, b"x");
-/// client.close().await;
+/// client.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -321,11 +321,27 @@ impl CuratorFramework {
     /// task started on it ([`recipe_tasks`](Self::recipe_tasks)) and the client's own background
     /// work are cancelled, listeners stop hearing events, and the session is closed, so its
     /// ephemeral nodes disappear at once. Waits for all of that up to the builder's
-    /// `max_close_wait`. Idempotent; any clone may call it.
+    /// `max_close_wait` (what still runs then is logged and ends in the background).
+    /// Idempotent; any clone may call it.
+    ///
+    /// It returns a `Result`, as every `close()` of the workspace does (a recipe's close
+    /// reports the delete of its node that failed), so that `x.close().await?` reads the same
+    /// for the client and its recipes.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// client.close().await?;
+    /// client.close().await?; // nothing more to do
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// None: a close always goes through (the client is closed when this returns, whatever its
+    /// connection does).
     ///
     /// # Cancellation safety
     /// Dropping the future does not undo the close; the rest happens in the background.
-    pub async fn close(&self) {
+    pub async fn close(&self) -> Result<()> {
         self.inner.begin_close();
         let wait = self.inner.settings.max_close_wait;
         let everything = async {
@@ -340,6 +356,7 @@ impl CuratorFramework {
                 "background work still running after max_close_wait"
             );
         }
+        Ok(())
     }
 
     /// The client's lifecycle state.

@@ -134,7 +134,7 @@ async fn known_operations_record_exact_counts_per_op() {
         seen.label_values(names::OPERATION_RETRIES_TOTAL, "op")
             .is_empty()
     );
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -167,7 +167,7 @@ async fn retries_are_counted_by_op_and_call_with_retry_is_an_op() {
         seen.label_values(names::OPERATION_FAILURES_TOTAL, "op")
             .is_empty()
     );
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -205,7 +205,7 @@ async fn a_session_expiry_counts_transitions_and_records_a_lifetime() {
     assert_eq!(seen.samples(names::SESSION_LIFETIME_SECONDS, &[]), 1);
 
     // Closing ends the second session: its lifetime too.
-    client.close().await;
+    client.close().await.unwrap();
     let seen = Seen::take(&snapshotter);
     assert_eq!(seen.samples(names::SESSION_LIFETIME_SECONDS, &[]), 1);
 }
@@ -260,7 +260,7 @@ async fn prometheus_rendering_parses_and_has_the_families() {
         .expect("a no_node failure");
     assert_eq!(failed.labels["op"], "zk.get_data");
     assert_eq!(failed.value, 1.0);
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// A metric family of the Prometheus text format: its `# TYPE` and its samples.

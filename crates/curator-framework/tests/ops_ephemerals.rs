@@ -85,7 +85,7 @@ async fn get_ephemerals_lists_this_sessions_nodes_under_a_prefix() {
     );
 
     // Gone with the session.
-    other.close().await;
+    other.close().await.unwrap();
     assert_eq!(
         client
             .get_ephemerals()

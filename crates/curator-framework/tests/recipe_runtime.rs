@@ -57,7 +57,7 @@ async fn the_clients_close_cancels_and_awaits_recipe_tasks() {
     })
     .await;
 
-    client.close().await;
+    client.close().await.unwrap();
     assert_eq!(client.metrics().recipe_tasks, 0);
     assert_eq!(ended.load(Ordering::SeqCst), 1, "the task was dropped");
     assert_eq!(
@@ -90,7 +90,7 @@ async fn after_close_no_listener_hears_and_streams_end() {
     assert_eq!(events.next().await, Some(2));
     assert_eq!(heard.load(Ordering::SeqCst), 1);
 
-    client.close().await;
+    client.close().await.unwrap();
     container.publish(2);
     assert_eq!(
         tokio::time::timeout(Timing::new().wait(), events.next())
@@ -172,7 +172,7 @@ async fn a_hold_is_lost_when_its_client_closes() {
     let client = support::connected(&server.connect_string()).await;
     let hold = Hold::new(&client, "/anything".into(), 1);
     assert!(!hold.is_lost());
-    client.close().await;
+    client.close().await.unwrap();
     assert!(hold.is_lost());
     tokio::time::timeout(Timing::new().wait(), hold.lost())
         .await

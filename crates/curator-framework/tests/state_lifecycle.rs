@@ -61,8 +61,8 @@ async fn lifecycle_from_latent_to_stopped() {
     assert!(client.negotiated_session_timeout().is_some());
     assert_eq!(client.connection_state(), Some(ConnectionState::Connected));
 
-    client.close().await;
-    client.close().await; // idempotent
+    client.close().await.unwrap();
+    client.close().await.unwrap(); // idempotent
     assert_eq!(client.state(), FrameworkState::Stopped);
     assert_eq!(client.get_data().for_path("/").await, Err(Error::Closed));
     assert_eq!(client.start().await, Err(Error::Closed));
@@ -98,7 +98,7 @@ async fn ephemeral_under_watch(
 async fn close_removes_ephemeral_nodes_at_once() {
     let server = TestingServer::start().await.unwrap();
     let (client, _observer, watcher) = ephemeral_under_watch(&server).await;
-    client.close().await;
+    client.close().await.unwrap();
     let event = tokio::time::timeout(Timing::new().wait(), watcher)
         .await
         .unwrap();
@@ -154,7 +154,7 @@ async fn an_unreachable_ensemble_times_out_cleanly() {
         ),
         (1, 2, 1)
     );
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -374,7 +374,7 @@ async fn close_ends_watches_and_requests_while_the_link_is_down() {
     let read = tokio::spawn(client.get_data().for_path(&root).into_future());
     let watch = tokio::spawn(watcher.changed());
     let persistent = tokio::spawn(async move { persistent.next().await });
-    client.close().await;
+    client.close().await.unwrap();
 
     // Far below the 40 s the wire client would take, and far above what the close takes.
     let bound = Timing::new().wait();
@@ -426,7 +426,7 @@ async fn close_ends_an_operation_pausing_between_retries() {
         client.metrics().retries >= 1
     })
     .await;
-    client.close().await;
+    client.close().await.unwrap();
     let read = tokio::time::timeout(Timing::new().wait(), read)
         .await
         .expect("the operation must end with the client, not after its pause")

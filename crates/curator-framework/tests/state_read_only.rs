@@ -19,7 +19,7 @@ async fn a_member_without_quorum_serves_reads_to_a_read_only_client() {
         .for_path(&root, b"before")
         .await
         .unwrap();
-    writer.close().await;
+    writer.close().await.unwrap();
 
     cluster.kill(1).unwrap();
     cluster.kill(2).unwrap();

@@ -80,7 +80,7 @@ pub async fn inspect(client: &CuratorFramework, path: &str) -> Result<Report> {
 pub async fn watch(client: &CuratorFramework, path: &str) -> Result<(Report, Watch)> {
     // The recipe sets the watch again after every reconnect and on every new session, so the
     // reports go on through connection losses and session expiries.
-    let watcher = PersistentWatcher::new(client.clone(), path, true)?;
+    let watcher = PersistentWatcher::builder(client.clone(), path).build()?;
     let mut events = watcher.stream();
     watcher.start().await?;
     // The watch is set before the first read, so no change falls between the two.

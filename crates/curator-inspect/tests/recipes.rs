@@ -135,7 +135,9 @@ async fn semaphore_leases_and_a_waiting_acquirer() {
     );
     let path = unique_root("inspect-semaphore");
     let sem = |client: &CuratorFramework| {
-        InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(2)).unwrap()
+        InterProcessSemaphoreV2::builder(client.clone(), &path, MaxLeases::Fixed(2))
+            .build()
+            .unwrap()
     };
     let la = sem(&a).acquire().await.unwrap();
     let lb = sem(&b).acquire().await.unwrap();
@@ -269,7 +271,9 @@ async fn barriers_counters_groups_and_queues() {
     );
 
     let simple_path = format!("{root}/simple");
-    let simple = SimpleDistributedQueue::new(a.clone(), &simple_path).unwrap();
+    let simple = SimpleDistributedQueue::builder(a.clone(), &simple_path)
+        .build()
+        .unwrap();
     for item in [b"one", b"two"] {
         simple.offer(item).await.unwrap();
     }

@@ -8,10 +8,10 @@ use curator_framework::{CuratorFramework, Error, Result, paths};
 /// writers holding a stale lock: it remembers the highest fencing token it admitted, in one node,
 /// and admits a token only when it is not older than that one.
 ///
-/// Tokens come from [`Hold::fencing_token`](curator_framework::recipe::Hold::fencing_token)
-/// (a [`LockGuard`](crate::LockGuard)'s or a semaphore [`Lease`](crate::Lease)'s node creation
-/// zxid) or from a [`LeaseGrant::fencing_token`](crate::LeaseGrant::fencing_token): zxids of one
-/// ensemble, so they compare across recipes. A holder that was paused (a long GC, a stopped
+/// Tokens come from [`Hold::fencing_token`](curator_framework::recipe::Hold::fencing_token):
+/// a [`LockGuard`](crate::LockGuard)'s or a semaphore [`Lease`](crate::Lease)'s node creation
+/// zxid, or a [`LeaseGrant`](crate::LeaseGrant)'s winning write: zxids of one ensemble, so
+/// they compare across recipes. A holder that was paused (a long GC, a stopped
 /// process) while its session expired and someone else took the lock and passed the gate is
 /// refused when it wakes up.
 ///

@@ -40,7 +40,7 @@ impl Holding {
         Self {
             hold,
             client: shared.client.clone(),
-            tasks: shared.tasks.clone(),
+            tasks: shared.core.tasks().clone(),
             reentrant: Some(shared),
             released: false,
         }

@@ -17,4 +17,7 @@ pub use mutex::{InterProcessMutex, InterProcessMutexBuilder, LockGuard};
 pub use non_blocking_lease::{LeaseGrant, NonBlockingLease};
 pub use revoker::Revoker;
 pub use rwlock::InterProcessReadWriteLock;
-pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases};
+pub use semaphore::{
+    InterProcessSemaphoreMutex, InterProcessSemaphoreMutexBuilder, InterProcessSemaphoreV2,
+    InterProcessSemaphoreV2Builder, Lease, MaxLeases,
+};

@@ -5,8 +5,8 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::metrics::{RecipeName, names};
-use curator_framework::recipe::{Hold, RecipeTasks, TaskHandle};
+use curator_framework::metrics::names;
+use curator_framework::recipe::{Hold, RecipeCore, RecipeOptions, TaskHandle};
 use curator_framework::types::EventType;
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
@@ -22,6 +22,9 @@ const LOCK_NAME: &str = "lock-";
 pub(crate) const READ_LOCK_NAME: &str = "__READ__";
 /// Curator's write-lock node name in an `InterProcessReadWriteLock`.
 pub(crate) const WRITE_LOCK_NAME: &str = "__WRIT__";
+
+/// The kind the sides of an `InterProcessReadWriteLock` report under.
+const RW_KIND: &str = "InterProcessReadWriteLock";
 
 /// Which rule decides who holds the lock.
 enum Kind {
@@ -57,8 +60,9 @@ pub struct InterProcessMutex {
 
 pub(crate) struct Shared {
     pub(crate) client: CuratorFramework,
-    /// The revocation watches, and the releases of dropped guards.
-    pub(crate) tasks: RecipeTasks,
+    /// The mutex's name (the `name` label of its wait and hold times) and its tasks: the
+    /// revocation watches, and the releases of dropped guards.
+    pub(crate) core: RecipeCore,
     path: String,
     lock_name: &'static str,
     kind: Kind,
@@ -71,8 +75,6 @@ pub(crate) struct Shared {
     /// [`InterProcessMutexBuilder::make_revocable`]).
     revocable: Option<RevocationListener>,
     held: Mutex<Option<Held>>,
-    /// The `name` label of this mutex's wait and hold times.
-    metrics: RecipeName,
 }
 
 /// What a handle holds: one node, held `count` times.
@@ -106,7 +108,7 @@ pub struct InterProcessMutexBuilder {
     path: String,
     data: Option<Vec<u8>>,
     revocable: Option<RevocationListener>,
-    metrics_name: Option<String>,
+    options: RecipeOptions,
 }
 
 impl fmt::Debug for InterProcessMutexBuilder {
@@ -115,7 +117,7 @@ impl fmt::Debug for InterProcessMutexBuilder {
             .field("path", &self.path)
             .field("node_data_len", &self.data.as_ref().map(Vec::len))
             .field("revocable", &self.revocable.is_some())
-            .field("metrics_name", &self.metrics_name)
+            .field("options", &self.options)
             .finish()
     }
 }
@@ -155,7 +157,7 @@ impl InterProcessMutexBuilder {
     /// # Ok(()) }
     /// ```
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.metrics_name = Some(name.into());
+        self.options = self.options.metrics_name(name);
         self
     }
 
@@ -167,6 +169,7 @@ impl InterProcessMutexBuilder {
         let data = self
             .data
             .unwrap_or_else(|| self.client.identity().to_bytes());
+        let core = RecipeCore::new(&self.client, "InterProcessMutex", &self.path, &self.options);
         InterProcessMutex::from_parts(
             self.client,
             &self.path,
@@ -174,7 +177,7 @@ impl InterProcessMutexBuilder {
             Kind::Exclusive,
             data,
             self.revocable,
-            self.metrics_name.as_deref(),
+            core,
         )
     }
 }
@@ -227,7 +230,7 @@ struct NodeCleanup<'a> {
 impl Drop for NodeCleanup<'_> {
     fn drop(&mut self) {
         if let Some(node) = self.node.take() {
-            delete_in_background(&self.shared.client, &self.shared.tasks, &node);
+            delete_in_background(&self.shared.client, self.shared.core.tasks(), &node);
         }
     }
 }
@@ -259,7 +262,7 @@ impl InterProcessMutex {
             path: path.to_owned(),
             data: None,
             revocable: None,
-            metrics_name: None,
+            options: RecipeOptions::new(),
         }
     }
 
@@ -270,12 +273,12 @@ impl InterProcessMutex {
         kind: Kind,
         data: Vec<u8>,
         revocable: Option<RevocationListener>,
-        metrics_name: Option<&str>,
+        core: RecipeCore,
     ) -> Result<Self> {
         paths::validate(path)?;
         Ok(Self {
             shared: Arc::new(Shared {
-                tasks: client.recipe_tasks("InterProcessMutex"),
+                core,
                 client,
                 path: path.to_owned(),
                 lock_name,
@@ -284,7 +287,6 @@ impl InterProcessMutex {
                 acquiring: tokio::sync::Mutex::new(()),
                 revocable,
                 held: Mutex::new(None),
-                metrics: RecipeName::new(metrics_name, path),
             }),
         })
     }
@@ -292,6 +294,7 @@ impl InterProcessMutex {
     /// The write side of a read/write lock on `path`.
     pub(crate) fn write_side(client: CuratorFramework, path: &str) -> Result<Self> {
         let data = client.identity().to_bytes();
+        let core = RecipeCore::new(&client, RW_KIND, path, &RecipeOptions::new());
         Self::from_parts(
             client,
             path,
@@ -299,7 +302,7 @@ impl InterProcessMutex {
             Kind::Exclusive,
             data,
             None,
-            None,
+            core,
         )
     }
 
@@ -310,6 +313,7 @@ impl InterProcessMutex {
             write: Arc::clone(&write.shared),
         };
         let data = client.identity().to_bytes();
+        let core = RecipeCore::new(&client, RW_KIND, &write.shared.path, &RecipeOptions::new());
         Self::from_parts(
             client,
             &write.shared.path,
@@ -317,7 +321,7 @@ impl InterProcessMutex {
             kind,
             data,
             None,
-            None,
+            core,
         )
     }
 
@@ -467,7 +471,8 @@ impl InterProcessMutex {
     /// one waits for nothing and records nothing).
     fn waited(&self, started: Instant) {
         self.shared
-            .metrics
+            .core
+            .name()
             .record(names::LOCK_WAIT_SECONDS, started.elapsed());
     }
 
@@ -487,7 +492,7 @@ impl InterProcessMutex {
         let (revoke, revocation) = match shared.revocable.clone() {
             Some(on_revoke) => {
                 let (revoke_tx, revoke) = watch::channel(false);
-                let task = shared.tasks.spawn(watch_for_revocation(
+                let task = shared.core.tasks().spawn(watch_for_revocation(
                     shared.client.clone(),
                     hold.node_path().to_owned(),
                     on_revoke,
@@ -663,7 +668,8 @@ impl Shared {
         }
         // Dropping the hold stops its revocation watch.
         if let Some(ended) = held.take() {
-            self.metrics
+            self.core
+                .name()
                 .record(names::LOCK_HOLD_SECONDS, ended.since.elapsed());
         }
         true

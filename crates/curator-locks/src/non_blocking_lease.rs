@@ -1,8 +1,10 @@
 //! `NonBlockingLease`: at most one holder per interval, cluster-wide, timed by ZooKeeper's clock.
 
 use std::fmt;
+use std::ops::Deref;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use curator_framework::recipe::Hold;
 use curator_framework::types::Stat;
 use curator_framework::{CuratorFramework, Error, Result, paths};
 use tokio::time::Instant;
@@ -64,9 +66,17 @@ impl fmt::Debug for NonBlockingLease {
     }
 }
 
-/// A won [`NonBlockingLease`] interval: who holds it, until when (server time), and a fencing
-/// token. Dropping it changes nothing: the interval runs to its end unless
-/// [`release`](Self::release)d.
+/// A won [`NonBlockingLease`] interval: who holds it, until when (server time), and its
+/// [`Hold`] (through `Deref`, as every holder's): the lease node, a fencing token, and a
+/// [`lost`](Hold::lost) signal that resolves at the grant's [`deadline`](Self::deadline) (or
+/// when the client closes). The interval is time-boxed, not tied to a session, so connection
+/// trouble does not end it. Dropping the grant changes nothing: the interval runs to its end
+/// unless [`release`](Self::release)d.
+///
+/// Writes guarded by the grant's hold (`client.transaction().guarded_by(&grant)`) are refused
+/// once the deadline has passed; the server's check in the same transaction only proves that
+/// the lease node exists, so a resource that must refuse an older holder compares fencing
+/// tokens (see [`FencingGate`](crate::FencingGate)).
 ///
 /// ```no_run
 /// # async fn demo(lease: curator_locks::NonBlockingLease) -> curator_framework::Result<()> {
@@ -80,21 +90,28 @@ impl fmt::Debug for NonBlockingLease {
 #[must_use = "a grant says the lease was won; dropping it keeps the lease until its interval ends"]
 pub struct LeaseGrant {
     client: CuratorFramework,
-    path: String,
     holder: String,
-    token: i64,
+    hold: Hold,
     version: i32,
     started_ms: i64,
     until_ms: i64,
     deadline: Instant,
 }
 
+impl Deref for LeaseGrant {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
 impl fmt::Debug for LeaseGrant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaseGrant")
-            .field("path", &self.path)
+            .field("path", &self.hold.node_path())
             .field("holder", &self.holder)
-            .field("fencing_token", &self.token)
+            .field("fencing_token", &self.hold.fencing_token())
             .field("started_ms", &self.started_ms)
             .field("until_ms", &self.until_ms)
             .finish()
@@ -243,17 +260,17 @@ impl NonBlockingLease {
 
     fn grant(&self, stat: &Stat, duration: Duration, sent: Instant) -> LeaseGrant {
         let duration_ms = duration_ms(duration).unwrap_or(i64::MAX);
+        // The server stamped the write after it was sent: counting from the send, this instant
+        // comes no later than the interval's end (with clocks that run at one rate).
+        let deadline = sent + duration;
         LeaseGrant {
             client: self.client.clone(),
-            path: self.path.clone(),
             holder: self.holder.clone(),
-            token: stat.mzxid,
+            hold: Hold::until(&self.client, self.path.clone(), stat.mzxid, deadline),
             version: stat.version,
             started_ms: stat.mtime,
             until_ms: stat.mtime.saturating_add(duration_ms),
-            // The server stamped the write after it was sent: counting from the send, this
-            // instant comes no later than the interval's end (with clocks that run at one rate).
-            deadline: sent + duration,
+            deadline,
         }
     }
 
@@ -275,19 +292,6 @@ impl LeaseGrant {
     /// ```
     pub fn holder(&self) -> &str {
         &self.holder
-    }
-
-    /// The lease node's `mzxid` after the winning write: it grows with every grant of this
-    /// lease, and compares with the fencing tokens of locks on the same ensemble (all are zxids),
-    /// so a [`FencingGate`](crate::FencingGate) can take it.
-    ///
-    /// ```no_run
-    /// # async fn demo(grant: curator_locks::LeaseGrant, gate: curator_locks::FencingGate) -> curator_framework::Result<()> {
-    /// let admitted = gate.admit(grant.fencing_token()).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn fencing_token(&self) -> i64 {
-        self.token
     }
 
     /// When the interval started: the server's time of the winning write, in milliseconds since
@@ -325,7 +329,8 @@ impl LeaseGrant {
         UNIX_EPOCH + Duration::from_millis(u64::try_from(self.until_ms).unwrap_or(0))
     }
 
-    /// A local instant no later than the interval's end, for this process to stop its work by:
+    /// A local instant no later than the interval's end, for this process to stop its work by
+    /// (the hold is lost then):
     /// the duration counted from just before the winning write was sent (the server stamped it
     /// later). It assumes the local and the leader's clocks run at the same rate; stop earlier
     /// by a margin for drift and for a leader change (see [`NonBlockingLease`]).
@@ -368,7 +373,7 @@ impl LeaseGrant {
             .set_data()
             .with_version(self.version)
             .idempotent()
-            .for_path(&self.path, data)
+            .for_path(self.hold.node_path(), data)
             .await
         {
             Ok(_) => Ok(true),

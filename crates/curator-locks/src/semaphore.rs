@@ -5,7 +5,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::recipe::{Hold, RecipeTasks};
+use curator_framework::recipe::{Hold, RecipeCore, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use tokio::time::Instant;
 
@@ -36,7 +36,8 @@ pub enum MaxLeases {
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_locks::{InterProcessSemaphoreV2, MaxLeases};
-/// let semaphore = InterProcessSemaphoreV2::new(client, "/semaphores/db", MaxLeases::Fixed(3))?;
+/// let semaphore = InterProcessSemaphoreV2::builder(client, "/semaphores/db", MaxLeases::Fixed(3))
+///     .build()?;
 /// let lease = semaphore.acquire().await?;
 /// // ... at most three holders run this at once ...
 /// lease.release().await?;
@@ -49,8 +50,8 @@ pub struct InterProcessSemaphoreV2 {
 
 struct Inner {
     client: CuratorFramework,
-    /// Where dropped leases are returned.
-    tasks: RecipeTasks,
+    /// The semaphore's name and its tasks (where dropped leases are returned).
+    core: RecipeCore,
     path: String,
     leases_path: String,
     max: MaxLeases,
@@ -113,14 +114,44 @@ impl Lease {
     }
 }
 
-impl InterProcessSemaphoreV2 {
-    /// A semaphore on `path` with `max` leases.
+/// Options of an [`InterProcessSemaphoreV2`], from [`InterProcessSemaphoreV2::builder`].
+///
+/// ```no_run
+/// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// use curator_locks::{InterProcessSemaphoreV2, MaxLeases};
+/// let semaphore = InterProcessSemaphoreV2::builder(client, "/semaphores/db", MaxLeases::Fixed(3))
+///     .metrics_name("db")
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until .build()"]
+pub struct InterProcessSemaphoreV2Builder {
+    client: CuratorFramework,
+    path: String,
+    max: MaxLeases,
+    kind: &'static str,
+    options: RecipeOptions,
+}
+
+impl InterProcessSemaphoreV2Builder {
+    /// The semaphore's name (default: its path): what its logs say, and the `name` label of
+    /// the lock metrics of its guard mutex (`curator_lock_wait_seconds`,
+    /// `curator_lock_hold_seconds`), so semaphores made per job or tenant keep a bounded number
+    /// of series.
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
+    }
+
+    /// The semaphore.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path (of the semaphore or of the count node);
     /// [`Error::InvalidArgument`] for zero leases.
-    pub fn new(client: CuratorFramework, path: &str, max: MaxLeases) -> Result<Self> {
-        paths::validate(path)?;
+    pub fn build(self) -> Result<InterProcessSemaphoreV2> {
+        let (client, path, max) = (self.client, self.path, self.max);
+        paths::validate(&path)?;
         match &max {
             MaxLeases::Fixed(0) => {
                 return Err(Error::InvalidArgument(
@@ -130,16 +161,33 @@ impl InterProcessSemaphoreV2 {
             MaxLeases::SharedCount(count) => paths::validate(count)?,
             MaxLeases::Fixed(_) => {}
         }
-        Ok(Self {
+        Ok(InterProcessSemaphoreV2 {
             inner: Arc::new(Inner {
-                tasks: client.recipe_tasks("InterProcessSemaphoreV2"),
-                leases_path: paths::join(path, "leases"),
-                guard_path: paths::join(path, "locks"),
-                path: path.to_owned(),
+                core: RecipeCore::new(&client, self.kind, &path, &self.options),
+                leases_path: paths::join(&path, "leases"),
+                guard_path: paths::join(&path, "locks"),
+                path,
                 client,
                 max,
             }),
         })
+    }
+}
+
+impl InterProcessSemaphoreV2 {
+    /// Options of a semaphore on `path` with `max` leases.
+    pub fn builder(
+        client: CuratorFramework,
+        path: &str,
+        max: MaxLeases,
+    ) -> InterProcessSemaphoreV2Builder {
+        InterProcessSemaphoreV2Builder {
+            client,
+            path: path.to_owned(),
+            max,
+            kind: "InterProcessSemaphoreV2",
+            options: RecipeOptions::new(),
+        }
     }
 
     /// Waits for one lease.
@@ -270,8 +318,9 @@ impl InterProcessSemaphoreV2 {
         let inner = &self.inner;
         // The guard mutex lets one contender at a time add its lease and wait for room, whichever
         // handle or task it comes from.
-        let guard_mutex =
-            InterProcessMutex::builder(inner.client.clone(), &inner.guard_path).build()?;
+        let guard_mutex = InterProcessMutex::builder(inner.client.clone(), &inner.guard_path)
+            .metrics_name(inner.core.name().as_str())
+            .build()?;
         let guard = match wait {
             Wait::No => match guard_mutex.try_acquire().await? {
                 Some(guard) => guard,
@@ -303,7 +352,7 @@ impl InterProcessSemaphoreV2 {
             holding: Holding::lease(
                 Hold::new(&inner.client, node, stat.czxid),
                 inner.client.clone(),
-                inner.tasks.clone(),
+                inner.core.tasks().clone(),
             ),
         };
         let ours = paths::node_name(lease.node_path()).to_owned();
@@ -404,7 +453,7 @@ enum Wait {
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
-/// let mutex = curator_locks::InterProcessSemaphoreMutex::new(client, "/locks/job")?;
+/// let mutex = curator_locks::InterProcessSemaphoreMutex::builder(client, "/locks/job").build()?;
 /// let lease = mutex.acquire().await?;
 /// lease.release().await?;
 /// # Ok(()) }
@@ -414,15 +463,46 @@ pub struct InterProcessSemaphoreMutex {
     semaphore: InterProcessSemaphoreV2,
 }
 
-impl InterProcessSemaphoreMutex {
-    /// A semaphore mutex on `path`.
+/// Options of an [`InterProcessSemaphoreMutex`], from [`InterProcessSemaphoreMutex::builder`].
+///
+/// ```no_run
+/// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+/// let mutex = curator_locks::InterProcessSemaphoreMutex::builder(client, "/locks/jobs/42")
+///     .metrics_name("jobs")
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until .build()"]
+pub struct InterProcessSemaphoreMutexBuilder {
+    semaphore: InterProcessSemaphoreV2Builder,
+}
+
+impl InterProcessSemaphoreMutexBuilder {
+    /// The mutex's name (default: its path); see
+    /// [`InterProcessSemaphoreV2Builder::metrics_name`].
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.semaphore = self.semaphore.metrics_name(name);
+        self
+    }
+
+    /// The mutex.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path.
-    pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
-        Ok(Self {
-            semaphore: InterProcessSemaphoreV2::new(client, path, MaxLeases::Fixed(1))?,
+    pub fn build(self) -> Result<InterProcessSemaphoreMutex> {
+        Ok(InterProcessSemaphoreMutex {
+            semaphore: self.semaphore.build()?,
         })
+    }
+}
+
+impl InterProcessSemaphoreMutex {
+    /// Options of a semaphore mutex on `path`.
+    pub fn builder(client: CuratorFramework, path: &str) -> InterProcessSemaphoreMutexBuilder {
+        let mut semaphore = InterProcessSemaphoreV2::builder(client, path, MaxLeases::Fixed(1));
+        semaphore.kind = "InterProcessSemaphoreMutex";
+        InterProcessSemaphoreMutexBuilder { semaphore }
     }
 
     /// Waits for the lock.

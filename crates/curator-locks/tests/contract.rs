@@ -1,7 +1,8 @@
-//! The recipe contract, as the locks keep it. Locks are not long-lived recipes (no `start` or
-//! `close`, no listeners): what they hold is a `Hold`, released by the guard (now, or in the
-//! background on drop) or by the client's close, and their background work (revocation watches,
-//! releases on drop) runs as the client's recipe tasks.
+//! The recipe contract, as the locks keep it (with `curator_testkit::contract`'s helpers).
+//! Locks are not long-lived recipes (no `start` or `close`, no listeners): what they hold is a
+//! `Hold` (a lock guard, a semaphore lease, a time-boxed lease's grant), released by the guard
+//! (now, or in the background on drop) or by the client's close, and their background work
+//! (revocation watches, releases on drop) runs as the client's recipe tasks.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,24 +11,28 @@ use curator_framework::Error;
 use curator_framework::recipe::Hold;
 use curator_locks::{
     InterProcessMultiLock, InterProcessMutex, InterProcessMutexBuilder, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LockGuard, MaxLeases,
-    MultiLockGuard, Revoker,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreMutexBuilder, InterProcessSemaphoreV2,
+    InterProcessSemaphoreV2Builder, Lease, LeaseGrant, LockGuard, MaxLeases, MultiLockGuard,
+    NonBlockingLease, Revoker,
 };
 use curator_test::{TestingServer, Timing, unique_root};
-
-fn assert_send_sync<T: Send + Sync>() {}
+use curator_testkit::contract;
 
 #[test]
 fn handles_guards_and_futures_are_send_and_sync() {
-    assert_send_sync::<InterProcessMutex>();
-    assert_send_sync::<InterProcessMutexBuilder>();
-    assert_send_sync::<InterProcessReadWriteLock>();
-    assert_send_sync::<InterProcessSemaphoreV2>();
-    assert_send_sync::<InterProcessSemaphoreMutex>();
-    assert_send_sync::<InterProcessMultiLock>();
-    assert_send_sync::<LockGuard>();
-    assert_send_sync::<Lease>();
-    assert_send_sync::<MultiLockGuard>();
+    contract::send_sync::<InterProcessMutex>();
+    contract::send_sync::<InterProcessMutexBuilder>();
+    contract::send_sync::<InterProcessReadWriteLock>();
+    contract::send_sync::<InterProcessSemaphoreV2>();
+    contract::send_sync::<InterProcessSemaphoreV2Builder>();
+    contract::send_sync::<InterProcessSemaphoreMutex>();
+    contract::send_sync::<InterProcessSemaphoreMutexBuilder>();
+    contract::send_sync::<InterProcessMultiLock>();
+    contract::send_sync::<LockGuard>();
+    contract::send_sync::<Lease>();
+    contract::send_sync::<MultiLockGuard>();
+    contract::send_sync::<NonBlockingLease>();
+    contract::send_sync::<LeaseGrant>();
     // Never called: the futures only have to type-check as `Send`.
     fn send<T: Send>(_: &T) {}
     let _futures = |mutex: InterProcessMutex,
@@ -57,14 +62,14 @@ async fn construction_validates_the_path() {
         Err(Error::InvalidPath { .. })
     ));
     assert!(matches!(
-        InterProcessSemaphoreV2::new(client.clone(), bad, MaxLeases::Fixed(1)),
+        InterProcessSemaphoreV2::builder(client.clone(), bad, MaxLeases::Fixed(1)).build(),
         Err(Error::InvalidPath { .. })
     ));
     assert!(matches!(
-        InterProcessSemaphoreMutex::new(client.clone(), bad),
+        InterProcessSemaphoreMutex::builder(client.clone(), bad).build(),
         Err(Error::InvalidPath { .. })
     ));
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -83,15 +88,7 @@ async fn a_guard_is_a_hold_and_its_revocation_watch_is_a_recipe_task_until_relea
     let guard = mutex.acquire().await.unwrap();
 
     // The guard is the framework's hold: node, fencing token (the node's czxid), loss signal.
-    let hold: &Hold = &guard;
-    let stat = client
-        .check_exists()
-        .for_path(hold.node_path())
-        .await
-        .unwrap()
-        .expect("the lock node exists");
-    assert_eq!(hold.fencing_token(), stat.czxid);
-    assert!(!hold.is_lost());
+    contract::holds(&client, &guard).await;
     assert_eq!(client.metrics().recipe_tasks, 1, "the revocation watch");
 
     // A reentrant hold shares the node and the watch.
@@ -114,7 +111,7 @@ async fn a_guard_is_a_hold_and_its_revocation_watch_is_a_recipe_task_until_relea
         "released and deleted"
     );
     assert_eq!(client.metrics().recipe_tasks, 0, "the watch ended");
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -127,12 +124,14 @@ async fn dropped_guards_and_leases_are_released_by_recipe_tasks_that_end() {
         .build()
         .unwrap();
     let semaphore =
-        InterProcessSemaphoreV2::new(client.clone(), &semaphore_path, MaxLeases::Fixed(2)).unwrap();
+        InterProcessSemaphoreV2::builder(client.clone(), &semaphore_path, MaxLeases::Fixed(2))
+            .build()
+            .unwrap();
     let guard = mutex.acquire().await.unwrap();
     let lease = semaphore.acquire().await.unwrap();
     let hold: &Hold = &lease;
     assert!(hold.node_path().starts_with(&semaphore_path));
-    assert!(!hold.is_lost());
+    contract::holds(&client, &lease).await;
     drop(guard);
     drop(lease);
     curator_testkit::eventually("both nodes are deleted", || async {
@@ -144,11 +143,8 @@ async fn dropped_guards_and_leases_are_released_by_recipe_tasks_that_end() {
                 .is_empty()
     })
     .await;
-    curator_testkit::eventually("the releases' tasks end", || async {
-        client.metrics().recipe_tasks == 0
-    })
-    .await;
-    client.close().await;
+    contract::no_recipe_tasks(&client).await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -177,7 +173,7 @@ async fn a_held_lock_is_released_by_the_clients_close_and_its_tasks_end() {
     );
     assert_eq!(client.metrics().recipe_tasks, 2, "two revocation watches");
 
-    client.close().await;
+    client.close().await.unwrap();
     assert_eq!(
         client.metrics().recipe_tasks,
         0,
@@ -198,5 +194,35 @@ async fn a_held_lock_is_released_by_the_clients_close_and_its_tasks_end() {
     drop(multi_guard);
     assert_eq!(client.metrics().recipe_tasks, 0);
     theirs.release().await.unwrap();
-    other.close().await;
+    other.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lease_grant_is_a_hold_that_ends_at_its_deadline() {
+    let server = TestingServer::start().await.unwrap();
+    let client = curator_testkit::client(&server.connect_string()).await;
+    let path = unique_root("contract-lease");
+    let lease = NonBlockingLease::new(client.clone(), &path, "me").unwrap();
+    let short = Timing::new().scale(std::time::Duration::from_millis(300));
+    let grant = lease
+        .try_acquire(short)
+        .await
+        .unwrap()
+        .expect("a free lease");
+    // The grant is the framework's hold: the lease node, its winning write's zxid.
+    let hold: &Hold = &grant;
+    let stat = client
+        .check_exists()
+        .for_path(hold.node_path())
+        .await
+        .unwrap()
+        .expect("the lease node exists");
+    assert_eq!(hold.fencing_token(), stat.mzxid);
+    assert_eq!(hold.deadline(), Some(grant.deadline()));
+    assert!(!hold.is_lost());
+    tokio::time::timeout(Timing::new().wait(), hold.lost())
+        .await
+        .expect("lost at the deadline");
+    assert!(grant.is_lost());
+    client.close().await.unwrap();
 }

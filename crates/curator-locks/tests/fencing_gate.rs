@@ -65,7 +65,7 @@ async fn admits_tokens_in_non_decreasing_order_only() {
     // Empty data (a node made beforehand) means nothing was admitted yet.
     client.set_data().for_path(&path, b"").await.unwrap();
     assert_eq!(gate.admit(1).await.unwrap(), Admission::Admitted);
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// Two sessions admit interleaved tokens at once, many rounds; a third watches the node. Every
@@ -100,7 +100,7 @@ async fn racing_sessions_never_store_an_older_token() {
                     }
                 }
             }
-            client.close().await;
+            client.close().await.unwrap();
             admitted
         }));
     }
@@ -137,7 +137,7 @@ async fn racing_sessions_never_store_an_older_token() {
     assert_eq!(stored(&observer, &path).await, highest.to_string());
     // The newest token of all (2*59+1) cannot have been refused.
     assert_eq!(highest, 119);
-    observer.close().await;
+    observer.close().await.unwrap();
 }
 
 /// One session is cut off (its link paused) while it asks to admit a token; meanwhile another
@@ -179,6 +179,6 @@ async fn a_partitioned_holder_is_refused_after_a_newer_token() {
     .expect("the cut-off client answers once its link is back");
     assert_eq!(after, Admission::Refused { highest: 20 });
     assert_eq!(stored(&other, &path).await, "20");
-    cut.close().await;
-    other.close().await;
+    cut.close().await.unwrap();
+    other.close().await.unwrap();
 }

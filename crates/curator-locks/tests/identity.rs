@@ -36,9 +36,13 @@ async fn lock_and_lease_nodes_name_their_maker() {
     );
     drop(read);
 
-    let semaphore =
-        InterProcessSemaphoreV2::new(client.clone(), &format!("{root}/sem"), MaxLeases::Fixed(2))
-            .unwrap();
+    let semaphore = InterProcessSemaphoreV2::builder(
+        client.clone(),
+        &format!("{root}/sem"),
+        MaxLeases::Fixed(2),
+    )
+    .build()
+    .unwrap();
     let lease = semaphore.acquire().await.unwrap();
     assert_eq!(
         Identity::parse(&testkit::raw(&client, lease.node_path()).await),

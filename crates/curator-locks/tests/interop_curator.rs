@@ -157,11 +157,12 @@ async fn rust_and_java_semaphores_share_the_same_leases() {
         assert_eq!(peer.read_line().unwrap(), "ready");
         peer
     });
-    let rust = InterProcessSemaphoreV2::new(
+    let rust = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
+    .build()
     .unwrap();
 
     // One lease each: the two leases are out, so neither side gets a third.

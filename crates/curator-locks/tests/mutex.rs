@@ -42,7 +42,7 @@ async fn eight_clients_never_hold_the_lock_together() {
                 acquisitions.fetch_add(1, Ordering::SeqCst);
                 guard.release().await.unwrap();
             }
-            client.close().await;
+            client.close().await.unwrap();
         }));
     }
     for task in tasks {
@@ -325,12 +325,12 @@ async fn a_queued_waiter_fails_with_closed_when_the_client_closes_with_the_link_
     .await;
 
     proxy.pause();
-    client.close().await;
+    client.close().await.unwrap();
     let outcome = tokio::time::timeout(Timing::new().wait(), queued)
         .await
         .expect("the waiter must end with the client, not with the session")
         .unwrap();
     assert_eq!(outcome.unwrap_err(), curator_framework::Error::Closed);
     proxy.resume();
-    observer.close().await;
+    observer.close().await.unwrap();
 }

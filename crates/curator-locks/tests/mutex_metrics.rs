@@ -67,7 +67,7 @@ async fn an_acquire_and_release_record_one_wait_and_one_hold() {
     };
     assert_eq!(count(names::LOCK_WAIT_SECONDS), 1);
     assert_eq!(count(names::LOCK_HOLD_SECONDS), 1);
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test]
@@ -101,5 +101,5 @@ async fn a_metrics_name_replaces_the_path_label_and_timeouts_record_their_wait()
 
     let waits = samples(&snapshotter, names::LOCK_WAIT_SECONDS);
     assert_eq!(waits, [("jobs".to_owned(), 3)]);
-    client.close().await;
+    client.close().await.unwrap();
 }

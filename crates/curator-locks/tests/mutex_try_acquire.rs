@@ -52,6 +52,6 @@ async fn try_acquire_refuses_at_once_and_leaves_nothing_behind() {
         vec![taken.node_path().to_owned()]
     );
     taken.release().await.unwrap();
-    holder_client.close().await;
-    other_client.close().await;
+    holder_client.close().await.unwrap();
+    other_client.close().await.unwrap();
 }

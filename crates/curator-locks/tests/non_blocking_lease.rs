@@ -150,7 +150,7 @@ async fn an_interval_ends_on_the_servers_clock() {
         grants.push(record(&again));
         assert_disjoint(&mut grants);
     }
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// The lease is not bound to the holder's session: when it expires, the lease stays taken; the
@@ -191,8 +191,8 @@ async fn a_lease_outlives_its_holders_session() {
         .unwrap()
         .expect("free once released");
     assert_eq!(taken.holder(), "cron-run-2");
-    holder.close().await;
-    other.close().await;
+    holder.close().await.unwrap();
+    other.close().await.unwrap();
 }
 
 /// Contenders keep trying, each until it won once, with short intervals, while the server
@@ -239,7 +239,7 @@ async fn a_server_restart_never_gives_one_interval_to_two_holders() {
     assert_eq!(grants.len(), 4);
     assert_disjoint(&mut grants);
     for client in clients {
-        client.close().await;
+        client.close().await.unwrap();
     }
 }
 
@@ -286,6 +286,6 @@ async fn a_release_whose_reply_was_lost_reports_that_it_applied() {
             .unwrap()
             .is_some()
     );
-    client.close().await;
-    observer.close().await;
+    client.close().await.unwrap();
+    observer.close().await.unwrap();
 }

@@ -23,7 +23,9 @@ async fn holders_never_exceed_the_leases_across_clients() {
         let (path, holders, most) = (path.clone(), Arc::clone(&holders), Arc::clone(&most));
         tasks.push(tokio::spawn(async move {
             let semaphore =
-                InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(2)).unwrap();
+                InterProcessSemaphoreV2::builder(client.clone(), &path, MaxLeases::Fixed(2))
+                    .build()
+                    .unwrap();
             for _ in 0..5 {
                 let lease = semaphore.acquire().await.unwrap();
                 let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
@@ -33,7 +35,7 @@ async fn holders_never_exceed_the_leases_across_clients() {
                 holders.fetch_sub(1, Ordering::SeqCst);
                 lease.release().await.unwrap();
             }
-            client.close().await;
+            client.close().await.unwrap();
         }));
     }
     for task in tasks {
@@ -46,17 +48,19 @@ async fn holders_never_exceed_the_leases_across_clients() {
 async fn leases_timeouts_and_bad_input() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-basics");
-    let a = InterProcessSemaphoreV2::new(
+    let a = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
+    .build()
     .unwrap();
-    let b = InterProcessSemaphoreV2::new(
+    let b = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(2),
     )
+    .build()
     .unwrap();
     let two = a.acquire_many(2).await.unwrap();
     assert_eq!(a.participant_nodes().await.unwrap().len(), 2);
@@ -75,11 +79,12 @@ async fn leases_timeouts_and_bad_input() {
     assert_eq!(both.len(), 2);
     drop(both);
 
-    let zero = InterProcessSemaphoreV2::new(
+    let zero = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(0),
-    );
+    )
+    .build();
     assert!(matches!(zero, Err(Error::InvalidArgument(_))));
     assert!(matches!(
         a.acquire_many(0).await,
@@ -93,12 +98,15 @@ async fn a_holder_whose_session_expires_frees_its_lease() {
     let path = unique_root("semaphore-expiry");
     let holder_client = testkit::client(&server.connect_string()).await;
     let holder =
-        InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
-    let waiter = InterProcessSemaphoreV2::new(
+        InterProcessSemaphoreV2::builder(holder_client.clone(), &path, MaxLeases::Fixed(1))
+            .build()
+            .unwrap();
+    let waiter = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
+    .build()
     .unwrap();
     let lease = holder.acquire().await.unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await });
@@ -128,11 +136,12 @@ async fn the_number_of_leases_can_come_from_a_shared_count_node() {
         .for_path(&count, 1i32.to_be_bytes())
         .await
         .unwrap();
-    let semaphore = InterProcessSemaphoreV2::new(
+    let semaphore = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::SharedCount(count.clone()),
     )
+    .build()
     .unwrap();
     let first = semaphore.acquire().await.unwrap();
     let waiting = tokio::spawn({
@@ -165,7 +174,8 @@ async fn a_semaphore_mutex_is_not_reentrant() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("semaphore-mutex");
     let mutex =
-        InterProcessSemaphoreMutex::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessSemaphoreMutex::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
     let lease = mutex.acquire().await.unwrap();
     assert!(
@@ -188,7 +198,9 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
     let path = unique_root("semaphore-lease");
     let holder_client = testkit::client(&server.connect_string()).await;
     let semaphore =
-        InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(1)).unwrap();
+        InterProcessSemaphoreV2::builder(holder_client.clone(), &path, MaxLeases::Fixed(1))
+            .build()
+            .unwrap();
     let lease = semaphore.acquire().await.unwrap();
     let stat = holder_client
         .check_exists()
@@ -199,11 +211,12 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
     assert_eq!(lease.fencing_token(), stat.czxid);
 
     // Acquisitions dropped at any point (waiting for the guard, or for room) leave no node.
-    let contender = InterProcessSemaphoreV2::new(
+    let contender = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
+    .build()
     .unwrap();
     for delay_us in [0u64, 100, 1000, 5000, 20000, 50000] {
         let _ = tokio::time::timeout(Duration::from_micros(delay_us), contender.acquire()).await;
@@ -226,17 +239,19 @@ async fn a_lease_reports_loss_carries_a_fencing_token_and_dropped_acquisitions_l
 async fn a_waiter_gets_its_lease_after_a_server_restart() {
     let mut server = TestingServer::start_dedicated().await.unwrap();
     let path = unique_root("semaphore-restart");
-    let holder = InterProcessSemaphoreV2::new(
+    let holder = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
+    .build()
     .unwrap();
-    let waiter = InterProcessSemaphoreV2::new(
+    let waiter = InterProcessSemaphoreV2::builder(
         testkit::client(&server.connect_string()).await,
         &path,
         MaxLeases::Fixed(1),
     )
+    .build()
     .unwrap();
     let lease = holder.acquire().await.unwrap();
     let waiting = tokio::spawn({
@@ -270,7 +285,9 @@ async fn tasks_sharing_one_semaphore_mutex_handle_take_turns() {
     let server = TestingServer::start().await.unwrap();
     let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-shared-handle");
-    let mutex = InterProcessSemaphoreMutex::new(client.clone(), &path).unwrap();
+    let mutex = InterProcessSemaphoreMutex::builder(client.clone(), &path)
+        .build()
+        .unwrap();
     let held = mutex.acquire().await.unwrap();
     let holders = Arc::new(AtomicUsize::new(0));
     let waiters: Vec<_> = (0..2)
@@ -319,8 +336,9 @@ async fn ten_tasks_share_one_five_lease_handle() {
     let server = TestingServer::start().await.unwrap();
     let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-shared-v2");
-    let semaphore =
-        InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(5)).unwrap();
+    let semaphore = InterProcessSemaphoreV2::builder(client.clone(), &path, MaxLeases::Fixed(5))
+        .build()
+        .unwrap();
     let holders = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let tasks: Vec<_> = (0..10)
@@ -361,8 +379,9 @@ async fn participant_nodes_are_full_paths_in_order_like_the_mutex() {
     let server = TestingServer::start().await.unwrap();
     let client = testkit::client(&server.connect_string()).await;
     let path = unique_root("semaphore-participants");
-    let semaphore =
-        InterProcessSemaphoreV2::new(client.clone(), &path, MaxLeases::Fixed(3)).unwrap();
+    let semaphore = InterProcessSemaphoreV2::builder(client.clone(), &path, MaxLeases::Fixed(3))
+        .build()
+        .unwrap();
     let leases = semaphore.acquire_many(3).await.unwrap();
     let nodes = semaphore.participant_nodes().await.unwrap();
     let held: Vec<&str> = leases.iter().map(|lease| lease.node_path()).collect();
@@ -386,9 +405,12 @@ async fn try_acquire_takes_a_free_lease_and_leaves_nothing_when_full() {
     let holder_client = testkit::client(&server.connect_string()).await;
     let other_client = testkit::client(&server.connect_string()).await;
     let holder =
-        InterProcessSemaphoreV2::new(holder_client.clone(), &path, MaxLeases::Fixed(2)).unwrap();
-    let other =
-        InterProcessSemaphoreV2::new(other_client.clone(), &path, MaxLeases::Fixed(2)).unwrap();
+        InterProcessSemaphoreV2::builder(holder_client.clone(), &path, MaxLeases::Fixed(2))
+            .build()
+            .unwrap();
+    let other = InterProcessSemaphoreV2::builder(other_client.clone(), &path, MaxLeases::Fixed(2))
+        .build()
+        .unwrap();
     let first = holder
         .try_acquire()
         .await
@@ -414,14 +436,15 @@ async fn try_acquire_takes_a_free_lease_and_leaves_nothing_when_full() {
     taken.release().await.unwrap();
     second.release().await.unwrap();
 
-    let mutex =
-        InterProcessSemaphoreMutex::new(holder_client.clone(), &unique_root("sm-try")).unwrap();
+    let mutex = InterProcessSemaphoreMutex::builder(holder_client.clone(), &unique_root("sm-try"))
+        .build()
+        .unwrap();
     let lease = mutex.try_acquire().await.unwrap().expect("free");
     assert!(
         mutex.try_acquire().await.unwrap().is_none(),
         "not reentrant"
     );
     lease.release().await.unwrap();
-    holder_client.close().await;
-    other_client.close().await;
+    holder_client.close().await.unwrap();
+    other_client.close().await.unwrap();
 }

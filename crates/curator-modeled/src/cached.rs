@@ -6,7 +6,7 @@ use std::sync::Arc;
 use curator_caches::{CacheError, CacheEvent, ChildData, CuratorCache};
 use curator_framework::codec::Codec;
 use curator_framework::listen::{Listenable, ListenerStream};
-use curator_framework::recipe::{Lifecycle, RecipeState};
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeEvents, RecipeOptions, RecipeState};
 use curator_framework::{Error, Result, Stat};
 
 use crate::modeled::{Modeled, ZNode};
@@ -47,7 +47,8 @@ struct Shared {
     template: ZPath,
     /// The cache's root: the template's longest resolved prefix.
     base: String,
-    lifecycle: Lifecycle,
+    /// The view's name and lifecycle (its work is its cache's).
+    core: RecipeCore,
 }
 
 /// A [`Modeled`] whose reads come from a [`CuratorCache`] of the model's nodes, as Curator's
@@ -107,7 +108,7 @@ impl<T, C: fmt::Debug> fmt::Debug for CachedModeled<T, C> {
         f.debug_struct("CachedModeled")
             .field("template", &self.shared.template)
             .field("cache", &self.shared.base)
-            .field("state", &self.shared.lifecycle.state())
+            .field("state", &self.shared.core.state())
             .finish()
     }
 }
@@ -124,13 +125,19 @@ impl<T, C: Codec<T>> CachedModeled<T, C> {
         let template = modeled.path().clone();
         let base = template.resolved_prefix().full_path()?;
         let cache = CuratorCache::builder(modeled.client().clone(), &base).build()?;
+        let core = RecipeCore::new(
+            modeled.client(),
+            "CachedModeled",
+            &base,
+            &RecipeOptions::new(),
+        );
         Ok(CachedModeled {
             modeled,
             shared: Arc::new(Shared {
                 cache,
                 template,
                 base,
-                lifecycle: Lifecycle::new(),
+                core,
             }),
         })
     }
@@ -141,35 +148,32 @@ impl<T, C: Codec<T>> CachedModeled<T, C> {
     /// # Errors
     /// [`Error::AlreadyStarted`] when started, [`Error::Closed`] when closed.
     pub async fn start(&self) -> Result<()> {
-        self.shared.lifecycle.start()?;
+        self.shared.core.lifecycle().start()?;
         self.shared.cache.start().await
     }
 
     /// Stops following the server; waiting reads end with [`Error::Closed`]. Idempotent.
     ///
     /// # Errors
-    /// None so far; the `Result` is the contract every recipe keeps.
+    /// None: the view closes whatever its connection does.
     pub async fn close(&self) -> Result<()> {
-        self.shared.lifecycle.close();
+        self.shared.core.close_tasks().await;
         self.shared.cache.close().await
     }
 
-    /// Waits for the initial load.
+    /// Waits for the initial load (reads wait for it too); bound the wait with
+    /// `tokio::time::timeout`.
     ///
     /// # Errors
     /// [`Error::NotStarted`] before [`start`](Self::start), [`Error::Closed`] when closed (or
     /// its client closed) before the load finished.
     pub async fn initialized(&self) -> Result<()> {
-        match self.shared.lifecycle.state() {
+        match self.shared.core.state() {
             RecipeState::Latent => return Err(Error::NotStarted),
             RecipeState::Closed => return Err(Error::Closed),
             _ => {}
         }
-        if self.shared.cache.initialized().await {
-            Ok(())
-        } else {
-            Err(Error::Closed)
-        }
+        self.shared.cache.initialized().await
     }
 
     /// The uncached model at this view's path (for reads that must see the server now, and
@@ -442,5 +446,27 @@ fn read_error(path: &str, error: Error) -> CacheError {
     CacheError::Read {
         path: path.to_owned(),
         error,
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static, C: Codec<T>> Recipe for CachedModeled<T, C> {
+    fn core(&self) -> &RecipeCore {
+        &self.shared.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        CachedModeled::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        CachedModeled::close(self).await
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static, C: Codec<T>> RecipeEvents for CachedModeled<T, C> {
+    type Event = ModeledEvent<T>;
+
+    fn listenable(&self) -> Listenable<ModeledEvent<T>> {
+        CachedModeled::listenable(self)
     }
 }

@@ -111,28 +111,24 @@ impl<T, C: fmt::Debug> fmt::Debug for ModelSpec<T, C> {
     }
 }
 
-impl<T: serde::Serialize + serde::de::DeserializeOwned> ModelSpec<T, Json> {
-    /// Options for models of `T` stored as JSON at `path`.
-    pub fn builder(path: ZPath) -> ModelSpecBuilder<T, Json> {
-        ModelSpec::builder_with(path, Json)
-    }
-}
-
-impl<T, C: Codec<T>> ModelSpec<T, C> {
-    /// Options for models of `T` stored with `codec` at `path`.
+impl<T> ModelSpec<T, Json> {
+    /// Options for models of `T` stored at `path`, as JSON unless
+    /// [`codec`](ModelSpecBuilder::codec) says otherwise.
     ///
     /// ```
     /// use curator_framework::codec::Utf8;
     /// use curator_modeled::{ModelSpec, ZPath};
-    /// let notes = ModelSpec::builder_with(ZPath::parse("/notes/{id}")?, Utf8).build()?;
+    /// let notes = ModelSpec::<String>::builder(ZPath::parse("/notes/{id}")?)
+    ///     .codec(Utf8)
+    ///     .build()?;
     /// # let _: ModelSpec<String, Utf8> = notes;
     /// # Ok::<(), curator_framework::Error>(())
     /// ```
-    pub fn builder_with(path: ZPath, codec: C) -> ModelSpecBuilder<T, C> {
+    pub fn builder(path: ZPath) -> ModelSpecBuilder<T, Json> {
         ModelSpecBuilder {
             path,
             options: Options {
-                codec,
+                codec: Json,
                 mode: CreateMode::Persistent,
                 acl: None,
                 ttl: None,
@@ -148,7 +144,28 @@ impl<T, C: Codec<T>> ModelSpec<T, C> {
             _model: PhantomData,
         }
     }
+}
 
+impl<C> Options<C> {
+    /// The same options with another codec.
+    fn with_codec<D>(self, codec: D) -> Options<D> {
+        Options {
+            codec,
+            mode: self.mode,
+            acl: self.acl,
+            ttl: self.ttl,
+            parents: self.parents,
+            set_data_if_exists: self.set_data_if_exists,
+            compressed: self.compressed,
+            deleting_children: self.deleting_children,
+            guaranteed_delete: self.guaranteed_delete,
+            chunked: self.chunked,
+            schema: self.schema,
+        }
+    }
+}
+
+impl<T, C: Codec<T>> ModelSpec<T, C> {
     /// The path (template) of the model.
     pub fn path(&self) -> &ZPath {
         &self.path
@@ -299,6 +316,19 @@ impl<T, C: fmt::Debug> fmt::Debug for ModelSpecBuilder<T, C> {
             .field("codec", &self.options.codec)
             .field("mode", &self.options.mode)
             .finish_non_exhaustive()
+    }
+}
+
+impl<T, C> ModelSpecBuilder<T, C> {
+    /// Stores the models with `codec` instead (any of [`curator_framework::codec`], or your
+    /// own).
+    pub fn codec<D: Codec<T>>(self, codec: D) -> ModelSpecBuilder<T, D> {
+        ModelSpecBuilder {
+            path: self.path,
+            options: self.options.with_codec(codec),
+            schema: self.schema,
+            _model: PhantomData,
+        }
     }
 }
 

@@ -183,8 +183,8 @@ async fn reads_wait_for_the_initial_load() {
     cached.close().await.unwrap();
     assert_eq!(last.read().await, Err(Error::Closed));
     assert_eq!(cached.start().await, Err(Error::Closed));
-    client.close().await;
-    writer.close().await;
+    client.close().await.unwrap();
+    writer.close().await.unwrap();
 }
 
 /// The cache's client talks through a proxy: while it is cut off, a writer changes users; a
@@ -260,6 +260,6 @@ async fn the_cache_equals_the_server_after_a_restart_and_an_expiry() {
     assert_ne!(client.session_id(), Some(old), "a new session");
 
     cached.close().await.unwrap();
-    client.close().await;
-    writer.close().await;
+    client.close().await.unwrap();
+    writer.close().await.unwrap();
 }

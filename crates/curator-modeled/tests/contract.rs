@@ -1,25 +1,25 @@
-//! The recipe contract for `CachedModeled`: `start()` once (`AlreadyStarted` the second time,
-//! `Closed` after close), events through `listenable()` and `stream()`, `close()` twice, no
-//! recipe task left once closed, or once its client is closed with it started (what was
-//! loaded stays readable, as a closed cache's content does; after `close()` reads are `Closed`).
+//! The recipe contract (`curator_testkit::contract`) for `CachedModeled` (made by
+//! `Modeled::cached`), and what a cache's close means for its reads: after its client's close
+//! what was loaded stays readable, as a closed cache's content does; after its own, reads are
+//! `Closed`.
 
 use curator_framework::Error;
-use curator_modeled::{ModelSpec, Modeled, ModeledEvent, ZPath};
-use curator_test::{TestingServer, Timing, unique_root};
-use curator_testkit::{client, eventually};
-use futures::StreamExt;
-use tokio::sync::mpsc;
+use curator_modeled::{CachedModeled, ModelSpec, Modeled, ModeledEvent, ZPath};
+use curator_test::{TestingServer, unique_root};
+use curator_testkit::{client, contract};
 
 fn names(root: &str) -> ZPath {
     ZPath::parse(&format!("{root}/{{name}}")).unwrap()
 }
 
-async fn no_recipe_tasks(client: &curator_framework::CuratorFramework) {
-    // The client's count drops a moment after the task ends (on the task's own thread).
-    eventually("the recipe tasks to end", || {
-        std::future::ready(client.metrics().recipe_tasks == 0)
-    })
-    .await;
+fn created(model: u32) -> impl Fn(&ModeledEvent<u32>) -> bool {
+    move |event| matches!(event, ModeledEvent::Created(node) if node.model == model)
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    contract::send_sync::<Modeled<u32>>();
+    contract::send_sync::<CachedModeled<u32>>();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,46 +28,44 @@ async fn a_cached_model_keeps_the_contract() {
     let client = client(&server.connect_string()).await;
     let root = unique_root("contract-modeled");
     let spec = ModelSpec::<u32>::builder(names(&root)).build().unwrap();
-    client
-        .create()
-        .creating_parents_if_needed()
-        .for_path(&root, b"")
-        .await
-        .unwrap();
+    curator_testkit::create(&client, &root).await;
+    let cached = Modeled::new(client.clone(), spec.clone()).cached().unwrap();
+    contract::check_events(
+        &client,
+        &cached,
+        async || drop(cached.resolve(["a"]).unwrap().set(&7).await.unwrap()),
+        created(7),
+    )
+    .await;
+    assert_eq!(
+        cached.resolve(["a"]).unwrap().read().await,
+        Err(Error::Closed)
+    );
+
+    let client = curator_testkit::client(&server.connect_string()).await;
+    let writer = Modeled::new(
+        curator_testkit::client(&server.connect_string()).await,
+        spec.clone(),
+    );
     let cached = Modeled::new(client.clone(), spec).cached().unwrap();
-    let (sender, mut heard) = mpsc::unbounded_channel();
-    let _listening = cached.listenable().add_listener(move |event| {
-        let _ = sender.send(event);
-    });
-    let mut stream = cached.stream();
-
-    cached.start().await.unwrap();
-    assert_eq!(cached.start().await, Err(Error::AlreadyStarted));
-    assert!(client.metrics().recipe_tasks >= 1);
-    cached.resolve(["a"]).unwrap().set(&7).await.unwrap();
-    let created =
-        |event: &ModeledEvent<u32>| matches!(event, ModeledEvent::Created(node) if node.model == 7);
-    let wait = Timing::new().wait();
-    tokio::time::timeout(wait, async {
-        while !created(&heard.recv().await.unwrap()) {}
-    })
-    .await
-    .expect("the listener hears a's creation");
-    tokio::time::timeout(wait, async {
-        while !created(&stream.next().await.unwrap()) {}
-    })
-    .await
-    .expect("the stream hears a's creation");
-
-    cached.close().await.unwrap();
-    cached.close().await.unwrap();
-    assert_eq!(cached.start().await, Err(Error::Closed));
-    no_recipe_tasks(&client).await;
-    client.close().await;
+    contract::ends_with_its_client(
+        &client,
+        &cached,
+        async || {},
+        |event| *event == ModeledEvent::Initialized,
+        async || drop(writer.resolve(["b"]).unwrap().set(&8).await.unwrap()),
+        created(8),
+    )
+    .await;
+    // After the close, reads are `Closed`; before it, what was loaded stays readable.
+    assert_eq!(
+        cached.resolve(["b"]).unwrap().read().await,
+        Err(Error::Closed)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_the_client_ends_a_cached_model() {
+async fn a_cached_model_stays_readable_after_its_clients_close() {
     let server = TestingServer::start().await.unwrap();
     let client = client(&server.connect_string()).await;
     let root = unique_root("contract-modeled-client");
@@ -75,8 +73,8 @@ async fn closing_the_client_ends_a_cached_model() {
     let cached = Modeled::new(client.clone(), spec).cached().unwrap();
     cached.start().await.unwrap();
     cached.initialized().await.unwrap();
-    client.close().await;
-    no_recipe_tasks(&client).await;
+    client.close().await.unwrap();
+    contract::no_recipe_tasks(&client).await;
     assert_eq!(
         cached.resolve(["a"]).unwrap().read().await,
         Err(Error::NoNode)

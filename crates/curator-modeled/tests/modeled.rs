@@ -81,7 +81,7 @@ async fn crud_with_versions() {
     assert_eq!(ada.check_exists().await.unwrap(), None);
     assert_eq!(ada.update(&promoted).await, Err(Error::NoNode));
     assert_eq!(ada.delete().await, Err(Error::NoNode));
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,7 +176,7 @@ async fn typed_children_and_lists() {
         users.resolve(("acme", "a/b")),
         Err(Error::InvalidPath { .. })
     ));
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// The create mode, ACL, TTL, parents, overwrite and compression of a spec, as the server
@@ -190,7 +190,8 @@ async fn spec_options_reach_the_server() {
     // Ephemeral sequential jobs under a container parent.
     let jobs = Modeled::new(
         client.clone(),
-        ModelSpec::builder_with(template(&root, "/jobs/job-"), Utf8)
+        ModelSpec::builder(template(&root, "/jobs/job-"))
+            .codec(Utf8)
             .create_mode(CreateMode::EphemeralSequential)
             .parents(Parents::Containers)
             .build()
@@ -227,7 +228,8 @@ async fn spec_options_reach_the_server() {
     // A TTL model: the server removes the node once its TTL has passed without a change.
     let short = Modeled::new(
         client.clone(),
-        ModelSpec::builder_with(template(&root, "/short"), Utf8)
+        ModelSpec::builder(template(&root, "/short"))
+            .codec(Utf8)
             .create_mode(CreateMode::PersistentWithTtl)
             .ttl(Duration::from_millis(1))
             .build()
@@ -251,7 +253,8 @@ async fn spec_options_reach_the_server() {
     let ttl = Duration::from_secs(3600);
     let settings = Modeled::new(
         client.clone(),
-        ModelSpec::builder_with(template(&root, "/settings/{name}"), Utf8)
+        ModelSpec::builder(template(&root, "/settings/{name}"))
+            .codec(Utf8)
             .create_mode(CreateMode::PersistentWithTtl)
             .ttl(ttl)
             .acl(vec![Acl::world_anyone(
@@ -276,7 +279,7 @@ async fn spec_options_reach_the_server() {
             Perms::READ | Perms::WRITE | Perms::DELETE
         )]
     );
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// Refuses data holding "forbidden".
@@ -304,7 +307,8 @@ async fn schemas_of_models() {
         .unwrap();
     let notes = Modeled::new(
         client.clone(),
-        ModelSpec::builder_with(template(&root, "/notes/{id}"), Utf8)
+        ModelSpec::builder(template(&root, "/notes/{id}"))
+            .codec(Utf8)
             .parents(Parents::Persistent)
             .schema(schema)
             .build()
@@ -391,11 +395,12 @@ async fn schemas_of_models() {
         "{error:?}"
     );
     assert_eq!(client.check_exists().for_path(&path).await.unwrap(), None);
-    checked.close().await;
+    checked.close().await.unwrap();
 
     // A spec with an ACL: its derived schema refuses nodes made with another ACL.
     let locked_down = vec![Acl::world_anyone(Perms::READ)];
-    let readonly = ModelSpec::builder_with(template(&root, "/readonly/{id}"), Utf8)
+    let readonly = ModelSpec::builder(template(&root, "/readonly/{id}"))
+        .codec(Utf8)
         .acl(locked_down.clone())
         .build()
         .unwrap();
@@ -423,8 +428,8 @@ async fn schemas_of_models() {
         "{error:?}"
     );
     assert_eq!(client.check_exists().for_path(&path).await.unwrap(), None);
-    checked.close().await;
-    client.close().await;
+    checked.close().await.unwrap();
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -479,7 +484,7 @@ async fn transactions_of_models() {
         .await
         .unwrap();
     assert_eq!(b.check_exists().await.unwrap(), None);
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 /// A chunked model: values over 1 MiB through set, read, update (with versions), list and
@@ -491,7 +496,8 @@ async fn chunked_models_hold_values_over_a_mib() {
     let server = TestingServer::start().await.unwrap();
     let client = curator_testkit::client(&server.connect_string()).await;
     let root = unique_root("modeled-chunked");
-    let spec = ModelSpec::builder_with(template(&root, "/blobs/{id}"), Raw)
+    let spec = ModelSpec::builder(template(&root, "/blobs/{id}"))
+        .codec(Raw)
         .parents(Parents::Containers)
         .chunked_with(ChunkSettings::new().with_max_size(8 << 20))
         .build()

@@ -4,11 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use curator_caches::{CacheEvent, CuratorCache};
 use curator_framework::listen::{Listenable, ListenerHandle, ListenerStream};
-use curator_framework::recipe::Lifecycle;
+use curator_framework::recipe::{Recipe, RecipeCore, RecipeEvents, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
 use crate::PersistentNode;
@@ -51,7 +50,8 @@ struct Inner {
     id: String,
     node: PersistentNode,
     cache: CuratorCache,
-    lifecycle: Lifecycle,
+    /// The member's name and lifecycle (its work is its node's and its cache's).
+    core: RecipeCore,
     /// Logs the cache's errors (once, however many listen).
     _logging: ListenerHandle,
 }
@@ -77,7 +77,7 @@ struct Inner {
 ///     _ => {}
 /// });
 /// member.start().await?;
-/// member.initialized().await;
+/// member.initialized().await?;
 /// for (id, payload) in member.current_members() {
 ///     println!("{id}: {payload:?}");
 /// }
@@ -122,6 +122,7 @@ impl GroupMember {
         let node =
             PersistentNode::builder(client.clone(), &node_path, CreateMode::Ephemeral, payload)
                 .build()?;
+        let core = RecipeCore::new(&client, "GroupMember", &node_path, &RecipeOptions::new());
         let cache = CuratorCache::builder(client, path).build()?;
         let logging = cache.listenable().add_listener({
             let group = path.to_owned();
@@ -137,7 +138,7 @@ impl GroupMember {
                 id: id.to_owned(),
                 node,
                 cache,
-                lifecycle: Lifecycle::new(),
+                core,
                 _logging: logging,
             }),
         })
@@ -152,30 +153,27 @@ impl GroupMember {
     /// # Cancellation safety
     /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.start()?;
+        self.inner.core.lifecycle().start()?;
         self.inner.node.start().await?;
         self.inner.cache.start().await
     }
 
-    /// Waits until the membership's initial load is done: `true` then, `false` when the member
-    /// was closed first.
-    ///
-    /// # Cancellation safety
-    /// Safe: it only waits.
-    pub async fn initialized(&self) -> bool {
-        self.inner.cache.initialized().await
-    }
-
-    /// Waits until this member's node was created the first time; `false` when `timeout`
-    /// passed first.
+    /// Waits until this member joined (its node was created the first time) and the
+    /// membership's initial load is done; bound the wait with `tokio::time::timeout`.
     ///
     /// # Errors
-    /// [`Error::Closed`] when closed meanwhile.
+    /// [`Error::Closed`] when the member (or its client) was closed first.
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn wait_for_join(&self, timeout: Duration) -> Result<bool> {
-        self.inner.node.wait_for_initial_create(timeout).await
+    pub async fn initialized(&self) -> Result<()> {
+        self.inner.node.initialized().await?;
+        self.loaded().await
+    }
+
+    /// Waits until the membership's initial load is done.
+    pub(crate) async fn loaded(&self) -> Result<()> {
+        self.inner.cache.initialized().await
     }
 
     /// This member's id.
@@ -244,11 +242,33 @@ impl GroupMember {
     /// Dropping the future may leave the node in place, no longer kept (it is ephemeral: it
     /// goes with the session).
     pub async fn close(&self) -> Result<()> {
-        if !self.inner.lifecycle.close() {
+        if !self.inner.core.close_tasks().await {
             return Ok(());
         }
         self.inner.cache.close().await?;
         self.inner.node.close().await
+    }
+}
+
+impl Recipe for GroupMember {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        GroupMember::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        GroupMember::close(self).await
+    }
+}
+
+impl RecipeEvents for GroupMember {
+    type Event = MemberEvent;
+
+    fn listenable(&self) -> Listenable<MemberEvent> {
+        GroupMember::listenable(self)
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeEvents, RecipeOptions};
 use curator_framework::{ConnectionState, CuratorFramework, Error, Result, paths};
 use curator_locks::{InterProcessMutex, LockGuard};
 use futures::StreamExt;
@@ -77,6 +77,7 @@ pub struct SetPartitionerBuilder {
     id: Option<String>,
     settle: Duration,
     partition: Arc<PartitionFn>,
+    options: RecipeOptions,
 }
 
 impl fmt::Debug for SetPartitionerBuilder {
@@ -86,6 +87,7 @@ impl fmt::Debug for SetPartitionerBuilder {
             .field("items", &self.items.len())
             .field("id", &self.id)
             .field("settle", &self.settle)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -101,6 +103,20 @@ impl SetPartitionerBuilder {
     /// (default 1 s). Longer means fewer re-allocations while many members come and go.
     pub fn settle(mut self, settle: Duration) -> Self {
         self.settle = settle;
+        self
+    }
+
+    /// The partitioner's name (default: its path): what its logs and unhandled errors say.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let partitioner = curator_nodes::SetPartitioner::builder(client, "/partitions/tenant-17", ["a", "b"])
+    ///     .metrics_name("tenants")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
         self
     }
 
@@ -156,9 +172,10 @@ impl SetPartitionerBuilder {
                     .build()?,
             );
         }
+        let core = RecipeCore::new(&self.client, "SetPartitioner", &self.path, &self.options);
         let inner = Arc::new(Inner {
-            transitions: self.client.listener_container("SetPartitioner"),
-            tasks: self.client.recipe_tasks("SetPartitioner"),
+            transitions: core.listener_container(&self.client),
+            core,
             client: self.client,
             path: self.path,
             id,
@@ -169,11 +186,10 @@ impl SetPartitionerBuilder {
             group,
             state: watch::Sender::new(PartitionState::Allocating),
             release: Notify::new(),
-            lifecycle: Lifecycle::new(),
             left_held: Mutex::new(Vec::new()),
         });
         Ok(SetPartitioner {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
     }
@@ -197,9 +213,8 @@ struct Inner {
     state: watch::Sender<PartitionState>,
     transitions: ListenerContainer<PartitionState>,
     release: Notify,
-    lifecycle: Lifecycle,
-    /// The allocation loop.
-    tasks: RecipeTasks,
+    /// The partitioner's name, lifecycle and allocation loop.
+    core: RecipeCore,
     /// The locks the loop held when it was cancelled, for `close` to release.
     left_held: Mutex<Vec<LockGuard>>,
 }
@@ -291,6 +306,7 @@ impl SetPartitioner {
             id: None,
             settle: Duration::from_secs(1),
             partition: Arc::new(round_robin),
+            options: RecipeOptions::new(),
         }
     }
 
@@ -302,12 +318,12 @@ impl SetPartitioner {
     /// # Cancellation safety
     /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.start()?;
+        let core = &self.inner.core;
+        core.lifecycle().start()?;
         // Subscribed before the group starts, so no membership change goes unheard.
         let members = self.inner.group.stream();
         let connection = self.inner.client.connection_state_stream();
-        self.inner
-            .tasks
+        core.tasks()
             .spawn(run(Arc::clone(&self.inner), members, connection))
             .detach();
         self.inner.set(PartitionState::Allocating);
@@ -368,7 +384,7 @@ impl SetPartitioner {
         tokio::select! {
             _ = state.wait_for(|s| *s != PartitionState::Release) => {}
             // The client closed: nothing releases any more (its session took the locks along).
-            () = self.inner.tasks.cancelled() => {}
+            () = self.inner.core.tasks().cancelled() => {}
         }
         Ok(())
     }
@@ -384,15 +400,36 @@ impl SetPartitioner {
     /// Dropping the future leaves the locks released in the background (as guards dropped),
     /// and may leave this member's node in place (ephemeral: it goes with the session).
     pub async fn close(&self) -> Result<()> {
-        if !self.inner.lifecycle.close() {
+        if !self.inner.core.close_tasks().await {
             return Ok(());
         }
-        self.inner.tasks.close().await;
         let held = std::mem::take(&mut *self.inner.left_held.lock());
         release_all(held).await;
         let left = self.inner.group.close().await;
         self.inner.set(PartitionState::Closed);
         left
+    }
+}
+
+impl Recipe for SetPartitioner {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        SetPartitioner::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        SetPartitioner::close(self).await
+    }
+}
+
+impl RecipeEvents for SetPartitioner {
+    type Event = PartitionState;
+
+    fn listenable(&self) -> Listenable<PartitionState> {
+        SetPartitioner::listenable(self)
     }
 }
 
@@ -437,7 +474,8 @@ async fn run(
             inner.set(PartitionState::Allocating);
         }
         // Settle: the membership is loaded and unchanged for the settle time.
-        inner.group.initialized().await;
+        // (Err: the member closed; the task is being cancelled.)
+        let _ = inner.group.loaded().await;
         loop {
             tokio::select! {
                 () = membership_change(&mut members) => continue,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::listen::ListenerStream;
-use curator_framework::recipe::{Backoff, HandleGuard, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{Backoff, HandleGuard, Recipe, RecipeCore, RecipeOptions};
 use curator_framework::{ConnectionState, CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -32,9 +32,8 @@ struct Inner {
     actual: watch::Sender<Option<String>>,
     /// Wakes the task when the data changes.
     poke: Notify,
-    lifecycle: Lifecycle,
-    /// The keeper task.
-    tasks: RecipeTasks,
+    /// The recipe's name, lifecycle and keeper task.
+    core: RecipeCore,
 }
 
 /// A node that the recipe keeps in place (Curator's `PersistentNode` /
@@ -60,7 +59,7 @@ struct Inner {
 /// let node = PersistentNode::builder(client, "/services/api/host-1", CreateMode::Ephemeral, b"10.0.0.5:8080")
 ///     .build()?;
 /// node.start().await?;
-/// assert!(node.wait_for_initial_create(Duration::from_secs(10)).await?);
+/// tokio::time::timeout(Duration::from_secs(10), node.initialized()).await.ok();
 /// node.set_data(b"10.0.0.5:8081").await?;
 /// node.close().await?;
 /// # Ok(()) }
@@ -99,6 +98,7 @@ impl PersistentNode {
             data: data.as_ref().to_vec(),
             protected: false,
             ttl: None,
+            options: RecipeOptions::new(),
         }
     }
 
@@ -110,28 +110,41 @@ impl PersistentNode {
     /// # Cancellation safety
     /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.start()?;
-        self.inner
-            .tasks
-            .spawn(keep(Arc::clone(&self.inner)))
-            .detach();
+        let core = &self.inner.core;
+        core.lifecycle().start()?;
+        core.tasks().spawn(keep(Arc::clone(&self.inner))).detach();
         Ok(())
     }
 
-    /// Waits until the node was created the first time; `false` when `timeout` passed first.
+    /// Waits until the node was created the first time (Curator's `waitForInitialCreate`);
+    /// bound the wait with `tokio::time::timeout`.
+    ///
+    /// ```no_run
+    /// # async fn demo(node: curator_nodes::PersistentNode) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// match tokio::time::timeout(Duration::from_secs(10), node.initialized()).await {
+    ///     Ok(created) => created?,
+    ///     Err(_) => println!("not created yet"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
-    /// [`Error::Closed`] when the node (or its client) was closed meanwhile.
+    /// [`Error::Closed`] when the node (or its client) was closed first.
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<bool> {
+    pub async fn initialized(&self) -> Result<()> {
         let mut actual = self.inner.actual.subscribe();
-        let wait = actual.wait_for(Option::is_some);
         tokio::select! {
-            () = self.inner.tasks.cancelled() => Err(Error::Closed),
-            result = tokio::time::timeout(timeout, wait) => Ok(result.is_ok()),
+            () = self.inner.core.tasks().cancelled() => Err(Error::Closed),
+            created = actual.wait_for(Option::is_some) => created.map(drop).map_err(|_| Error::Closed),
         }
+    }
+
+    /// Whether the node was created once.
+    pub fn is_initialized(&self) -> bool {
+        self.inner.actual.borrow().is_some()
     }
 
     /// The node's path (with sequence and protection, if any) once created.
@@ -172,11 +185,7 @@ impl PersistentNode {
     /// Closes the recipe and waits for its keeper to end, without deleting the node; `false`
     /// when it was closed already.
     pub(crate) async fn stop_keeping(&self) -> bool {
-        if !self.inner.lifecycle.close() {
-            return false;
-        }
-        self.inner.tasks.close().await;
-        true
+        self.inner.core.close_tasks().await
     }
 
     /// Stops keeping the node and deletes it (guaranteed: retried in the background if the
@@ -238,6 +247,7 @@ pub struct PersistentNodeBuilder {
     data: Vec<u8>,
     protected: bool,
     ttl: Option<Duration>,
+    options: RecipeOptions,
 }
 
 impl fmt::Debug for PersistentNodeBuilder {
@@ -248,6 +258,7 @@ impl fmt::Debug for PersistentNodeBuilder {
             .field("data_len", &self.data.len())
             .field("protected", &self.protected)
             .field("ttl", &self.ttl)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -267,6 +278,21 @@ impl PersistentNodeBuilder {
         self
     }
 
+    /// The recipe's name (default: its path): what its logs and unhandled errors say.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use curator_framework::CreateMode;
+    /// let node = curator_nodes::PersistentNode::builder(client, "/members/host-7", CreateMode::Ephemeral, b"")
+    ///     .metrics_name("members")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
+    }
+
     /// The node's recipe, not started.
     ///
     /// # Errors
@@ -280,6 +306,7 @@ impl PersistentNodeBuilder {
             data,
             protected,
             ttl,
+            options,
         } = self;
         if mode.is_sequential() {
             paths::validate_sequential(&path)?;
@@ -302,7 +329,7 @@ impl PersistentNodeBuilder {
             }
             _ => {}
         }
-        let tasks = client.recipe_tasks("PersistentNode");
+        let core = RecipeCore::new(&client, "PersistentNode", &path, &options);
         let inner = Arc::new(Inner {
             client,
             path,
@@ -312,13 +339,26 @@ impl PersistentNodeBuilder {
             data: Mutex::new(data),
             actual: watch::Sender::new(None),
             poke: Notify::new(),
-            lifecycle: Lifecycle::new(),
-            tasks,
+            core,
         });
         Ok(PersistentNode {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
+    }
+}
+
+impl Recipe for PersistentNode {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        PersistentNode::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        PersistentNode::close(self).await
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
 use crate::PersistentNode;
@@ -42,9 +42,8 @@ struct Inner {
     client: CuratorFramework,
     touch_path: String,
     ttl: Duration,
-    lifecycle: Lifecycle,
-    /// The touching task.
-    tasks: RecipeTasks,
+    /// The recipe's name, lifecycle and touching task.
+    core: RecipeCore,
 }
 
 impl PersistentTtlNode {
@@ -70,12 +69,11 @@ impl PersistentTtlNode {
             node,
             touch_path: paths::join(path, TOUCH_NODE),
             ttl,
-            lifecycle: Lifecycle::new(),
-            tasks: client.recipe_tasks("PersistentTtlNode"),
+            core: RecipeCore::new(&client, "PersistentTtlNode", path, &RecipeOptions::new()),
             client,
         });
         Ok(Self {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
     }
@@ -88,7 +86,7 @@ impl PersistentTtlNode {
     /// # Cancellation safety
     /// Safe: it does not wait for anything.
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.start()?;
+        self.inner.core.lifecycle().start()?;
         self.inner.node.start().await?;
         let (client, touch_path, ttl) = (
             self.inner.client.clone(),
@@ -114,19 +112,24 @@ impl PersistentTtlNode {
                 tokio::time::sleep(ttl / 2).await;
             }
         };
-        self.inner.tasks.spawn(touching).detach();
+        self.inner.core.tasks().spawn(touching).detach();
         Ok(())
     }
 
-    /// Waits until the node was created; see [`PersistentNode::wait_for_initial_create`].
+    /// Waits until the node was created; see [`PersistentNode::initialized`].
     ///
     /// # Errors
-    /// As [`PersistentNode::wait_for_initial_create`].
+    /// As [`PersistentNode::initialized`].
     ///
     /// # Cancellation safety
     /// Safe: it only waits.
-    pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<bool> {
-        self.inner.node.wait_for_initial_create(timeout).await
+    pub async fn initialized(&self) -> Result<()> {
+        self.inner.node.initialized().await
+    }
+
+    /// Whether the node was created once.
+    pub fn is_initialized(&self) -> bool {
+        self.inner.node.is_initialized()
     }
 
     /// Sets the node's data.
@@ -150,16 +153,29 @@ impl PersistentTtlNode {
     /// that never started is fine.
     ///
     /// # Errors
-    /// None so far; the `Result` is the contract every recipe keeps.
+    /// None: nothing is deleted, so nothing can fail.
     ///
     /// # Cancellation safety
     /// Dropping the future leaves the tasks stopping in the background.
     pub async fn close(&self) -> Result<()> {
-        if self.inner.lifecycle.close() {
-            self.inner.tasks.close().await;
+        if self.inner.core.close_tasks().await {
             // The keeper stops without its delete: the TTL removes the node.
             self.inner.node.stop_keeping().await;
         }
         Ok(())
+    }
+}
+
+impl Recipe for PersistentTtlNode {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        PersistentTtlNode::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        PersistentTtlNode::close(self).await
     }
 }

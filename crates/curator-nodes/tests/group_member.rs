@@ -47,7 +47,7 @@ async fn membership_converges_as_members_join_change_leave_expire_and_crash() {
         member.start().await.unwrap();
     }
     for member in &members {
-        assert!(member.initialized().await);
+        member.initialized().await.unwrap();
     }
     eventually("everyone sees a, b and c", || async {
         members
@@ -87,7 +87,7 @@ async fn membership_converges_as_members_join_change_leave_expire_and_crash() {
     .await;
 
     // a crashes (its session ends without a goodbye): b sees only itself.
-    clients[0].close().await;
+    clients[0].close().await.unwrap();
     eventually("b sees that a is gone", || async {
         ids(&members[1].current_members()) == ["b"]
             && ids(&server_members(&observer, &group).await) == ["b"]

@@ -141,7 +141,7 @@ async fn three_members_share_100_items_and_share_again_after_expiry_and_death() 
     .await;
 
     // c dies (its session ends without a goodbye): a and b take over its items.
-    c.client.close().await;
+    c.client.close().await.unwrap();
     eventually("a and b hold a disjoint, complete assignment", || async {
         partitioned(&[&a, &b])
             && server_owners(&observer, &path).await == Some(expected_owners(&["a", "b"]))

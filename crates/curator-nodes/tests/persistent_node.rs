@@ -40,11 +40,10 @@ async fn an_ephemeral_node_comes_back_once_with_its_latest_data() {
         .build()
         .unwrap();
     node.start().await.unwrap();
-    assert!(
-        node.wait_for_initial_create(Timing::new().wait())
-            .await
-            .unwrap()
-    );
+    tokio::time::timeout(Timing::new().wait(), node.initialized())
+        .await
+        .expect("created in time")
+        .unwrap();
     assert_eq!(node.actual_path().as_deref(), Some(path.as_str()));
     assert_eq!(look(&observer, &root, &path).await.1.unwrap().0, b"v1");
 
@@ -97,11 +96,10 @@ async fn a_protected_sequential_node_keeps_its_path_through_expiry_and_restart()
     .build()
     .unwrap();
     node.start().await.unwrap();
-    assert!(
-        node.wait_for_initial_create(Timing::new().wait())
-            .await
-            .unwrap()
-    );
+    tokio::time::timeout(Timing::new().wait(), node.initialized())
+        .await
+        .expect("created in time")
+        .unwrap();
     let actual = node.actual_path().unwrap();
     assert!(curator_framework::paths::is_protected(
         curator_framework::paths::node_name(&actual)
@@ -204,11 +202,10 @@ async fn a_ttl_node_lives_while_touched_and_goes_after() {
     let ttl = Duration::from_millis(600);
     let node = PersistentTtlNode::new(c.clone(), &path, ttl, b"busy").unwrap();
     node.start().await.unwrap();
-    assert!(
-        node.wait_for_initial_create(Timing::new().wait())
-            .await
-            .unwrap()
-    );
+    tokio::time::timeout(Timing::new().wait(), node.initialized())
+        .await
+        .expect("created in time")
+        .unwrap();
     eventually("touched", || async {
         c.check_exists()
             .for_path(&format!("{path}/touch"))

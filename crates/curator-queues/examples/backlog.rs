@@ -151,7 +151,7 @@ async fn main() -> Result {
     } else {
         interleaved(&c, &clients, &layout, &args).await?;
     }
-    c.close().await;
+    c.close().await?;
     Ok(())
 }
 

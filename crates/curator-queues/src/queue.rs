@@ -17,8 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use curator_framework::codec::{self, Codec, Json};
 use curator_framework::listen::{Listenable, ListenerContainer, ListenerStream};
-use curator_framework::metrics::RecipeName;
-use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeEvents, RecipeOptions};
 use curator_framework::watcher::Watcher;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 
@@ -109,6 +108,18 @@ pub enum Kind {
     Priority,
     Delay,
     Id,
+}
+
+impl Kind {
+    /// The name of the queue type of this kind, as the recipe reports under.
+    fn type_name(self) -> &'static str {
+        match self {
+            Kind::Fifo => "DistributedQueue",
+            Kind::Priority => "DistributedPriorityQueue",
+            Kind::Delay => "DistributedDelayQueue",
+            Kind::Id => "DistributedIdQueue",
+        }
+    }
 }
 
 /// A FIFO queue of typed items, stored as Curator's `DistributedQueue` stores them
@@ -207,10 +218,8 @@ struct Core<T, C> {
     /// The bucketed layout, when asked for.
     buckets: Option<Buckets>,
     puts: ListenerContainer<PutEvent>,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
-    /// The `name` label of the consumer's metrics.
-    metrics: RecipeName,
+    /// The queue's name (the `name` label of the consumer's metrics), lifecycle and consumer.
+    recipe: RecipeCore,
 }
 
 impl<K, T, C> Clone for Queue<K, T, C> {
@@ -236,7 +245,7 @@ impl<K, T, C: fmt::Debug> fmt::Debug for Queue<K, T, C> {
             .field("consumer", &core.consumer.is_some())
             .field("exactly_once", &core.outcomes.is_some())
             .field("bucketed", &core.buckets.is_some())
-            .field("state", &core.lifecycle.state())
+            .field("state", &core.recipe.state())
             .finish()
     }
 }
@@ -267,7 +276,7 @@ pub struct QueueBuilder<K, T, C = Json> {
     consumer: Option<ConsumeFn<T>>,
     exactly_once: bool,
     bucket_capacity: Option<usize>,
-    metrics_name: Option<String>,
+    options: RecipeOptions,
     kind: PhantomData<K>,
 }
 
@@ -282,7 +291,7 @@ impl<K, T, C: fmt::Debug> fmt::Debug for QueueBuilder<K, T, C> {
             .field("consumer", &self.consumer.is_some())
             .field("exactly_once", &self.exactly_once)
             .field("bucket_capacity", &self.bucket_capacity)
-            .field("metrics_name", &self.metrics_name)
+            .field("options", &self.options)
             .finish()
     }
 }
@@ -301,7 +310,7 @@ impl<K: QueueKind, T: Send + 'static> Queue<K, T, Json> {
             consumer: None,
             exactly_once: false,
             bucket_capacity: None,
-            metrics_name: None,
+            options: RecipeOptions::new(),
             kind: PhantomData,
         }
     }
@@ -325,14 +334,14 @@ where
             consumer: self.consumer,
             exactly_once: self.exactly_once,
             bucket_capacity: self.bucket_capacity,
-            metrics_name: self.metrics_name,
+            options: self.options,
             kind: PhantomData,
         }
     }
 
-    /// The `name` label of this queue's consumer metrics (`curator_queue_depth`,
-    /// `curator_queue_consumer_lag_seconds`); default: the queue's path. Queues sharing a name
-    /// share their series.
+    /// The queue's name (default: its path): the `name` label of its consumer metrics
+    /// (`curator_queue_depth`, `curator_queue_consumer_lag_seconds`), and what its logs and
+    /// unhandled errors say. Queues sharing a name share their series.
     ///
     /// ```no_run
     /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -342,7 +351,7 @@ where
     /// # Ok(()) }
     /// ```
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.metrics_name = Some(name.into());
+        self.options = self.options.metrics_name(name);
         self
     }
 
@@ -469,10 +478,10 @@ where
                 "a bounded queue needs room for at least one item".into(),
             ));
         }
-        let puts = self.client.listener_container("queue puts");
-        let tasks = self.client.recipe_tasks("queue");
+        let recipe = RecipeCore::new(&self.client, K::KIND.type_name(), &self.path, &self.options);
+        let puts = recipe.listener_container(&self.client);
         let core = Arc::new(Core {
-            metrics: RecipeName::new(self.metrics_name.as_deref(), &self.path),
+            recipe,
             client: self.client,
             path: self.path,
             codec: self.codec,
@@ -484,11 +493,9 @@ where
             outcomes,
             buckets,
             puts,
-            lifecycle: Lifecycle::new(),
-            tasks,
         });
         Ok(Queue {
-            _guard: core.tasks.handle_guard(),
+            _guard: core.recipe.handle_guard(),
             core,
             kind: PhantomData,
         })
@@ -517,7 +524,7 @@ where
     /// Dropping the future leaves the queue not started.
     pub async fn start(&self) -> Result<()> {
         let core = &self.core;
-        core.lifecycle.ensure_startable()?;
+        core.recipe.lifecycle().ensure_startable()?;
         match core
             .client
             .create()
@@ -528,11 +535,12 @@ where
             Ok(_) | Err(Error::NodeExists) => {}
             Err(error) => return Err(error),
         }
-        core.lifecycle.start()?;
+        core.recipe.lifecycle().start()?;
         if let Some(consumer) = &core.consumer {
             let (core, consumer) = (Arc::clone(&self.core), Arc::clone(consumer));
             self.core
-                .tasks
+                .recipe
+                .tasks()
                 .spawn_cooperative(|cancelled| consume::consume_loop(core, consumer, cancelled))
                 .detach();
         }
@@ -543,15 +551,13 @@ where
     /// `max_close_wait`) and refuses further puts. Idempotent.
     ///
     /// # Errors
-    /// None today; the signature leaves room for recipes whose close can fail.
+    /// None: nothing is deleted, so nothing can fail.
     ///
     /// # Cancellation safety
     /// Safe: the consumer is told to stop at the first poll; dropping the future only stops the
     /// wait.
     pub async fn close(&self) -> Result<()> {
-        if self.core.lifecycle.close() {
-            self.core.tasks.close().await;
-        }
+        self.core.recipe.close_tasks().await;
         Ok(())
     }
 
@@ -729,13 +735,45 @@ impl<T: Send + 'static, C: Codec<T>> Queue<kind::Id, T, C> {
     }
 }
 
+impl<K, T, C> Recipe for Queue<K, T, C>
+where
+    K: QueueKind + Send + Sync,
+    T: Send + 'static,
+    C: Codec<T>,
+{
+    fn core(&self) -> &RecipeCore {
+        &self.core.recipe
+    }
+
+    async fn start(&self) -> Result<()> {
+        Queue::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        Queue::close(self).await
+    }
+}
+
+impl<K, T, C> RecipeEvents for Queue<K, T, C>
+where
+    K: QueueKind + Send + Sync,
+    T: Send + 'static,
+    C: Codec<T>,
+{
+    type Event = PutEvent;
+
+    fn listenable(&self) -> Listenable<PutEvent> {
+        Queue::listenable(self)
+    }
+}
+
 impl<T, C> Core<T, C>
 where
     T: Send + 'static,
     C: Codec<T>,
 {
     async fn put(&self, prefix: String, items: &[T]) -> Result<()> {
-        self.lifecycle.ensure_started()?;
+        self.recipe.lifecycle().ensure_started()?;
         let encoded = items
             .iter()
             .map(|item| {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_election::{CloseMode, LeaderLatch};
-use curator_framework::recipe::{HandleGuard, Lifecycle, RecipeTasks};
+use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use rand::Rng;
@@ -48,8 +48,8 @@ struct Inner {
     max_shards: usize,
     latch: LeaderLatch,
     shards: Mutex<Vec<String>>,
-    lifecycle: Lifecycle,
-    tasks: RecipeTasks,
+    /// The sharder's name, lifecycle and watching task.
+    core: RecipeCore,
 }
 
 /// Settings of a [`QueueSharder`].
@@ -75,9 +75,25 @@ pub struct QueueSharderBuilder {
     threshold: usize,
     check_interval: Duration,
     max_shards: usize,
+    options: RecipeOptions,
 }
 
 impl QueueSharderBuilder {
+    /// The sharder's name (default: its queue's path): what its logs and unhandled errors
+    /// say.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let sharder = curator_queues::QueueSharder::builder(client, "/queues/t17", "/queues/t17-leader")
+    ///     .metrics_name("tenant-queues")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.metrics_name(name);
+        self
+    }
+
     /// A shard with this many item nodes or more calls for a new shard (default 10,000).
     pub fn threshold(mut self, threshold: usize) -> Self {
         self.threshold = threshold;
@@ -111,7 +127,7 @@ impl QueueSharderBuilder {
         let latch = LeaderLatch::builder(self.client.clone(), &self.leader_path, "")
             .close_mode(CloseMode::Silent)
             .build()?;
-        let tasks = self.client.recipe_tasks("queue sharder");
+        let core = RecipeCore::new(&self.client, "QueueSharder", &self.path, &self.options);
         let inner = Arc::new(Inner {
             client: self.client,
             path: self.path,
@@ -120,13 +136,26 @@ impl QueueSharderBuilder {
             max_shards: self.max_shards,
             latch,
             shards: Mutex::new(Vec::new()),
-            lifecycle: Lifecycle::new(),
-            tasks,
+            core,
         });
         Ok(QueueSharder {
-            _guard: inner.tasks.handle_guard(),
+            _guard: inner.core.handle_guard(),
             inner,
         })
+    }
+}
+
+impl Recipe for QueueSharder {
+    fn core(&self) -> &RecipeCore {
+        &self.inner.core
+    }
+
+    async fn start(&self) -> Result<()> {
+        QueueSharder::start(self).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        QueueSharder::close(self).await
     }
 }
 
@@ -141,6 +170,7 @@ impl QueueSharder {
             threshold: 10_000,
             check_interval: Duration::from_secs(30),
             max_shards: 10,
+            options: RecipeOptions::new(),
         }
     }
 
@@ -153,16 +183,16 @@ impl QueueSharder {
     /// # Cancellation safety
     /// Dropping the future may leave the sharder not started.
     pub async fn start(&self) -> Result<()> {
-        self.inner.lifecycle.ensure_startable()?;
+        self.inner.core.lifecycle().ensure_startable()?;
         self.inner.refresh().await?;
         if self.inner.shards.lock().is_empty() {
             self.inner.add_shard().await?;
             self.inner.refresh().await?;
         }
-        self.inner.lifecycle.start()?;
+        self.inner.core.lifecycle().start()?;
         self.inner.latch.start().await?;
         let inner = Arc::clone(&self.inner);
-        self.inner.tasks.spawn(run(inner)).detach();
+        self.inner.core.tasks().spawn(run(inner)).detach();
         Ok(())
     }
 
@@ -174,8 +204,7 @@ impl QueueSharder {
     /// # Cancellation safety
     /// Safe: the background work stops at the first poll.
     pub async fn close(&self) -> Result<()> {
-        if self.inner.lifecycle.close() {
-            self.inner.tasks.close().await;
+        if self.inner.core.close_tasks().await {
             self.inner.latch.close().await?;
         }
         Ok(())

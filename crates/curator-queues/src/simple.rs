@@ -5,6 +5,7 @@ use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use curator_framework::metrics::{RecipeName, names};
+use curator_framework::recipe::RecipeOptions;
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -32,7 +33,7 @@ pub const SIMPLE_PREFIX: &str = "qn-";
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// use curator_queues::SimpleDistributedQueue;
-/// let queue = SimpleDistributedQueue::new(client, "/queues/emails")?;
+/// let queue = SimpleDistributedQueue::builder(client, "/queues/emails").build()?;
 /// queue.offer(b"to:alice").await?;
 /// let next = queue.take().await?; // waits while the queue is empty
 /// assert_eq!(next, b"to:alice");
@@ -73,7 +74,7 @@ pub struct SimpleDistributedQueueBuilder {
     path: String,
     exactly_once: bool,
     bucket_capacity: Option<usize>,
-    metrics_name: Option<String>,
+    options: RecipeOptions,
 }
 
 impl SimpleDistributedQueueBuilder {
@@ -89,7 +90,7 @@ impl SimpleDistributedQueueBuilder {
     /// # Ok(()) }
     /// ```
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.metrics_name = Some(name.into());
+        self.options = self.options.metrics_name(name);
         self
     }
 
@@ -152,7 +153,7 @@ impl SimpleDistributedQueueBuilder {
             None
         };
         Ok(SimpleDistributedQueue {
-            metrics: RecipeName::new(self.metrics_name.as_deref(), &self.path),
+            metrics: self.options.name_for(&self.path),
             client: self.client,
             path: self.path,
             known: Mutex::new(VecDeque::new()),
@@ -163,22 +164,17 @@ impl SimpleDistributedQueueBuilder {
 }
 
 impl SimpleDistributedQueue {
-    /// A queue at `path`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidPath`] for a bad path.
-    pub fn new(client: CuratorFramework, path: &str) -> Result<Self> {
-        Self::builder(client, path).build()
-    }
-
-    /// Settings for a queue at `path` (for [`exactly_once`](SimpleDistributedQueueBuilder::exactly_once)).
+    /// Settings for a queue at `path`
+    /// ([`exactly_once`](SimpleDistributedQueueBuilder::exactly_once),
+    /// [`bucketed`](SimpleDistributedQueueBuilder::bucketed),
+    /// [`metrics_name`](SimpleDistributedQueueBuilder::metrics_name)).
     pub fn builder(client: CuratorFramework, path: &str) -> SimpleDistributedQueueBuilder {
         SimpleDistributedQueueBuilder {
             client,
             path: path.to_owned(),
             exactly_once: false,
             bucket_capacity: None,
-            metrics_name: None,
+            options: RecipeOptions::new(),
         }
     }
 

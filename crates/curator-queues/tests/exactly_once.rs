@@ -78,7 +78,9 @@ async fn a_take_whose_reply_is_lost_is_delivered_once_and_its_marker_deleted() {
         .build()
         .unwrap();
     warm_up(&queue).await;
-    let plain = SimpleDistributedQueue::new(observer.clone(), &path).unwrap();
+    let plain = SimpleDistributedQueue::builder(observer.clone(), &path)
+        .build()
+        .unwrap();
     plain.offer(b"only").await.unwrap();
 
     let (_guard, armed) = lose_next_multi_reply(&proxy);
@@ -141,7 +143,9 @@ async fn an_offer_whose_reply_is_lost_is_stored_once() {
         children(&observer, &outcomes(&path)).await,
         Vec::<String>::new()
     );
-    let plain = SimpleDistributedQueue::new(observer.clone(), &path).unwrap();
+    let plain = SimpleDistributedQueue::builder(observer.clone(), &path)
+        .build()
+        .unwrap();
     assert_eq!(plain.poll().await.unwrap().as_deref(), Some(&b"first"[..]));
     assert_eq!(plain.poll().await.unwrap().as_deref(), Some(&b"once"[..]));
     assert_eq!(plain.poll().await.unwrap(), None);
@@ -155,7 +159,9 @@ async fn without_exactly_once_an_offer_whose_reply_is_lost_is_stored_twice() {
     let observer = client(&server.connect_string()).await;
     let producer = client(&proxy.connect_string()).await;
     let path = unique_root("eo-lost-offer-plain");
-    let queue = SimpleDistributedQueue::new(producer.clone(), &path).unwrap();
+    let queue = SimpleDistributedQueue::builder(producer.clone(), &path)
+        .build()
+        .unwrap();
     // The plain offer is a create, not a multi: hold replies once the queue node exists (it
     // is made by an earlier offer, taken again).
     queue.offer(b"first").await.unwrap();
@@ -187,7 +193,9 @@ async fn a_take_survives_its_session_expiring_before_the_reply() {
         .build()
         .unwrap();
     warm_up(&queue).await;
-    let plain = SimpleDistributedQueue::new(observer.clone(), &path).unwrap();
+    let plain = SimpleDistributedQueue::builder(observer.clone(), &path)
+        .build()
+        .unwrap();
     plain.offer(b"a").await.unwrap();
     plain.offer(b"b").await.unwrap();
     let session = proxy
@@ -454,6 +462,8 @@ async fn purge_outcomes_deletes_the_markers_of_dead_writers() {
     assert_eq!(children(&c, &outcomes(&path)).await.len(), 1, "too young");
     assert_eq!(queue.purge_outcomes(Duration::ZERO).await, Ok(1));
     assert_eq!(children(&c, &outcomes(&path)).await, Vec::<String>::new());
-    let plain = SimpleDistributedQueue::new(c.clone(), &path).unwrap();
+    let plain = SimpleDistributedQueue::builder(c.clone(), &path)
+        .build()
+        .unwrap();
     assert_eq!(plain.purge_outcomes(Duration::ZERO).await, Ok(0));
 }

@@ -41,7 +41,9 @@ async fn rust_and_java_share_queues_both_ways() {
     let c = client(&server.connect_string()).await;
 
     // Simple queue: Rust offers, Java takes in order; Java offers, Rust takes in order.
-    let simple = SimpleDistributedQueue::new(c.clone(), &simple_path).unwrap();
+    let simple = SimpleDistributedQueue::builder(c.clone(), &simple_path)
+        .build()
+        .unwrap();
     for item in ["r1", "r2", "r3"] {
         simple.offer(item.as_bytes()).await.unwrap();
     }

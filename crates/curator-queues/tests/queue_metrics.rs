@@ -60,5 +60,5 @@ async fn takes_record_their_lag_and_listings_the_depth() {
         })
         .sum::<usize>();
     assert_eq!(lags, 0);
-    c.close().await;
+    c.close().await.unwrap();
 }

@@ -14,7 +14,9 @@ use curator_testkit::client;
 async fn one_producer_gets_fifo_order() {
     let server = TestingServer::start().await.unwrap();
     let c = client(&server.connect_string()).await;
-    let queue = SimpleDistributedQueue::new(c.clone(), &unique_root("simple-fifo")).unwrap();
+    let queue = SimpleDistributedQueue::builder(c.clone(), &unique_root("simple-fifo"))
+        .build()
+        .unwrap();
     assert_eq!(queue.poll().await.unwrap(), None);
     assert_eq!(queue.peek().await.unwrap(), None);
     assert_eq!(queue.element().await, Err(Error::NoNode));
@@ -62,7 +64,9 @@ async fn one_producer_gets_fifo_order() {
 
     // A waiting take wakes up for a new item.
     let waiting = tokio::spawn({
-        let queue = SimpleDistributedQueue::new(c.clone(), queue.path()).unwrap();
+        let queue = SimpleDistributedQueue::builder(c.clone(), queue.path())
+            .build()
+            .unwrap();
         async move { queue.take().await }
     });
     queue.offer(b"late").await.unwrap();
@@ -87,7 +91,9 @@ async fn produce_and_consume(
     let taken = Arc::new(tokio::sync::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for p in 0..producers {
-        let queue = SimpleDistributedQueue::new(client(connect).await, path).unwrap();
+        let queue = SimpleDistributedQueue::builder(client(connect).await, path)
+            .build()
+            .unwrap();
         tasks.push(tokio::spawn(async move {
             for i in 0..per_producer {
                 queue.offer(format!("p{p}-{i}").as_bytes()).await.unwrap();
@@ -96,7 +102,9 @@ async fn produce_and_consume(
     }
     let mut consumer_tasks = Vec::new();
     for _ in 0..consumers {
-        let queue = SimpleDistributedQueue::new(client(connect).await, path).unwrap();
+        let queue = SimpleDistributedQueue::builder(client(connect).await, path)
+            .build()
+            .unwrap();
         let taken = Arc::clone(&taken);
         consumer_tasks.push(tokio::spawn(async move {
             loop {

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+pub mod contract;
+
 use std::time::Duration;
 
 use curator_framework::retry::{RetryNTimes, RetryUntilElapsed};
@@ -165,4 +167,23 @@ pub async fn create_root(client: &CuratorFramework, name: &str) -> String {
         .await
         .expect("create the test's root");
     root
+}
+
+/// Creates `path` (and its parents) with empty data.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) {
+/// curator_testkit::create(&client, "/test/a/b").await;
+/// # }
+/// ```
+///
+/// # Panics
+/// When the node cannot be created.
+pub async fn create(client: &CuratorFramework, path: &str) {
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(path, b"")
+        .await
+        .unwrap_or_else(|error| panic!("create {path}: {error}"));
 }

@@ -121,7 +121,7 @@ async fn main() {
         .for_path(&root)
         .await
         .expect("cleanup");
-    client.close().await;
+    client.close().await.unwrap();
 }
 
 fn report(what: &str, len: usize, write: Duration, read: Duration) {

@@ -369,7 +369,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     assert!(blob.read().await.unwrap().0 == old);
     // Its writer is alive: purge keeps it.
     assert_eq!(blob.purge().await.unwrap(), 0);
-    dying.close().await;
+    dying.close().await.unwrap();
     assert_eq!(blob.purge().await.unwrap(), 1);
     assert_eq!(generations(&client, &blob).await, current);
     assert!(blob.read().await.unwrap().0 == old);
@@ -383,7 +383,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
     assert_eq!(left.len(), 1);
     assert!(!left.contains(&"abandoned2".to_owned()) && left != current);
     assert!(blob.read().await.unwrap().0 == new);
-    dying.close().await;
+    dying.close().await.unwrap();
 
     // A real write whose client closes mid-way: the value is the old or the new one, whole.
     let writer_client = testkit::client(&server.connect_string()).await;
@@ -394,7 +394,7 @@ async fn a_writer_that_dies_before_the_flip_leaves_the_old_value() {
         async move { writer.set(&huge).await }
     });
     writer_marker(&client, &blob).await;
-    writer_client.close().await;
+    writer_client.close().await.unwrap();
     let outcome = write.await.unwrap();
     let (now, _) = blob.read().await.unwrap();
     match outcome {

@@ -10,9 +10,15 @@ use curator_testkit as testkit;
 use curator_values::Guarded;
 use tokio::sync::watch;
 
-/// An ephemeral node standing for a lock node, and a hold on it that is never signalled lost
-/// (a holder that has not noticed anything: the server's check is all that stands).
-async fn unaware_hold(client: &CuratorFramework, node: &str) -> (Hold, watch::Sender<bool>) {
+/// An ephemeral node of `client` standing for a lock node, and a hold on it that is never
+/// signalled lost unless the test says so (a holder that has not noticed anything: the server's
+/// check is all that stands). Every hold learns of connection trouble through its client's
+/// count of error states, so this one watches `quiet`'s, a client nothing happens to.
+async fn unaware_hold(
+    client: &CuratorFramework,
+    quiet: &CuratorFramework,
+    node: &str,
+) -> (Hold, watch::Sender<bool>) {
     let (_, stat) = client
         .create()
         .creating_parents_if_needed()
@@ -22,8 +28,9 @@ async fn unaware_hold(client: &CuratorFramework, node: &str) -> (Hold, watch::Se
         .await
         .unwrap();
     let (signal, lost) = watch::channel(false);
-    let hold =
-        Hold::with_signal(node.to_owned(), stat.czxid, lost).on_session(stat.ephemeral_owner);
+    let hold = Hold::new(quiet, node.to_owned(), stat.czxid)
+        .on_session(stat.ephemeral_owner)
+        .ended_by(lost);
     (hold, signal)
 }
 
@@ -48,7 +55,7 @@ async fn setup(name: &str) -> (TestingServer, CuratorFramework, CuratorFramework
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_land_while_the_hold_stands() {
     let (_server, client, other, root) = setup("guarded-ok").await;
-    let (hold, _signal) = unaware_hold(&client, &format!("{root}/lock-0000000001")).await;
+    let (hold, _signal) = unaware_hold(&client, &other, &format!("{root}/lock-0000000001")).await;
     let guarded = Guarded::new(client.clone(), &hold);
     let target = format!("{root}/target");
 
@@ -92,15 +99,15 @@ async fn writes_land_while_the_hold_stands() {
         other => panic!("expected a transaction error, got {other:?}"),
     }
     assert_eq!(data(&other, &target).await, b"two");
-    client.close().await;
-    other.close().await;
+    client.close().await.unwrap();
+    other.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_deleted_by_someone_else_refuses_the_write() {
     let (_server, client, other, root) = setup("guarded-deleted").await;
     let node = format!("{root}/lock-0000000001");
-    let (hold, _signal) = unaware_hold(&client, &node).await;
+    let (hold, _signal) = unaware_hold(&client, &other, &node).await;
     other.delete().for_path(&node).await.unwrap();
     let target = format!("{root}/target");
     let guarded = Guarded::new(client.clone(), &hold);
@@ -121,8 +128,8 @@ async fn a_node_deleted_by_someone_else_refuses_the_write() {
         other.check_exists().for_path(&format!("{root}/late")).await,
         Ok(None)
     );
-    client.close().await;
-    other.close().await;
+    client.close().await.unwrap();
+    other.close().await.unwrap();
 }
 
 /// The holder's session ends; its node path is even made again on the new session (as a lock
@@ -131,7 +138,7 @@ async fn a_node_deleted_by_someone_else_refuses_the_write() {
 async fn a_hold_of_an_ended_session_refuses_the_write_even_if_its_path_is_back() {
     let (_server, client, other, root) = setup("guarded-session").await;
     let node = format!("{root}/lock-0000000001");
-    let (hold, _signal) = unaware_hold(&client, &node).await;
+    let (hold, _signal) = unaware_hold(&client, &other, &node).await;
     let hold = hold.for_leadership();
     client.inject_session_expiration().await.unwrap();
     client
@@ -148,8 +155,8 @@ async fn a_hold_of_an_ended_session_refuses_the_write_even_if_its_path_is_back()
         Err(Error::NotLeader { node })
     );
     assert_eq!(data(&other, &target).await, b"initial");
-    client.close().await;
-    other.close().await;
+    client.close().await.unwrap();
+    other.close().await.unwrap();
 }
 
 /// A hold signalled lost refuses without asking the server.
@@ -157,7 +164,7 @@ async fn a_hold_of_an_ended_session_refuses_the_write_even_if_its_path_is_back()
 async fn a_hold_signalled_lost_refuses_the_write() {
     let (_server, client, other, root) = setup("guarded-signalled").await;
     let node = format!("{root}/lock-0000000001");
-    let (hold, signal) = unaware_hold(&client, &node).await;
+    let (hold, signal) = unaware_hold(&client, &other, &node).await;
     let target = format!("{root}/target");
     let guarded = Guarded::new(client.clone(), &hold);
     guarded.set_data(&target, b"one").await.unwrap();
@@ -180,6 +187,6 @@ async fn a_hold_signalled_lost_refuses_the_write() {
         Err(Error::LockLost { node })
     );
     assert_eq!(data(&other, &target).await, b"one");
-    client.close().await;
-    other.close().await;
+    client.close().await.unwrap();
+    other.close().await.unwrap();
 }

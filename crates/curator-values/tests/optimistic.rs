@@ -138,8 +138,8 @@ async fn conflicts_run_again_and_commit_once() {
     runner.flush_markers().await.unwrap();
     assert!(runner.pending_markers().is_empty());
     assert!(markers(&client, &txns).await.is_empty());
-    client.close().await;
-    other.close().await;
+    client.close().await.unwrap();
+    other.close().await.unwrap();
 }
 
 /// The commit reaches the server but its reply is held back; the connection is then cut (or the
@@ -194,9 +194,9 @@ async fn a_commit_whose_reply_is_lost_applies_once() {
         fault.await.unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1, "expire: {expire}");
         assert_eq!(read(&observer, a).await, before - 10, "expire: {expire}");
-        client.close().await;
+        client.close().await.unwrap();
     }
-    observer.close().await;
+    observer.close().await.unwrap();
 }
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
@@ -234,7 +234,7 @@ async fn transfers_under_faults_conserve_the_total_and_apply_once() {
         .unwrap();
         make(&setup, &account(i), std::str::from_utf8(&data).unwrap()).await;
     }
-    setup.close().await;
+    setup.close().await.unwrap();
 
     let mut proxies = Vec::new();
     let mut clients = Vec::new();
@@ -358,8 +358,8 @@ async fn transfers_under_faults_conserve_the_total_and_apply_once() {
         "{applied} transfers applied, {} in all, {unknown} unknown, {restarts} restarts",
         taken.len()
     );
-    checker.close().await;
+    checker.close().await.unwrap();
     for client in clients {
-        client.close().await;
+        client.close().await.unwrap();
     }
 }

@@ -107,7 +107,7 @@ impl Run for Demo {
             .for_path(&root)
             .await;
         for worker in &workers {
-            worker.client.close().await;
+            let _ = worker.client.close().await;
         }
         if let Err(error) = result {
             // The reader went away (`curator demo | head -2`): whatever failed afterwards (the

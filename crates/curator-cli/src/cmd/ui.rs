@@ -98,7 +98,7 @@ impl Run for Ui {
             metrics,
         )
         .await;
-        client.close().await;
+        let _ = client.close().await;
         result
     }
 }

@@ -213,7 +213,8 @@ impl Drop for Core {
             return;
         }
         let (client, marker) = (self.client.clone(), self.marker.clone());
-        self.tasks
+        self.recipe
+            .tasks()
             .spawn(async move {
                 let _ = client.delete().quietly().for_path(&marker).await;
             })

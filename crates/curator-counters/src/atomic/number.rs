@@ -310,6 +310,14 @@ impl<N: AtomicNumber> DistributedAtomicNumberBuilder<N> {
         }
     }
 
+    /// See [`DistributedAtomicValueBuilder::metrics_name`].
+    pub fn metrics_name(self, name: impl Into<String>) -> Self {
+        Self {
+            value: self.value.metrics_name(name),
+            _number: PhantomData,
+        }
+    }
+
     /// See [`DistributedAtomicValueBuilder::without_markers`].
     pub fn without_markers(self) -> Self {
         Self {

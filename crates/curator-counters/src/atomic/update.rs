@@ -1,7 +1,7 @@
 //! One update: optimistic read-and-write attempts under the retry policy, then (if configured)
 //! the same under the promotion lock.
 
-use curator_framework::recipe::RecipeTasks;
+use curator_framework::recipe::{RecipeCore, RecipeOptions};
 use curator_framework::retry::{RetryPolicy, SharedRetryPolicy};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use curator_locks::InterProcessMutex;
@@ -49,8 +49,8 @@ pub(crate) struct Core {
     pub(super) marker_version: Mutex<Option<i32>>,
     /// With markers, the instance's updates go one at a time: only one moves the marker.
     pub(super) serial: tokio::sync::Mutex<()>,
-    /// Where the markers left at drop are deleted.
-    pub(super) tasks: RecipeTasks,
+    /// The value's name, and its tasks: where the markers left at drop are deleted.
+    pub(super) recipe: RecipeCore,
 }
 
 /// One update in progress: the computation, the attempts' statistics, and the write whose
@@ -69,8 +69,9 @@ impl Core {
         retry_policy: SharedRetryPolicy,
         promoted: Option<PromotedToLock>,
         markers: bool,
+        options: &RecipeOptions,
     ) -> Self {
-        let tasks = client.recipe_tasks("atomic value");
+        let recipe = RecipeCore::new(&client, "DistributedAtomicValue", &path, options);
         Self {
             client,
             retry_policy,
@@ -80,7 +81,7 @@ impl Core {
             markers,
             marker_version: Mutex::new(None),
             serial: tokio::sync::Mutex::new(()),
-            tasks,
+            recipe,
         }
     }
 

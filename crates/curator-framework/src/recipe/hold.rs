@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::CuratorFramework;
@@ -20,12 +21,19 @@ pub enum HoldKind {
 }
 
 /// What a holder holds: its node, a fencing token, and a signal that the hold may be lost. The
-/// one hold of every recipe: a lock's [`LockGuard`], a semaphore's `Lease` and a leader's hold
-/// all give one.
+/// one hold of every recipe: a lock's [`LockGuard`], a semaphore's `Lease`, a time-boxed
+/// lease's grant and a leader's hold all give one.
 ///
-/// The fencing token is the node's creation zxid: it grows with every node created on the
-/// ensemble, so a resource that remembers the highest token it admitted can refuse an older
-/// holder.
+/// A hold learns it is lost by one route, whatever holds it: the client's count of error
+/// states (with the standard connection-state error policy, the first `Suspended`), bumped as
+/// each one is published and before any listener hears it, so no circuit breaker holds it back
+/// and every hold of a client is lost at the same moment; the client's close; and what the
+/// holder itself ends ([`ended_by`](Self::ended_by): a release, a step-down) or the time it
+/// ends at ([`Hold::until`]).
+///
+/// The fencing token is a zxid of the node: its creation (a lock's, a leader's node) or the
+/// write that won it (a time-boxed lease). Zxids grow with every change on the ensemble, so a
+/// resource that remembers the highest token it admitted can refuse an older holder.
 ///
 /// [`LockGuard`]: https://docs.rs/curator-locks
 ///
@@ -46,21 +54,16 @@ pub struct Hold {
     kind: HoldKind,
     /// The session that made the node, when known: guarded writes go on it or not at all.
     session: Option<i64>,
-    lost: LostSignal,
-    /// The client's close, which ends a hold made with [`Hold::new`].
-    client_closed: Option<CancellationToken>,
-}
-
-/// What tells a [`Hold`] it is lost.
-#[derive(Clone)]
-enum LostSignal {
-    /// `true`, or its sender gone ([`Hold::with_signal`]).
-    Flag(watch::Receiver<bool>),
-    /// The client's count of error states moving past `at` ([`Hold::new`]), or the client gone.
-    ErrorStates {
-        count: watch::Receiver<u64>,
-        at: u64,
-    },
+    /// The client's count of error states, and the count when the hold was made: the hold is
+    /// lost once it moves (or the client is gone). `None` for a hold bound to time, not to a
+    /// session ([`Hold::until`]).
+    error_states: Option<(watch::Receiver<u64>, u64)>,
+    /// What the holder ends: `true`, or its sender gone ([`Hold::ended_by`]).
+    ended: Option<watch::Receiver<bool>>,
+    /// When the hold ends by itself ([`Hold::until`]).
+    deadline: Option<Instant>,
+    /// The client's close, which ends every hold.
+    client_closed: CancellationToken,
 }
 
 impl fmt::Debug for Hold {
@@ -76,10 +79,10 @@ impl fmt::Debug for Hold {
 }
 
 impl Hold {
-    /// A hold on `node` with fencing `token`, lost when the client's connection state becomes
-    /// an error state under its connection-state error policy (with the standard policy: at
-    /// `Suspended`), or when the client closes. A lock's hold ([`HoldKind::Lock`]) on the
-    /// client's current session (the one that made `node`).
+    /// A hold on `node` with fencing `token`, made on the client's current session (the one
+    /// that made `node`): lost when the client's connection state becomes an error state under
+    /// its connection-state error policy (with the standard policy: at `Suspended`), or when
+    /// the client closes. A lock's hold ([`HoldKind::Lock`]).
     pub fn new(client: &CuratorFramework, node: String, token: i64) -> Self {
         // Every hold of the client watches one counter, bumped as each error state is
         // published (before the client's listeners hear it): no channel or listener per hold.
@@ -90,24 +93,56 @@ impl Hold {
             token,
             kind: HoldKind::Lock,
             session: client.session_id(),
-            lost: LostSignal::ErrorStates { count, at },
-            client_closed: Some(client.inner.cancel.clone()),
+            error_states: Some((count, at)),
+            ended: None,
+            deadline: None,
+            client_closed: client.inner.cancel.clone(),
         }
     }
 
-    /// A hold whose loss is signalled by `lost` turning `true` (or its sender going away),
-    /// for holds that end by other rules (leadership ends when the leader steps down). A
-    /// [`HoldKind::Lock`] with no session known; see [`for_leadership`](Self::for_leadership)
-    /// and [`on_session`](Self::on_session).
-    pub fn with_signal(node: String, token: i64, lost: watch::Receiver<bool>) -> Self {
+    /// A hold bound to time, not to a session (a time-boxed lease): lost at `deadline` or when
+    /// the client closes, whatever the connection does meanwhile. A [`HoldKind::Lock`] with no
+    /// session.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) {
+    /// use std::time::Duration;
+    /// use curator_framework::recipe::Hold;
+    /// let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    /// let hold = Hold::until(&client, "/leases/report".into(), 0x1_0000_0009, deadline);
+    /// assert!(!hold.is_lost());
+    /// # }
+    /// ```
+    pub fn until(client: &CuratorFramework, node: String, token: i64, deadline: Instant) -> Self {
         Self {
             node: Arc::from(node),
             token,
             kind: HoldKind::Lock,
             session: None,
-            lost: LostSignal::Flag(lost),
-            client_closed: None,
+            error_states: None,
+            ended: None,
+            deadline: Some(deadline),
+            client_closed: client.inner.cancel.clone(),
         }
+    }
+
+    /// This hold, lost also when `end` turns `true` (or its sender goes away): for what the
+    /// holder ends itself (leadership ends when the leader steps down).
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) {
+    /// use curator_framework::recipe::Hold;
+    /// let (end, ended) = tokio::sync::watch::channel(false);
+    /// let hold = Hold::new(&client, "/election/latch-0000000004".into(), 7)
+    ///     .ended_by(ended)
+    ///     .for_leadership();
+    /// end.send_replace(true); // the step-down
+    /// assert!(hold.is_lost());
+    /// # }
+    /// ```
+    pub fn ended_by(mut self, end: watch::Receiver<bool>) -> Self {
+        self.ended = Some(end);
+        self
     }
 
     /// This hold as a leadership ([`HoldKind::Leadership`]): guarded writes refused because it
@@ -117,9 +152,9 @@ impl Hold {
         self
     }
 
-    /// The session that made the hold's node (its ephemeral owner): writes guarded by this hold
-    /// are sent on that session only, so a write can never pass the hold's check on a later
-    /// session of the same client.
+    /// The session that made the hold's node (its ephemeral owner), when it is not the
+    /// client's current one: writes guarded by this hold are sent on that session only, so a
+    /// write can never pass the hold's check on a later session of the same client.
     pub fn on_session(mut self, session: i64) -> Self {
         self.session = Some(session);
         self
@@ -150,24 +185,31 @@ impl Hold {
         &self.node
     }
 
-    /// The fencing token: the node's creation zxid.
+    /// The fencing token: the node's creation zxid (for a time-boxed lease, the zxid of the
+    /// write that won it).
     pub fn fencing_token(&self) -> i64 {
         self.token
     }
 
+    /// When the hold ends by itself, for a hold bound to time ([`Hold::until`]).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
     /// Whether the hold may be lost already (see [`lost`](Self::lost)).
     pub fn is_lost(&self) -> bool {
-        let signalled = match &self.lost {
-            LostSignal::Flag(lost) => *lost.borrow() || lost.has_changed().is_err(),
-            LostSignal::ErrorStates { count, at } => {
-                *count.borrow() != *at || count.has_changed().is_err()
-            }
-        };
-        signalled
-            || self
-                .client_closed
-                .as_ref()
-                .is_some_and(CancellationToken::is_cancelled)
+        let connection = self
+            .error_states
+            .as_ref()
+            .is_some_and(|(count, at)| *count.borrow() != *at || count.has_changed().is_err());
+        let ended = self
+            .ended
+            .as_ref()
+            .is_some_and(|end| *end.borrow() || end.has_changed().is_err());
+        let expired = self
+            .deadline
+            .is_some_and(|deadline| Instant::now() >= deadline);
+        connection || ended || expired || self.client_closed.is_cancelled()
     }
 
     /// Resolves when the hold may have been lost: the holder must stop acting on it.
@@ -175,24 +217,33 @@ impl Hold {
     /// # Cancellation safety
     /// Safe.
     pub async fn lost(&self) {
-        let signalled = async {
-            match self.lost.clone() {
-                LostSignal::Flag(mut lost) => {
-                    let _ = lost.wait_for(|lost| *lost).await;
-                }
-                LostSignal::ErrorStates { mut count, at } => {
+        let connection = async {
+            match self.error_states.clone() {
+                Some((mut count, at)) => {
                     let _ = count.wait_for(|count| *count != at).await;
                 }
+                None => std::future::pending().await,
             }
         };
-        match &self.client_closed {
-            Some(closed) => {
-                tokio::select! {
-                    () = signalled => {}
-                    () = closed.cancelled() => {}
+        let ended = async {
+            match self.ended.clone() {
+                Some(mut end) => {
+                    let _ = end.wait_for(|ended| *ended).await;
                 }
+                None => std::future::pending().await,
             }
-            None => signalled.await,
+        };
+        let expired = async {
+            match self.deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = connection => {}
+            () = ended => {}
+            () = expired => {}
+            () = self.client_closed.cancelled() => {}
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::listen::{ListenerContainer, UnhandledError};
 
 /// The background work of one recipe instance, spawned inside its client's task tree.
@@ -19,12 +19,13 @@ use crate::listen::{ListenerContainer, UnhandledError};
 /// share the tasks. Get one with [`CuratorFramework::recipe_tasks`](crate::CuratorFramework::recipe_tasks).
 ///
 /// ```no_run
-/// # async fn demo(client: curator_framework::CuratorFramework) {
+/// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
 /// let tasks = client.recipe_tasks("my-recipe");
 /// let handle = tasks.spawn(async { /* watch something, forever */ });
 /// assert_eq!(tasks.len(), 1);
 /// drop(handle); // cancels that task
-/// tasks.close().await; // cancels the rest and waits for them
+/// tasks.close().await?; // cancels the rest and waits for them
+/// # Ok::<(), curator_framework::Error>(())
 /// # }
 /// ```
 #[derive(Clone)]
@@ -135,7 +136,7 @@ impl RecipeTasks {
     /// for it like for any task (bounded).
     ///
     /// ```no_run
-    /// # async fn demo(client: curator_framework::CuratorFramework) {
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
     /// let tasks = client.recipe_tasks("consumer");
     /// tasks.spawn_cooperative(|cancelled| async move {
     ///     while !cancelled.is_cancelled() {
@@ -146,7 +147,8 @@ impl RecipeTasks {
     ///         }
     ///     }
     /// }).detach();
-    /// tasks.close().await; // returns once the loop has seen the cancellation
+    /// tasks.close().await?; // returns once the loop has seen the cancellation
+    /// # Ok::<(), curator_framework::Error>(())
     /// # }
     /// ```
     pub fn spawn_cooperative<F, Fut>(&self, task: F) -> TaskHandle
@@ -229,11 +231,16 @@ impl RecipeTasks {
         self.token.cancel();
     }
 
-    /// Cancels every task and waits for them to end, up to the client's `max_close_wait`.
+    /// Cancels every task and waits for them to end, up to the client's `max_close_wait` (a
+    /// task still running then is logged, and ends in the background).
+    ///
+    /// # Errors
+    /// None: the tasks are cancelled whatever happens; the `Result` is the one shape of every
+    /// `close()` (see [`Recipe::close`](crate::recipe::Recipe::close)).
     ///
     /// # Cancellation safety
     /// Safe: the tasks are cancelled at the first poll; dropping the future only stops the wait.
-    pub async fn close(&self) {
+    pub async fn close(&self) -> Result<()> {
         self.token.cancel();
         self.tracker.close();
         if tokio::time::timeout(self.max_close_wait, self.tracker.wait())
@@ -242,6 +249,13 @@ impl RecipeTasks {
         {
             tracing::warn!(recipe = %self.name, tasks = self.tracker.len(), "recipe tasks still running after max_close_wait");
         }
+        Ok(())
+    }
+
+    /// The name the tasks report under (logs, and the context of
+    /// [`report_unhandled`](Self::report_unhandled)).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Whether the tasks were cancelled (by the recipe or by the client's close).

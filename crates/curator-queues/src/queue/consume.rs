@@ -71,13 +71,15 @@ pub(super) async fn consume_loop<T, C>(
         let (names, watcher) = match listed {
             Ok(found) => {
                 #[allow(clippy::cast_precision_loss)] // a count of children
-                core.metrics.set(metric::QUEUE_DEPTH, found.0.len() as f64);
+                core.recipe
+                    .name()
+                    .set(metric::QUEUE_DEPTH, found.0.len() as f64);
                 found
             }
             Err(error @ Error::ResponseTooLarge { .. }) => {
                 // Every listing would fail the same way (the client's `max_listing_bytes`):
                 // stop consuming, and say so.
-                core.tasks.report_unhandled(&error);
+                core.recipe.tasks().report_unhandled(&error);
                 return;
             }
             Err(error) => {
@@ -193,7 +195,8 @@ where
     /// (negative readings count as 0). For a delay queue it includes the delay asked for.
     fn taken(&self, ctime: i64) {
         let lag = curator_framework::metrics::seconds_since_epoch_millis(ctime);
-        self.metrics
+        self.recipe
+            .name()
             .record_seconds(metric::QUEUE_CONSUMER_LAG_SECONDS, lag);
     }
 
