@@ -332,9 +332,17 @@ impl LeaderLatch {
         result
     }
 
-    /// Whether this participant leads now.
+    /// Whether this participant leads now: `false` from the moment its leadership's
+    /// [`hold`](Self::hold) is lost (a connection in trouble, a session gone), even before the
+    /// latch's task has stepped down and told its listeners.
     pub fn has_leadership(&self) -> bool {
         *self.inner.leader.borrow()
+            && self
+                .inner
+                .leadership
+                .lock()
+                .as_ref()
+                .is_some_and(|leadership| !leadership.hold.is_lost())
     }
 
     /// While this participant leads, its hold: the latch node, its creation zxid as the fencing
@@ -927,6 +935,12 @@ async fn run(inner: Arc<Inner>) {
                     }
                 }
             }
+        }
+        // A change that ended the wait while the hold was lost too (the session's end fires
+        // the watch as it loses the hold): leadership ends now, not after the look that follows,
+        // which may wait for a new session.
+        if hold.as_ref().is_some_and(Hold::is_lost) && inner.core.state() != RecipeState::Closed {
+            inner.step_down(true);
         }
     }
 }

@@ -160,6 +160,10 @@ async fn an_expired_leader_steps_down_and_the_next_takes_over() {
     second.start().await.unwrap();
 
     first_client.inject_session_expiration().await.unwrap();
+    // From the moment the session is gone, whatever the latch's task is doing: a reader must
+    // never see a leader whose hold is lost (its task may still wait for the new session).
+    assert!(!first.has_leadership());
+    assert!(first.hold().is_none_or(|hold| hold.is_lost()));
     tokio::time::timeout(Timing::new().wait(), second.await_leadership())
         .await
         .expect("leads in time")

@@ -472,8 +472,14 @@ async fn tour(show: &mut Show, workers: &[Worker], root: &str) -> CliResult<()> 
     )
     .await?;
     let new_session = leader.client.session_id();
-    if leader.latch.has_leadership() || new_session == old_session {
-        return Err(broken("the old leader still leads, or kept its session"));
+    if leader.latch.has_leadership() {
+        return Err(broken("the old leader still leads"));
+    }
+    if new_session == old_session {
+        return Err(broken(format!(
+            "the old leader kept its session ({:#x})",
+            new_session.unwrap_or_default()
+        )));
     }
     show.proved(format!(
         "{} took over {} ms after {}'s session ended; {} is back on a new session and does not lead",
