@@ -226,6 +226,7 @@ pub struct SessionConfig {
     pub(crate) connector: Arc<dyn Connector>,
     pub(crate) max_frame: usize,
     pub(crate) resume: Option<(i64, Vec<u8>)>,
+    pub(crate) one_connect_round: bool,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -247,6 +248,7 @@ impl fmt::Debug for SessionConfig {
             .field("sasl", &self.sasl)
             .field("connector", &self.connector)
             .field("max_frame", &self.max_frame)
+            .field("one_connect_round", &self.one_connect_round)
             .field(
                 "resume",
                 &self.resume.as_ref().map(|(id, _)| format!("{id:#x}")),
@@ -290,6 +292,7 @@ impl SessionConfig {
             connector: Arc::new(TcpConnector::new()),
             max_frame: curator_wire::codec::DEFAULT_CLIENT_MAX_FRAME,
             resume: None,
+            one_connect_round: false,
         }
     }
 
@@ -347,6 +350,15 @@ impl SessionConfig {
     /// [`DEFAULT_CLIENT_MAX_FRAME`](curator_wire::codec::DEFAULT_CLIENT_MAX_FRAME) (128 MiB).
     pub fn max_frame(mut self, bytes: usize) -> Self {
         self.max_frame = bytes;
+        self
+    }
+
+    /// [`Session::connect`](crate::Session::connect) tries each server once and reports, instead
+    /// of going round the list again (with a short pause between rounds) until the connection
+    /// timeout: for an owner with a retry loop of its own, which wants to hear at once that no
+    /// server took the session (to say why, or to try other servers).
+    pub fn one_connect_round(mut self, one: bool) -> Self {
+        self.one_connect_round = one;
         self
     }
 

@@ -1402,13 +1402,14 @@ impl StateChanges {
 }
 
 impl Session {
-    /// Opens a session: tries each server of the list once (in the list's shuffled order, each
-    /// attempt bounded by the session timeout divided by the number of servers, all of them by
-    /// the connection timeout), then keeps the session connected in a task of the current
-    /// runtime.
+    /// Opens a session: tries the servers of the list in turn (in the list's shuffled order, each
+    /// attempt bounded by the session timeout divided by the number of servers), round after
+    /// round with a short pause between rounds, until one takes the session or the connection
+    /// timeout passes ([`SessionConfig::one_connect_round`] stops after the first round); then
+    /// keeps the session connected in a task of the current runtime.
     ///
     /// # Errors
-    /// [`Error::NoServer`] with each server's reason when none accepted the session;
+    /// [`Error::NoServer`] with each server's last reason when none accepted the session;
     /// [`Error::SessionExpired`] when resuming a session the server no longer has;
     /// [`Error::AuthFailed`] when the credentials were refused; [`Error::InvalidArgument`]
     /// for an empty server list or a zero timeout.
@@ -1423,31 +1424,48 @@ impl Session {
         }
         let shared = Arc::new(Shared::new(config));
         let deadline = Instant::now() + shared.config.connection_timeout;
-        let mut reasons = Vec::new();
-        let rounds = shared.core.lock().hosts.len();
-        for _ in 0..rounds {
-            let (server, _) = shared.core.lock().hosts.next();
+        // The last reason of each server.
+        let mut reasons: Vec<(ServerAddress, String)> = Vec::new();
+        let servers = shared.core.lock().hosts.len();
+        let mut backoff = BACKOFF_START;
+        'rounds: loop {
+            for _ in 0..servers {
+                let (server, _) = shared.core.lock().hosts.next();
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if remaining.is_zero() {
+                    break 'rounds;
+                }
+                let timeout = shared.attempt_timeout().min(remaining);
+                match shared.establish(&server, timeout).await {
+                    Ok(established) => {
+                        let running = shared.install(established);
+                        tokio::spawn(Arc::clone(&shared).drive(running));
+                        return Ok(Session {
+                            _owner: Arc::new(Owner(Arc::clone(&shared))),
+                            shared,
+                        });
+                    }
+                    Err(ConnectError::Terminal(state, error)) => {
+                        shared.terminate(state, &error);
+                        return Err(error);
+                    }
+                    Err(ConnectError::Retry(why)) => {
+                        reasons.retain(|(s, _)| *s != server);
+                        reasons.push((server, why));
+                    }
+                }
+            }
             let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
+            if shared.config.one_connect_round || remaining.is_zero() {
                 break;
             }
-            let timeout = shared.attempt_timeout().min(remaining);
-            match shared.establish(&server, timeout).await {
-                Ok(established) => {
-                    let running = shared.install(established);
-                    tokio::spawn(Arc::clone(&shared).drive(running));
-                    return Ok(Session {
-                        _owner: Arc::new(Owner(Arc::clone(&shared))),
-                        shared,
-                    });
-                }
-                Err(ConnectError::Terminal(state, error)) => {
-                    shared.terminate(state, &error);
-                    return Err(error);
-                }
-                Err(ConnectError::Retry(why)) => reasons.push(format!("{server}: {why}")),
-            }
+            tokio::time::sleep(jitter(backoff).min(remaining)).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
         }
+        let reasons: Vec<String> = reasons
+            .into_iter()
+            .map(|(server, why)| format!("{server}: {why}"))
+            .collect();
         shared.terminate(SessionState::Closed, &Error::Closed);
         Err(Error::NoServer(reasons.join("; ")))
     }

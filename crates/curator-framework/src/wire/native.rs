@@ -59,7 +59,10 @@ impl ConnectSettings {
             .map_err(convert_error)?
             .session_timeout(self.session_timeout)
             .connection_timeout(self.connection_timeout)
-            .can_be_read_only(self.can_be_read_only);
+            .can_be_read_only(self.can_be_read_only)
+            // The session holder retries, and says why no server would take the session after
+            // each round (a certificate, a login).
+            .one_connect_round(true);
         for (scheme, auth) in &self.auth {
             config = config.auth(scheme.clone(), auth.clone());
         }
