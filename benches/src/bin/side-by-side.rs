@@ -371,7 +371,8 @@ fn java_driver(root: &Path, target: &Target) -> Result<Command, String> {
 const CRASH_SESSION_MS: u64 = 2000;
 
 /// Crash failover: per round and library, two fresh driver processes join one election (the
-/// first leads); once both are in line the leader's process is killed with SIGKILL, and the
+/// first leads); once both are in line, and one to two session timeouts later (a random
+/// moment), the leader's process is killed with SIGKILL, and the
 /// hand-over runs from the kill to the other process's reply that it leads. Its floor is the
 /// session timeout: the server removes the dead leader's node only when its session expires.
 /// Returns each library's hand-overs; a library that fails a round is reported and left out of
@@ -457,6 +458,15 @@ fn crash_once(
             Instant::now()
         }))
     })?;
+    // Both in line, the kill comes at a random moment one to two session timeouts later: every
+    // library has settled into its idle ping rhythm by then (a library whose second process
+    // starts fast would otherwise have the leader killed right after its last request, and a
+    // slow one after a ping), and the moment falls anywhere in a ping period.
+    let settle = {
+        use rand::Rng as _;
+        Duration::from_millis(CRASH_SESSION_MS + rand::rng().random_range(0..CRASH_SESSION_MS))
+    };
+    std::thread::sleep(settle);
     let killed = Instant::now();
     leader.kill();
     next.reply(Some(Duration::from_secs(60)))
@@ -1301,7 +1311,7 @@ fn run(args: Args) -> Result<(), String> {
         let watcher = runtime
             .block_on(plain_target.client())
             .map_err(|e| e.to_string())?;
-        let crash_rounds = if quick { 1 } else { 3 };
+        let crash_rounds = if quick { 1 } else { 6 };
         crash_failover(&runtime, &watcher, &fresh_kinds, &base, crash_rounds)?
     } else {
         Vec::new()
