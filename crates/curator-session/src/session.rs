@@ -1435,7 +1435,8 @@ impl Session {
                 if remaining.is_zero() {
                     break 'rounds;
                 }
-                let timeout = shared.attempt_timeout().min(remaining);
+                let full = shared.attempt_timeout();
+                let timeout = full.min(remaining);
                 match shared.establish(&server, timeout).await {
                     Ok(established) => {
                         let running = shared.install(established);
@@ -1450,8 +1451,13 @@ impl Session {
                         return Err(error);
                     }
                     Err(ConnectError::Retry(why)) => {
-                        reasons.retain(|(s, _)| *s != server);
-                        reasons.push((server, why));
+                        // An attempt cut short by the deadline says less than the server's
+                        // earlier answer (a certificate, a refusal): that one is kept.
+                        let clipped = timeout < full;
+                        if !(clipped && reasons.iter().any(|(s, _)| *s == server)) {
+                            reasons.retain(|(s, _)| *s != server);
+                            reasons.push((server, why));
+                        }
                     }
                 }
             }

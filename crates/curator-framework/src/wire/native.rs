@@ -777,10 +777,12 @@ impl WirePersistentWatcher {
     /// Cancellation safe: the session keeps an event until it is taken.
     pub(crate) async fn next(&mut self) -> Option<WatchedEvent> {
         let watch = self.watch.as_mut()?;
+        // The client's close wins over whatever the session delivers as it closes (its own
+        // `Closed` event included): after `client.close()` the watch ends, with nothing more.
         let event = tokio::select! {
             biased;
-            event = watch.next() => event,
             () = self.closed.cancelled() => None,
+            event = watch.next() => event,
         };
         match event {
             Some(event) => {
