@@ -1,7 +1,7 @@
 //! The floors of the side-by-side benchmark: clients that speak ZooKeeper's protocol directly
-//! (curator-wire's records and framing, `TCP_NODELAY`, one session of 30 s, no pings: a run is
-//! far shorter than the session), with nothing else on top, so every Rust row can be read as a
-//! distance to them.
+//! (curator-wire's records and framing, `TCP_NODELAY`, a session of 30 s of its own for each
+//! run, no pings: a run is far shorter than the session), with nothing else on top, so every
+//! Rust row can be read as a distance to them.
 //!
 //! - `blocking`: a std `TcpStream`, no async runtime and no thread besides the main one. Each
 //!   request is written and its reply read before the next; pipelined requests are written
@@ -34,7 +34,8 @@ use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{Decoder, Encoder, FramedRead, FramedWrite};
 
-/// What a floor's session asks for: longer than any run, so no ping is needed.
+/// What a floor's session asks for: longer than any one run, so no ping is needed (each run
+/// has a session of its own).
 const SESSION_TIMEOUT_MS: i32 = 30_000;
 /// As `bench-driver`: the data of `create_delete`'s nodes and the requests in flight at a time
 /// in `pipelined_get_data`.
@@ -262,7 +263,8 @@ impl Blocking {
 }
 
 /// The requests sent and not answered yet, oldest first, with their callers.
-type Pending = VecDeque<(i32, oneshot::Sender<ReplyFrame>)>;
+/// The callers waiting for replies, oldest first; `None` once the connection is gone.
+type Pending = Option<VecDeque<(i32, oneshot::Sender<ReplyFrame>)>>;
 
 /// The Tokio floor: a cheap handle on one connection served by a reader and a writer task.
 #[derive(Clone)]
@@ -301,7 +303,7 @@ impl TokioFloor {
             Some(Err(error)) => return Err(error.to_string()),
             None => return Err("the server closed the connection".into()),
         }
-        let pending = Arc::new(Mutex::new(Pending::new()));
+        let pending: Arc<Mutex<Pending>> = Arc::new(Mutex::new(Some(VecDeque::new())));
         let (to_writer, mut requests) = mpsc::unbounded_channel::<RequestFrame>();
         tokio::spawn(async move {
             // Writes what is queued, several frames per write when several wait.
@@ -334,7 +336,8 @@ impl TokioFloor {
                 let oldest = answered
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .pop_front();
+                    .as_mut()
+                    .and_then(VecDeque::pop_front);
                 match oldest {
                     Some((xid, caller)) if xid == reply.header.xid => {
                         let _ = caller.send(reply);
@@ -348,11 +351,11 @@ impl TokioFloor {
                     }
                 }
             }
-            // Every caller still waiting hears that the connection is gone.
+            // Every caller still waiting, and every later one, hears that the connection is gone.
             answered
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .clear();
+                .take();
         });
         Ok(TokioFloor {
             shared: Arc::new(Mutex::new(Sending {
@@ -371,6 +374,7 @@ impl TokioFloor {
         let op = request.op_code();
         let mut frame = RequestFrame::new(0, request);
         let (caller, reply) = oneshot::channel();
+        let mut return_gone = false;
         let sent = {
             let mut sending = self
                 .shared
@@ -379,12 +383,16 @@ impl TokioFloor {
             let xid = sending.next_xid;
             sending.next_xid += 1;
             frame.header.xid = xid;
-            sending
+            match sending
                 .pending
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push_back((xid, caller));
-            sending.writer.send(frame).is_ok()
+                .as_mut()
+            {
+                Some(pending) => pending.push_back((xid, caller)),
+                None => return_gone = true,
+            }
+            !return_gone && sending.writer.send(frame).is_ok()
         };
         async move {
             if !sent {
@@ -463,8 +471,13 @@ enum Kind {
 }
 
 /// Answers the requests on stdin with `run` (scenario, path, ops → one value per op), timing
-/// each whole request as `bench-driver` does.
-fn serve(mut run: impl FnMut(&str, &str, usize) -> Result<Vec<u64>, String>) {
+/// each whole request as `bench-driver` does. Each request runs on a session of its own, made
+/// by `connect` before the clock starts: a floor sends no pings, so a session kept across the
+/// other drivers' turns could expire while idle.
+fn serve<F>(
+    mut connect: impl FnMut() -> Result<F, String>,
+    mut run: impl FnMut(&mut F, &str, &str, usize) -> Result<Vec<u64>, String>,
+) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "ready");
     let _ = out.flush();
@@ -474,17 +487,21 @@ fn serve(mut run: impl FnMut(&str, &str, usize) -> Result<Vec<u64>, String>) {
         let reply = match words.as_slice() {
             ["quit"] | [] => break,
             ["run", scenario, ops, path] => match ops.parse::<usize>() {
-                Ok(ops) => {
-                    let start = Instant::now();
-                    match run(scenario, path, ops) {
-                        Ok(latencies) => {
-                            let elapsed = elapsed_ns(start);
-                            let list: Vec<String> = latencies.iter().map(u64::to_string).collect();
-                            format!("ok {elapsed} {}", list.join(","))
+                Ok(ops) => match connect() {
+                    Err(error) => format!("err connecting: {error}"),
+                    Ok(mut floor) => {
+                        let start = Instant::now();
+                        match run(&mut floor, scenario, path, ops) {
+                            Ok(latencies) => {
+                                let elapsed = elapsed_ns(start);
+                                let list: Vec<String> =
+                                    latencies.iter().map(u64::to_string).collect();
+                                format!("ok {elapsed} {}", list.join(","))
+                            }
+                            Err(error) => format!("err {error}"),
                         }
-                        Err(error) => format!("err {error}"),
                     }
-                }
+                },
                 Err(_) => format!("err bad op count {ops}"),
             },
             _ => format!("err unknown command {line:?}"),
@@ -502,13 +519,17 @@ fn main() {
     };
     match args.kind {
         Kind::Blocking => {
-            let mut floor = Blocking::connect(&args.connect).unwrap_or_else(|e| failed(e));
-            serve(|scenario, path, ops| {
-                let mut latencies = vec![0u64; ops];
-                floor
-                    .run(scenario, path, &mut latencies)
-                    .map(|()| latencies)
-            });
+            // The server must answer before `ready`.
+            drop(Blocking::connect(&args.connect).unwrap_or_else(|e| failed(e)));
+            serve(
+                || Blocking::connect(&args.connect),
+                |floor, scenario, path, ops| {
+                    let mut latencies = vec![0u64; ops];
+                    floor
+                        .run(scenario, path, &mut latencies)
+                        .map(|()| latencies)
+                },
+            );
         }
         Kind::Tokio => {
             // As bench-driver: two workers, each request run in a task of its own (as a
@@ -518,23 +539,30 @@ fn main() {
                 .enable_all()
                 .build()
                 .unwrap_or_else(|e| failed(e.to_string()));
-            let floor = runtime
-                .block_on(TokioFloor::connect(&args.connect))
-                .unwrap_or_else(|e| failed(e));
-            serve(|scenario, path, ops| {
-                let (floor, scenario, path) = (floor.clone(), scenario.to_owned(), path.to_owned());
-                runtime.block_on(async move {
-                    tokio::spawn(async move {
-                        let mut latencies = vec![0u64; ops];
-                        floor
-                            .run(&scenario, &path, &mut latencies)
-                            .await
-                            .map(|()| latencies)
+            // The server must answer before `ready`.
+            drop(
+                runtime
+                    .block_on(TokioFloor::connect(&args.connect))
+                    .unwrap_or_else(|e| failed(e)),
+            );
+            serve(
+                || runtime.block_on(TokioFloor::connect(&args.connect)),
+                |floor, scenario, path, ops| {
+                    let (floor, scenario, path) =
+                        (floor.clone(), scenario.to_owned(), path.to_owned());
+                    runtime.block_on(async move {
+                        tokio::spawn(async move {
+                            let mut latencies = vec![0u64; ops];
+                            floor
+                                .run(&scenario, &path, &mut latencies)
+                                .await
+                                .map(|()| latencies)
+                        })
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string()))
                     })
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()))
-                })
-            });
+                },
+            );
         }
     }
 }
