@@ -48,10 +48,13 @@
 //! # Moving without disconnecting
 //! A new server list ([`Session::update_server_list`]) may decide that this client moves (see
 //! the host list's rebalancing), a read-only connection may find a read-write server, and
-//! [`Session::reconnect`] asks for another server. A move is planned: new requests are held
-//! (not failed) while the replies of those already sent come in, then the connection is
-//! dropped, the session is taken to the new server, its watches are set again there, and the
-//! held requests are sent. Nobody sees `Disconnected` unless the new server cannot be reached.
+//! [`Session::reconnect`] asks for another server. A move is planned, and made before the old
+//! connection is broken: new requests are held (not failed) while the replies of those already
+//! sent come in; then the session shakes hands with the new server (its watches set again
+//! there) while the old connection stays open and is read; only once the new server has taken
+//! the session is the old connection dropped and the held requests sent on the new one. When
+//! no new server answers, the session goes on over the old connection. Nobody sees
+//! `Disconnected` unless the old connection breaks meanwhile.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
