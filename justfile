@@ -20,13 +20,6 @@ setup MODE="test":
 test: (setup "test")
     scripts/test.sh
 
-# A short fuzzing run of everything that parses server bytes (curator-wire's codec, a whole
-# curator-session session), from the seeds kept in the repository: FUZZ_SECONDS each (20 by
-# default); name targets to run only those (scripts/fuzz.sh). Installs cargo-fuzz when missing.
-# Fuzz what parses server bytes (`just fuzz`, `just fuzz session_stream`).
-fuzz *TARGETS:
-    scripts/fuzz.sh {{TARGETS}}
-
 # Every recipe at once on a 3-member ensemble under a seeded random fault schedule, with
 # invariant checkers; fails on any violation. Replay a schedule with `--seed <n>` (or
 # SOAK_SEED=<n>); `just soak --help` lists the flags. The report also goes to
@@ -56,24 +49,33 @@ lint: (setup "lint")
 # Never part of `just test`. curator-rs vs Apache Curator vs Kazoo on one server, beside its bare
 # session layer and two protocol floors (`side-by-side`; `just bench --help` lists its flags;
 # `--quick` for a short run), then the framework's overhead over its bare session layer
-# (`--quick` makes it short too). docs/ is left alone: `just bench --write-docs` (a full run)
-# rewrites its section of docs/benchmarks.md and its chart.
-# Benchmarks against Apache Curator and Kazoo (`--quick`, `--write-docs`, `--help`).
+# (`--quick` makes it short too). `--with-legacy` adds the framework on its old wire layer
+# (zookeeper-client) as a row: a bench-driver built with `--cfg curator_legacy_wire` in a target
+# directory of its own (the cfg changes every crate's build). docs/ is left alone:
+# `just bench --write-docs` (a full run) rewrites its section of docs/benchmarks.md and its chart.
+# Benchmarks against Apache Curator and Kazoo (`--quick`, `--write-docs`, `--with-legacy`, `--help`).
 bench *ARGS: (setup "bench")
     #!/usr/bin/env bash
     set -euo pipefail
     target="${CARGO_TARGET_DIR:-target}"
     args=()
+    legacy=false
     overhead=(--bench framework_overhead)
     measuring=true
     for arg in {{ARGS}}; do
         case "$arg" in
+            --with-legacy) legacy=true; continue ;;
             -h | --help | --redraw-chart) measuring=false ;;  # no measuring asked for
             --quick) overhead+=(-- --quick) ;;
         esac
         args+=("$arg")
     done
     cargo build --release -p curator-benches --bins
+    if $legacy && $measuring; then
+        RUSTFLAGS="${RUSTFLAGS:-} --cfg curator_legacy_wire" cargo build --release \
+            -p curator-benches --bin bench-driver --target-dir "$target/legacy-wire"
+        args+=(--legacy-driver "$target/legacy-wire/release/bench-driver")
+    fi
     "$target/release/side-by-side" "${args[@]}"
     $measuring || exit 0
     cargo bench -p curator-benches "${overhead[@]}"
