@@ -20,6 +20,13 @@ setup MODE="test":
 test: (setup "test")
     scripts/test.sh
 
+# A short fuzzing run of everything that parses server bytes (curator-wire's codec, a whole
+# curator-session session), from the seeds kept in the repository: FUZZ_SECONDS each (20 by
+# default); name targets to run only those (scripts/fuzz.sh). Installs cargo-fuzz when missing.
+# Fuzz what parses server bytes (`just fuzz`, `just fuzz session_stream`).
+fuzz *TARGETS:
+    scripts/fuzz.sh {{TARGETS}}
+
 # Every recipe at once on a 3-member ensemble under a seeded random fault schedule, with
 # invariant checkers; fails on any violation. Replay a schedule with `--seed <n>` (or
 # SOAK_SEED=<n>); `just soak --help` lists the flags. The report also goes to

@@ -307,8 +307,8 @@ impl CuratorFrameworkBuilder {
     ///
     /// Why a limit, and why none by default: the Java client refuses any reply longer than its
     /// `jute.maxbuffer` (1 MiB by default: about 20,000 names of 50 bytes) and then drops the
-    /// connection and retries the same listing forever. This framework's wire client reads
-    /// replies of any length and the server (3.5–3.9) sends them, so a listing past 1 MiB just
+    /// connection and retries the same listing forever. This framework's wire layer reads
+    /// replies up to 128 MiB and the server (3.5–3.9) sends them, so a listing past 1 MiB just
     /// works here (100,000 names of 50 bytes, about 5 MB, list in well under a second). Set
     /// the limit (for example to [`JAVA_MAX_BUFFER`](crate::JAVA_MAX_BUFFER)) to fail where
     /// Java clients sharing the directories would, or to stop recipes from working through

@@ -80,11 +80,9 @@ impl IntoFuture for Watcher {
 /// `Expired` or `Closed` session event, [`next`](Self::next) returns `None`: add the watch again
 /// on the new session.
 ///
-/// The wire client (`zookeeper-client` 0.11.2) does not register persistent watches with the
-/// server again after a reconnect *within* the session, so [`next`](Self::next) does it: when it
-/// takes the `SyncConnected` event that follows a `Disconnected`, it adds the watch again before
-/// returning that event. Keep polling the watcher (or its stream) so this happens promptly;
-/// changes made before then are not reported.
+/// After a reconnect *within* the session, the session sets the watch again at the server
+/// (with every other watch, in the reconnect's `setWatches` exchange) before any request of the
+/// new connection: changes made after the `SyncConnected` event are reported.
 #[derive(Debug)]
 pub struct PersistentWatcher {
     wire: WirePersistentWatcher,
