@@ -19,7 +19,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 const FLOOR_DRIVER: &str = env!("CARGO_BIN_EXE_floor-driver");
 
-/// Serves one connection: the handshake, then getData (100 bytes), create2 and delete on a
+/// Serves a connection: the handshake, then getData (100 bytes), create2 and delete on a
 /// set of nodes, answered in order, until the client goes.
 fn serve(mut stream: TcpStream) {
     let mut codec = ServerCodec::new();
@@ -88,13 +88,14 @@ fn serve(mut stream: TcpStream) {
     }
 }
 
-/// A scripted server for one client; its `host:port`.
+/// A scripted server, each connection served on a thread of its own (a floor opens one to check
+/// the server, then one per run); its `host:port`.
 fn scripted_server() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     let address = listener.local_addr().expect("its address").to_string();
     std::thread::spawn(move || {
-        if let Ok((stream, _)) = listener.accept() {
-            serve(stream);
+        while let Ok((stream, _)) = listener.accept() {
+            std::thread::spawn(move || serve(stream));
         }
     });
     address

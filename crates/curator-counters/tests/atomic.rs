@@ -328,9 +328,15 @@ async fn no_increment_is_lost_or_doubled_across_restart_and_expiry() {
     server.restart().await.unwrap();
     let after_restart = successes.load(Ordering::SeqCst);
     progress(after_restart + 50).await;
-    // Two sessions end in the middle of their increments.
-    clients[0].inject_session_expiration().await.unwrap();
-    clients[1].inject_session_expiration().await.unwrap();
+    // Two sessions end in the middle of their increments (each back from the restart first:
+    // the others' progress does not say that these two reconnected).
+    for client in &clients[..2] {
+        client
+            .block_until_connected(Timing::new().wait())
+            .await
+            .unwrap();
+        client.inject_session_expiration().await.unwrap();
+    }
     let after_expiry = successes.load(Ordering::SeqCst);
     progress(after_expiry + 50).await;
     stop.store(true, Ordering::SeqCst);
