@@ -1191,6 +1191,13 @@ impl Shared {
                     tracing::debug!(server = %established.server, "moved");
                     running = Some(self.install(established));
                 }
+                // A session being closed is not taken anywhere else: the server ends the
+                // connection after the close's answer, and a reconnect would only hear that
+                // the session is gone (`Expired`) before `close()` has said `Closed`.
+                LinkEnd::Lost(_) if self.core.lock().closing => {
+                    self.terminate(SessionState::Closed, &Error::Closed);
+                    break;
+                }
                 LinkEnd::Lost(why) => self.lost(link_id, &why),
                 LinkEnd::Terminal(state, error) => {
                     self.terminate(state, &error);

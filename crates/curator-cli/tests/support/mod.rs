@@ -158,7 +158,12 @@ impl Running {
 
     /// Waits for the JSON status event `event` on stderr (the process runs with `--json`).
     pub fn wait_event(&mut self, event: &str) -> Value {
-        let deadline = Instant::now() + Timing::new().wait();
+        self.wait_event_within(event, Timing::new().wait())
+    }
+
+    /// [`wait_event`](Self::wait_event), waiting at most `within`.
+    pub fn wait_event_within(&mut self, event: &str, within: std::time::Duration) -> Value {
+        let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.stderr.recv_timeout(left) {

@@ -38,6 +38,9 @@ struct Options {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let options = Options::parse();
+    // The handlers first: a signal sent as soon as the connect string is printed must stop the
+    // server, not kill the process before it stops its JVMs.
+    let mut signals = Signals::install();
     // Keep whichever handle was started alive until the end of `main`.
     let (connect, _server, _cluster) = match options.cluster {
         None => {
@@ -89,10 +92,10 @@ async fn main() {
         });
         tokio::select! {
             _ = stdin_closed => {}
-            () = interrupted() => {}
+            () = signals.interrupted() => {}
         }
     } else {
-        interrupted().await;
+        signals.interrupted().await;
     }
     if let Some(path) = &options.connect_file {
         let _ = std::fs::remove_file(path);
@@ -104,11 +107,26 @@ fn fail(error: &curator_test::Error) -> ! {
     std::process::exit(1);
 }
 
-async fn interrupted() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT (Ctrl-C), caught from the moment they are installed.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            term: signal(SignalKind::terminate()).expect("installing a SIGTERM handler"),
+            interrupt: signal(SignalKind::interrupt()).expect("installing a SIGINT handler"),
+        }
+    }
+
+    /// Resolves at the first of them.
+    async fn interrupted(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
     }
 }
