@@ -10,23 +10,17 @@ use curator_session::proto::{CreateMode, EventType};
 use curator_session::{Session, SessionConfig, open_acl};
 use curator_test::{TestingServer, Timing, unique_root};
 
-/// Opens a session, trying again (every 100 ms, up to the long deadline) while the server
-/// does not answer in time: a JVM on a loaded machine may answer later than one attempt waits.
+/// Opens a session; `Session::connect` tries the servers round after round until its
+/// connection timeout, long here: a JVM on a loaded machine may answer later than one attempt
+/// waits.
 async fn connect(connect_string: &str, session_timeout: Duration) -> Session {
     let config = SessionConfig::new(connect_string)
         .unwrap()
         .session_timeout(session_timeout)
-        .connection_timeout(Timing::new().connection_timeout());
-    let deadline = tokio::time::Instant::now() + Timing::new().forever();
-    loop {
-        match Session::connect(config.clone()).await {
-            Ok(session) => return session,
-            Err(curator_session::Error::NoServer(_)) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("connecting to {connect_string}: {e}"),
-        }
-    }
+        .connection_timeout(Timing::new().forever());
+    Session::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {connect_string}: {e}"))
 }
 
 /// Creates `path` and its missing parents as persistent nodes.

@@ -36,24 +36,14 @@ pub fn tls_config(
         .connector(std::sync::Arc::new(TlsConnector::new(tls)))
 }
 
-/// Opens a session with `config`, trying again (every 100 ms, up to the long deadline) while
-/// no server answers in time: `Session::connect` tries each server once, each attempt bounded
-/// by a share of the session timeout, and a JVM on a loaded machine may answer later than
-/// that. Any other outcome (a session, a refused login) is returned at once.
+/// Opens a session with `config`, given the long deadline as its connection timeout:
+/// `Session::connect` goes round the servers until then, since a JVM on a loaded machine may
+/// answer later than one attempt waits. A refused login is returned at once.
 ///
 /// # Errors
 /// The last attempt's error.
 pub async fn try_connect(config: SessionConfig) -> Result<Session, Error> {
-    let deadline = tokio::time::Instant::now() + Timing::new().forever();
-    loop {
-        match Session::connect(config.clone()).await {
-            Err(Error::NoServer(why)) if tokio::time::Instant::now() < deadline => {
-                tracing::debug!("connecting again after: {why}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            outcome => return outcome,
-        }
-    }
+    Session::connect(config.connection_timeout(Timing::new().forever())).await
 }
 
 /// Opens a session with `config` (see [`try_connect`]).
