@@ -229,6 +229,98 @@ pub async fn server_tree(client: &CuratorFramework, root: &str) -> Result<Tree, 
     Ok(tree)
 }
 
+/// The session timeout of the client that follows the ensemble (see its creation in [`run`]).
+const TRACKED_SESSION: Duration = Duration::from_secs(12);
+
+/// Reads the tree under `root` from every running member, each after a `sync` on a client of its
+/// own, until they agree (writes still settling are waited out) or the wait ends: then a
+/// violation naming the members that differ and some of the paths where they do.
+async fn members_agree(
+    cluster: &TestingCluster,
+    members: &[usize],
+    root: &str,
+    timing: Timing,
+) -> Vec<Violation> {
+    let mut readers = Vec::new();
+    for &member in members {
+        if !cluster.is_running(member) {
+            continue;
+        }
+        let client = curator_testkit::builder(
+            &cluster.member_connect_string(member),
+            timing.scale(Duration::from_secs(15)),
+        )
+        .ensemble_tracking(false)
+        .build();
+        let Ok(client) = client else { continue };
+        if client.start().await.is_err()
+            || client.block_until_connected(timing.wait()).await.is_err()
+        {
+            return vec![Violation::new(
+                "ensemble",
+                format!("member {} could not be read at the end", cluster.member_id(member)),
+            )];
+        }
+        readers.push((cluster.member_id(member), client));
+    }
+    let end = Instant::now() + timing.wait();
+    let mut last = Vec::new();
+    let agreed = loop {
+        last.clear();
+        for (id, client) in &readers {
+            if let Ok(tree) = server_tree(client, root).await {
+                last.push((*id, tree));
+            }
+        }
+        if last.len() == readers.len() && last.windows(2).all(|pair| pair[0].1 == pair[1].1) {
+            break true;
+        }
+        if Instant::now() >= end {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let expected = readers.len();
+    for (_, client) in readers {
+        let _ = client.close().await;
+    }
+    if agreed {
+        return Vec::new();
+    }
+    let Some((first_id, first)) = last.first() else {
+        return vec![Violation::new("ensemble", "no member's tree could be read at the end")];
+    };
+    let mut findings = Vec::new();
+    for (id, tree) in &last[1..] {
+        let differing: Vec<&String> = first
+            .keys()
+            .chain(tree.keys())
+            .filter(|path| first.get(*path) != tree.get(*path))
+            .take(5)
+            .collect();
+        if !differing.is_empty() {
+            findings.push(format!(
+                "member {id} differs from member {first_id} at {differing:?}"
+            ));
+        }
+    }
+    if findings.is_empty() {
+        findings.push(format!(
+            "only {} of {} members could be read",
+            last.len(),
+            expected
+        ));
+    }
+    vec![Violation::new(
+        "ensemble",
+        format!(
+            "the members hold different trees after a sync, with nothing writing (ZooKeeper \
+             lost or forked committed writes): {}",
+            findings.join("; ")
+        ),
+    )]
+}
+
 /// Polls `condition` every 50 ms until it holds; `false` after `timeout`.
 async fn wait_until<F, Fut>(timeout: Duration, mut condition: F) -> bool
 where
@@ -390,9 +482,14 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     // One more client, given member 0 only and following the ensemble: it learns the members,
     // and must move (in its session) when its member is replaced. Client faults do not target
     // it (it has no proxies); member faults do.
+    // Its session outlasts what the ensemble needs to replace a leader cut off from the
+    // others: they wait syncLimit (curator-test: 5 s) before electing, and refuse the session
+    // until then (its last zxid, seen from the old leader, is ahead of them). A session shorter
+    // than that is lost with any client, Java's included; ZooKeeper's operators size sessions
+    // above it for the same reason.
     let tracked = curator_testkit::started(curator_testkit::builder(
         &cluster.member_connect_string(0),
-        config.session_timeout,
+        config.session_timeout.max(timing.scale(TRACKED_SESSION)),
     ))
     .await;
     // The checks' client, also the one that reconfigures the ensemble (the super user); it
@@ -668,7 +765,13 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         leader_log.collect(&admin).await?;
         (mutex_log.entries.clone(), leader_log.entries.clone())
     };
+    // Read after a sync: the admin's member may be a write or two behind the leader.
+    admin.sync().for_path(&paths.counter).await?;
     let final_value = counter.get().await?.post_value;
+    // Every member must hold the same tree now that nothing writes: a difference is the
+    // ensemble's (ZooKeeper lost or forked committed writes), and says which side to look at
+    // when a client-side checker fails at the same time.
+    violations.extend(members_agree(&cluster, &members, &paths.root, timing).await);
 
     let (operations, notes) = {
         let mut record = ctx.record.lock();
