@@ -199,15 +199,6 @@ impl TlsConfig {
         self
     }
 
-    /// Whether hostname verification is off.
-    #[cfg_attr(
-        not(curator_legacy_wire),
-        allow(dead_code, reason = "the legacy wire layer reads it")
-    )]
-    pub(crate) fn skips_hostname_verification(&self) -> bool {
-        self.skip_hostname_verification
-    }
-
     /// Reads what the settings name.
     pub(crate) fn load(&self) -> Result<LoadedTls> {
         let ca = self

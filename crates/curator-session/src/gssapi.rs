@@ -29,10 +29,9 @@
 //! system's GSS-API (MIT Kerberos here), so a login behaves exactly as `kinit`, `kvno` and
 //! every other Kerberos program on the machine. It exposes exactly the calls RFC 4752 needs
 //! (`init_sec_context`, `wrap`, `unwrap`, the context's flags), and the workspace already
-//! uses it (curator-framework's diagnosis of failed logins; `zookeeper-client`'s GSSAPI,
-//! through `rsasl`). `rsasl`'s GSSAPI mechanism is itself built on `libgssapi`, behind a SASL
-//! framework (mechanism registry, callbacks, negotiation) that one fixed exchange does not
-//! need.
+//! uses it (curator-framework's diagnosis of failed logins). `rsasl`'s GSSAPI mechanism is
+//! itself built on `libgssapi`, behind a SASL framework (mechanism registry, callbacks,
+//! negotiation) that one fixed exchange does not need.
 //!
 //! # Blocking
 //! GSS-API calls block: the first step may ask the KDC for a service ticket over the network,
