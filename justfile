@@ -56,33 +56,24 @@ lint: (setup "lint")
 # Never part of `just test`. curator-rs vs Apache Curator vs Kazoo on one server, beside its bare
 # session layer and two protocol floors (`side-by-side`; `just bench --help` lists its flags;
 # `--quick` for a short run), then the framework's overhead over its bare session layer
-# (`--quick` makes it short too). `--with-legacy` adds the framework on its old wire layer
-# (zookeeper-client) as a row: a bench-driver built with `--cfg curator_legacy_wire` in a target
-# directory of its own (the cfg changes every crate's build). docs/ is left alone:
-# `just bench --write-docs` (a full run) rewrites its section of docs/benchmarks.md and its chart.
-# Benchmarks against Apache Curator and Kazoo (`--quick`, `--write-docs`, `--with-legacy`, `--help`).
+# (`--quick` makes it short too). docs/ is left alone: `just bench --write-docs` (a full run)
+# rewrites its section of docs/benchmarks.md and its chart.
+# Benchmarks against Apache Curator and Kazoo (`--quick`, `--write-docs`, `--help`).
 bench *ARGS: (setup "bench")
     #!/usr/bin/env bash
     set -euo pipefail
     target="${CARGO_TARGET_DIR:-target}"
     args=()
-    legacy=false
     overhead=(--bench framework_overhead)
     measuring=true
     for arg in {{ARGS}}; do
         case "$arg" in
-            --with-legacy) legacy=true; continue ;;
             -h | --help | --redraw-chart) measuring=false ;;  # no measuring asked for
             --quick) overhead+=(-- --quick) ;;
         esac
         args+=("$arg")
     done
     cargo build --release -p curator-benches --bins
-    if $legacy && $measuring; then
-        RUSTFLAGS="${RUSTFLAGS:-} --cfg curator_legacy_wire" cargo build --release \
-            -p curator-benches --bin bench-driver --target-dir "$target/legacy-wire"
-        args+=(--legacy-driver "$target/legacy-wire/release/bench-driver")
-    fi
     "$target/release/side-by-side" "${args[@]}"
     $measuring || exit 0
     cargo bench -p curator-benches "${overhead[@]}"

@@ -125,7 +125,6 @@ fn side_by_side_answers_help_without_running() {
         let ran = check(SIDE_BY_SIDE, &[help], 0);
         assert!(ran.stdout.contains("Usage: side-by-side"), "{}", ran.stdout);
         assert!(ran.stdout.contains("--write-docs"), "{}", ran.stdout);
-        assert!(ran.stdout.contains("--legacy-driver"), "{}", ran.stdout);
     }
 }
 
@@ -153,18 +152,6 @@ fn side_by_side_refuses_unknown_flags_and_bad_values() {
         SIDE_BY_SIDE,
         &["--no-tls", "--only", "get_data_tls"],
         "--no-tls",
-    );
-    // The old layer's driver must exist before anything starts.
-    refused(
-        SIDE_BY_SIDE,
-        &["--legacy-driver", "/nonexistent/bench-driver"],
-        "--legacy-driver",
-    );
-    refused(SIDE_BY_SIDE, &["--legacy-driver"], "--legacy-driver");
-    refused(
-        SIDE_BY_SIDE,
-        &["--with-legacy"],
-        "--with-legacy", // the `just bench` flag, not this binary's
     );
 }
 

@@ -1,8 +1,6 @@
 //! Benchmark driver for the side-by-side harness, in Rust: `framework` (this workspace's
 //! `CuratorFramework`) or `bare` (its session layer, `curator_session::Session`, with nothing
-//! on top). Built with `RUSTFLAGS="--cfg curator_legacy_wire"`, `framework` runs on the
-//! framework's old wire layer (`zookeeper-client`); this file names no wire client of its own
-//! beyond curator-session, so it builds either way.
+//! on top).
 //!
 //! Usage: `bench-driver framework|bare <connect-string> [--tls-ca <ca.pem>]` (`--help` says
 //! more); with `--tls-ca`

@@ -7,7 +7,6 @@
 //! ```text
 //! cargo build --release -p curator-benches --bins
 //! target/release/side-by-side [--quick] [--rounds N] [--only a,b_tls,..] [--no-tls] [--write-docs]
-//!                             [--legacy-driver PATH]
 //! target/release/side-by-side --redraw-chart target/bench/side-by-side.json OUT.png
 //! target/release/side-by-side --help
 //! ```
@@ -17,11 +16,6 @@
 //! rotates from round to round. A driver that does not do a scenario answers `err unsupported`
 //! and shows "n/a" in that row (the floors do only `get_data`, `pipelined_get_data` and
 //! `create_delete`, and speak plaintext only: they sit out the TLS rows).
-//!
-//! While the framework moves off `zookeeper-client`, `--legacy-driver PATH` names a
-//! `bench-driver` built with `RUSTFLAGS="--cfg curator_legacy_wire"` (into a target directory
-//! of its own; `just bench --with-legacy` builds one and passes it): its `framework` mode runs
-//! as one more row, "curator-rs (zookeeper-client layer)".
 //!
 //! Results: a table on stdout, a PNG chart and the raw samples in `target/bench/`
 //! (`side-by-side.png`, `side-by-side.json`), the drivers' stderr in `target/bench/logs/`. With
@@ -87,8 +81,6 @@ type CommandFn<'a> = dyn Fn() -> Result<Command, String> + 'a;
 
 /// The drivers' names, as the reports show them.
 const CURATOR_RS: &str = "curator-rs";
-/// The framework on its old wire layer (`--legacy-driver`).
-const LEGACY: &str = "curator-rs (zookeeper-client layer)";
 const BARE: &str = "curator-session (bare)";
 const CURATOR: &str = "Curator (Java)";
 const KAZOO: &str = "Kazoo (Python)";
@@ -186,8 +178,8 @@ struct Group {
     drivers: Vec<Driver>,
 }
 
-/// The directory a driver creates its nodes in: `{root}/curator-rs-zookeeper-client-layer`
-/// for "curator-rs (zookeeper-client layer)" (every driver a directory of its own).
+/// The directory a driver creates its nodes in: `{root}/curator-session-bare` for
+/// "curator-session (bare)" (every driver a directory of its own).
 fn driver_dir(root: &str, driver: &Driver) -> String {
     driver_dir_of(root, driver.name)
 }
@@ -249,27 +241,14 @@ fn ratio_text(ratio: f64) -> String {
 
 /// The ratio table: for each scenario, curator-rs's ops/s over Curator's, Kazoo's and the
 /// bare session's, and each Rust row's ops/s over each floor's ("n/a" where either side did not
-/// run the scenario). The zookeeper-client layer's columns are there when it ran.
+/// run the scenario).
 fn ratio_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
-    let with_legacy = results.iter().flatten().any(|s| s.driver == LEGACY);
     let mut columns: Vec<(String, &str, &str)> = vec![
         ("curator-rs ÷ Curator".into(), CURATOR_RS, CURATOR),
         ("curator-rs ÷ Kazoo".into(), CURATOR_RS, KAZOO),
         ("curator-rs ÷ bare session".into(), CURATOR_RS, BARE),
     ];
-    if with_legacy {
-        columns.push((
-            "curator-rs ÷ zookeeper-client layer".into(),
-            CURATOR_RS,
-            LEGACY,
-        ));
-    }
-    let mut rust_rows = vec![("curator-rs", CURATOR_RS)];
-    if with_legacy {
-        rust_rows.push(("zookeeper-client layer", LEGACY));
-    }
-    rust_rows.push(("bare session", BARE));
-    for (short, driver) in rust_rows {
+    for (short, driver) in [("curator-rs", CURATOR_RS), ("bare session", BARE)] {
         for (floor_name, floor) in [
             ("Tokio floor", TOKIO_FLOOR),
             ("blocking floor", BLOCKING_FLOOR),
@@ -875,25 +854,9 @@ struct Args {
     /// Accepted for older command lines: leaving docs/ alone is the default.
     #[arg(long, hide = true, conflicts_with = "write_docs")]
     no_docs: bool,
-    /// Also run the framework on its old wire layer: a bench-driver built with
-    /// RUSTFLAGS="--cfg curator_legacy_wire" in a target directory of its own (`just bench
-    /// --with-legacy` builds one and passes it); its row is "curator-rs (zookeeper-client
-    /// layer)".
-    #[arg(long, value_name = "PATH", value_parser = legacy_driver)]
-    legacy_driver: Option<PathBuf>,
     /// Redraw the chart from a run's raw samples into OUT.png, without running anything.
     #[arg(long, num_args = 2, value_names = ["IN.json", "OUT.png"], exclusive = true)]
     redraw_chart: Option<Vec<PathBuf>>,
-}
-
-/// `--legacy-driver`'s value parser: an existing file.
-fn legacy_driver(path: &str) -> Result<PathBuf, String> {
-    let path = PathBuf::from(path);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err("no such file (build one with `just bench --with-legacy`)".to_owned())
-    }
 }
 
 /// Every row key `--only` takes.
@@ -1129,8 +1092,7 @@ fn run(args: Args) -> Result<(), String> {
         .map(Path::to_owned)
         .unwrap_or_default();
     let bench_driver = exe_dir.join("bench-driver");
-    let legacy_driver = args.legacy_driver;
-    // `binary kind connect [--tls-ca CA]`: bench-driver (or the legacy one) and floor-driver.
+    // `binary kind connect [--tls-ca CA]`: bench-driver and floor-driver.
     let rust_driver = |binary: &Path, kind: &str, target: &Target| {
         let mut command = Command::new(binary);
         command
@@ -1153,12 +1115,6 @@ fn run(args: Args) -> Result<(), String> {
             CURATOR_RS,
             rust_driver(&bench_driver, "framework", target),
         )?];
-        if let Some(legacy) = &legacy_driver {
-            drivers.push(Driver::start(
-                LEGACY,
-                rust_driver(legacy, "framework", target),
-            )?);
-        }
         drivers.push(Driver::start(
             BARE,
             rust_driver(&bench_driver, "bare", target),
@@ -1282,18 +1238,13 @@ fn run(args: Args) -> Result<(), String> {
     let framework_command = || -> Result<Command, String> {
         Ok(rust_driver(&bench_driver, "framework", &plain_target))
     };
-    let legacy_command = || -> Result<Command, String> {
-        let legacy = legacy_driver.as_deref().ok_or("no --legacy-driver")?;
-        Ok(rust_driver(legacy, "framework", &plain_target))
-    };
     let java_command = || java_driver(&workspace, &plain_target);
     let kazoo_command = || -> Result<Command, String> { Ok(kazoo_driver(&plain_target)) };
-    let mut fresh_kinds: Vec<(&'static str, &CommandFn)> = vec![(CURATOR_RS, &framework_command)];
-    if legacy_driver.is_some() {
-        fresh_kinds.push((LEGACY, &legacy_command));
-    }
-    fresh_kinds.push((CURATOR, &java_command));
-    fresh_kinds.push((KAZOO, &kazoo_command));
+    let fresh_kinds: Vec<(&'static str, &CommandFn)> = vec![
+        (CURATOR_RS, &framework_command),
+        (CURATOR, &java_command),
+        (KAZOO, &kazoo_command),
+    ];
     if measure_memory {
         for &(name, command) in &fresh_kinds {
             let mut per_node = Vec::new();
@@ -1372,14 +1323,9 @@ fn run(args: Args) -> Result<(), String> {
                 .and_then(|(_, b)| *b)
                 .map_or(f64::NAN, |b| b as f64)
         };
-        let legacy = if memory.iter().any(|(name, _)| *name == LEGACY) {
-            format!(" (on the zookeeper-client layer: {:.0} B)", bytes(LEGACY))
-        } else {
-            String::new()
-        };
         report.push_str(&format!(
             "\nMemory held per cached node, a {TREE_NODES}-node tree with 32-byte values (median of three fresh processes): \
-             curator-rs {:.0} B (live heap bytes){legacy}, Curator {:.0} B (Java heap after full GCs), \
+             curator-rs {:.0} B (live heap bytes), Curator {:.0} B (Java heap after full GCs), \
              Kazoo {:.0} B (tracemalloc); curator-rs / Curator = {:.2}, curator-rs / Kazoo = {:.2}.\n",
             bytes(CURATOR_RS),
             bytes(CURATOR),
@@ -1481,7 +1427,6 @@ mod tests {
         let results = vec![
             vec![
                 summary(CURATOR_RS, 900.0),
-                summary(LEGACY, 700.0),
                 summary(BARE, 950.0),
                 summary(CURATOR, 600.0),
                 summary(KAZOO, 450.0),
@@ -1490,7 +1435,6 @@ mod tests {
             ],
             vec![
                 summary(CURATOR_RS, 300.0),
-                summary(LEGACY, 300.0),
                 summary(BARE, 400.0),
                 summary(CURATOR, 200.0),
                 summary(KAZOO, 100.0),
@@ -1507,11 +1451,8 @@ mod tests {
                 "curator-rs ÷ Curator",
                 "curator-rs ÷ Kazoo",
                 "curator-rs ÷ bare session",
-                "curator-rs ÷ zookeeper-client layer",
                 "curator-rs ÷ Tokio floor",
                 "curator-rs ÷ blocking floor",
-                "zookeeper-client layer ÷ Tokio floor",
-                "zookeeper-client layer ÷ blocking floor",
                 "bare session ÷ Tokio floor",
                 "bare session ÷ blocking floor",
             ]
@@ -1519,16 +1460,16 @@ mod tests {
         assert_eq!(
             cells(&report, "get_data")[2..],
             [
-                "1.50", "2.00", "0.95", "1.29", "0.90", "0.75", "0.70", "0.58", "0.95", "0.79"
+                "1.50", "2.00", "0.95", "0.90", "0.75", "0.95", "0.79"
             ]
         );
         let recipe = cells(&report, "mutex_uncontended");
-        assert_eq!(recipe[2..6], ["1.50", "3.00", "0.75", "1.00"]);
-        assert!(recipe[6..].iter().all(|cell| *cell == "n/a"), "{recipe:?}");
+        assert_eq!(recipe[2..5], ["1.50", "3.00", "0.75"]);
+        assert!(recipe[5..].iter().all(|cell| *cell == "n/a"), "{recipe:?}");
     }
 
     #[test]
-    fn without_the_old_layer_its_columns_are_left_out() {
+    fn a_driver_that_did_not_run_shows_n_a() {
         let scenarios: Vec<Scenario> = scenarios(true, false)
             .into_iter()
             .filter(|s| s.name == "get_data")
@@ -1539,7 +1480,6 @@ mod tests {
             summary(TOKIO_FLOOR, 1000.0),
         ]];
         let report = ratio_report(&scenarios, &results);
-        assert!(!report.contains("zookeeper-client"), "{report}");
         let row = cells(&report, "get_data");
         assert_eq!(row.len(), 2 + 7, "{row:?}");
         // Curator, Kazoo and the blocking floor did not run.
@@ -1553,7 +1493,6 @@ mod tests {
     fn each_driver_works_in_a_directory_of_its_own() {
         let names = [
             CURATOR_RS,
-            LEGACY,
             BARE,
             CURATOR,
             KAZOO,
@@ -1565,6 +1504,6 @@ mod tests {
             .map(|name| driver_dir_of("/root", name))
             .collect();
         assert_eq!(dirs.len(), names.len(), "{dirs:?}");
-        assert!(dirs.contains("/root/curator-rs-zookeeper-client-layer"));
+        assert!(dirs.contains("/root/curator-session-bare"));
     }
 }
