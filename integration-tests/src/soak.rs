@@ -258,7 +258,10 @@ async fn members_agree(
         {
             return vec![Violation::new(
                 "ensemble",
-                format!("member {} could not be read at the end", cluster.member_id(member)),
+                format!(
+                    "member {} could not be read at the end",
+                    cluster.member_id(member)
+                ),
             )];
         }
         readers.push((cluster.member_id(member), client));
@@ -288,7 +291,10 @@ async fn members_agree(
         return Vec::new();
     }
     let Some((first_id, first)) = last.first() else {
-        return vec![Violation::new("ensemble", "no member's tree could be read at the end")];
+        return vec![Violation::new(
+            "ensemble",
+            "no member's tree could be read at the end",
+        )];
     };
     let mut findings = Vec::new();
     for (id, tree) in &last[1..] {

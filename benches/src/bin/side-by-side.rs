@@ -1459,9 +1459,7 @@ mod tests {
         );
         assert_eq!(
             cells(&report, "get_data")[2..],
-            [
-                "1.50", "2.00", "0.95", "0.90", "0.75", "0.95", "0.79"
-            ]
+            ["1.50", "2.00", "0.95", "0.90", "0.75", "0.95", "0.79"]
         );
         let recipe = cells(&report, "mutex_uncontended");
         assert_eq!(recipe[2..5], ["1.50", "3.00", "0.75"]);
