@@ -229,9 +229,6 @@ pub async fn server_tree(client: &CuratorFramework, root: &str) -> Result<Tree, 
     Ok(tree)
 }
 
-/// The session timeout of the client that follows the ensemble (see its creation in [`run`]).
-const TRACKED_SESSION: Duration = Duration::from_secs(12);
-
 /// Reads the tree under `root` from every running member, each after a `sync` on a client of its
 /// own, until they agree (writes still settling are waited out) or the wait ends: then a
 /// violation naming the members that differ and some of the paths where they do.
@@ -488,14 +485,9 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     // One more client, given member 0 only and following the ensemble: it learns the members,
     // and must move (in its session) when its member is replaced. Client faults do not target
     // it (it has no proxies); member faults do.
-    // Its session outlasts what the ensemble needs to replace a leader cut off from the
-    // others: they wait syncLimit (curator-test: 5 s) before electing, and refuse the session
-    // until then (its last zxid, seen from the old leader, is ahead of them). A session shorter
-    // than that is lost with any client, Java's included; ZooKeeper's operators size sessions
-    // above it for the same reason.
     let tracked = curator_testkit::started(curator_testkit::builder(
         &cluster.member_connect_string(0),
-        config.session_timeout.max(timing.scale(TRACKED_SESSION)),
+        config.session_timeout,
     ))
     .await;
     // The checks' client, also the one that reconfigures the ensemble (the super user); it

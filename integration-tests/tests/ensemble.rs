@@ -529,8 +529,7 @@ async fn a_lock_outlives_the_loss_of_its_member(cut_off: bool) {
     // Three times the usual session (12 s): when the member cut off is the leader (the session
     // may have moved to it), the other two refuse the session until they have elected a new
     // leader, since they have not applied everything it has seen (its last zxid is ahead of
-    // theirs); they notice the leader is gone only after the ensemble's syncLimit (5 s here).
-    // A session shorter than that cannot fail over, with any client.
+    // theirs). The session must outlast that election on a loaded machine.
     let session_timeout = Timing::new().session_timeout() * 3;
     let holder = curator_testkit::started(
         curator_testkit::builder(&cluster.member_connect_string(0), session_timeout)

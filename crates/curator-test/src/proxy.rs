@@ -61,7 +61,15 @@ struct Shared {
     /// For a link between ensemble members' election ports: the election address written into
     /// the connecting member's first message instead of its own (see [`FaultProxy::start_peer`]).
     advertise: Option<String>,
+    /// How long a new link waits for its upstream to accept (a member's proxy; see
+    /// [`FaultProxy::start_peer`]); zero: one try.
+    upstream_patience: std::time::Duration,
+    /// Upstream connection attempts refused so far.
+    refused: std::sync::atomic::AtomicU64,
 }
+
+/// How long a member's proxy keeps trying to reach the member behind it for a new link.
+const PEER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl FaultProxy {
     /// Starts a proxy on a free `127.0.0.1` port that forwards to `upstream` (`host:port`; of a
@@ -74,6 +82,7 @@ impl FaultProxy {
             "127.0.0.1:0".parse().expect("a socket address"),
             upstream,
             None,
+            std::time::Duration::ZERO,
         )
         .await
     }
@@ -87,15 +96,28 @@ impl FaultProxy {
     /// connection from a member with a lower id closes it and connects back to the address in
     /// that message, which is the connecting member's real port: without the rewrite that
     /// connection would bypass every proxy.
+    ///
+    /// A new link waits up to 5 s for the member behind it to accept, trying every 20 ms. The
+    /// proxy has already accepted the connecting member's connection, so giving up at once
+    /// would close a connection that had succeeded: ZooKeeper retries a refused connection to
+    /// its leader, but takes one closed after it was made for a failed leader and starts a new
+    /// election, which then waits `initLimit` for the leader it abandoned. A new leader's
+    /// quorum port opens a moment after it is elected, so without the wait every leader kill
+    /// cost the ensemble about `initLimit` (10 s) instead of half a second.
     pub(crate) async fn start_peer(
         bind: SocketAddr,
         upstream: &str,
         advertise: Option<String>,
     ) -> Result<Self> {
-        Self::start_on(bind, upstream, advertise).await
+        Self::start_on(bind, upstream, advertise, PEER_PATIENCE).await
     }
 
-    async fn start_on(bind: SocketAddr, upstream: &str, advertise: Option<String>) -> Result<Self> {
+    async fn start_on(
+        bind: SocketAddr,
+        upstream: &str,
+        advertise: Option<String>,
+        upstream_patience: std::time::Duration,
+    ) -> Result<Self> {
         let upstream = upstream
             .split(',')
             .next()
@@ -116,6 +138,8 @@ impl FaultProxy {
             sessions: Mutex::new(Vec::new()),
             refusing: AtomicBool::new(false),
             advertise,
+            upstream_patience,
+            refused: std::sync::atomic::AtomicU64::new(0),
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Ok(Self {
@@ -263,7 +287,7 @@ async fn link(client: TcpStream, shared: Arc<Shared>) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    let Ok(mut server) = TcpStream::connect(&upstream).await else {
+    let Some(mut server) = connect_upstream(&upstream, &shared).await else {
         tracing::debug!(%upstream, "fault proxy: upstream refused");
         return;
     };
@@ -291,6 +315,28 @@ async fn link(client: TcpStream, shared: Arc<Shared>) {
     tokio::select! {
         () = up => {}
         () = down => {}
+    }
+}
+
+/// A connection to `upstream`, tried for as long as the proxy's patience allows (and while the
+/// proxy is not cut).
+async fn connect_upstream(upstream: &str, shared: &Shared) -> Option<TcpStream> {
+    let deadline = tokio::time::Instant::now() + shared.upstream_patience;
+    loop {
+        let attempt = TcpStream::connect(upstream).await;
+        if attempt.is_err() {
+            shared.refused.fetch_add(1, Ordering::SeqCst);
+        }
+        match attempt {
+            Ok(server) => return Some(server),
+            Err(_)
+                if tokio::time::Instant::now() < deadline
+                    && !shared.refusing.load(Ordering::SeqCst) =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(_) => return None,
+        }
     }
 }
 
@@ -376,4 +422,49 @@ fn sniff_session(bytes: &[u8], shared: &Shared) -> Option<bool> {
         }
     }
     Some(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_member_proxy_waits_for_its_member_to_listen() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let upstream = format!("127.0.0.1:{port}");
+        let proxy = FaultProxy::start_peer("127.0.0.1:0".parse().unwrap(), &upstream, None)
+            .await
+            .unwrap();
+        let mut member = TcpStream::connect(proxy.address).await.unwrap();
+        member.write_all(b"hello").await.unwrap();
+        // The member behind the proxy is not listening yet: the proxy is refused, and keeps the
+        // connection it accepted.
+        while proxy.shared.refused.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let listener = TcpListener::bind(&upstream).await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let mut received = [0u8; 5];
+        server.read_exact(&mut received).await.unwrap();
+        assert_eq!(&received, b"hello");
+    }
+
+    #[tokio::test]
+    async fn a_client_proxy_closes_a_link_its_server_refuses() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let proxy = FaultProxy::start(&format!("127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        let mut client = TcpStream::connect(proxy.address).await.unwrap();
+        let mut buffer = [0u8; 1];
+        assert_eq!(client.read(&mut buffer).await.unwrap_or(0), 0, "closed");
+    }
 }
