@@ -762,7 +762,19 @@ impl Inner {
                         succession,
                     });
                 }
-                Err(Error::NoNode) => continue,
+                // The first in line went while we looked (a hand-over racing our look): we are
+                // first now, as when its deletion fires our watch (no node can appear below
+                // ours: sequence numbers only grow). A look again would cost a round trip.
+                Err(Error::NoNode) => match succession {
+                    Some(next) => {
+                        return Ok(Position::Leader {
+                            watcher: next.watcher,
+                            token: next.token,
+                            version: next.version,
+                        });
+                    }
+                    None => continue,
+                },
                 Err(error) => return Err(error),
             }
         }

@@ -585,3 +585,48 @@ async fn the_line_moves_one_place_per_departure() {
     }
     assert_eq!(p0_terms, 2);
 }
+
+/// A leader that leaves while the next participant is still looking (its listing shows the
+/// leader, whose node is gone before its watch is set): the follower leads, once, and the old
+/// leader does not. Many rounds, so the departure falls at every point of the look.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_leaving_during_the_next_ones_look_hands_over() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("latch-race");
+    let clients = [
+        testkit::client(&server.connect_string()).await,
+        testkit::client(&server.connect_string()).await,
+    ];
+    let wait = Timing::new().wait();
+    let mut leader = started(clients[0].clone(), &path, "p0").await;
+    tokio::time::timeout(wait, leader.await_leadership())
+        .await
+        .expect("leads in time")
+        .unwrap();
+    for round in 0..40 {
+        let next = &clients[(round + 1) % 2];
+        let follower = LeaderLatch::builder(next.clone(), &path, format!("r{round}"))
+            .close_mode(CloseMode::Silent)
+            .build()
+            .unwrap();
+        // The follower's start makes its node; the leader leaves at once, during the look.
+        follower.start().await.unwrap();
+        leader.close().await.unwrap();
+        tokio::time::timeout(wait, follower.await_leadership())
+            .await
+            .expect("the follower leads in time")
+            .unwrap();
+        assert!(
+            !leader.has_leadership(),
+            "round {round}: the old leader still leads"
+        );
+        let nodes = follower.participant_nodes().await.unwrap();
+        assert_eq!(
+            nodes.len(),
+            1,
+            "round {round}: only the new leader's node: {nodes:?}"
+        );
+        leader = follower;
+    }
+    leader.close().await.unwrap();
+}
