@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 use crate::paths;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy, SharedRetryPolicy};
 use crate::security::{SaslConfig, TlsConfig};
+
+/// See [`CuratorFrameworkBuilder::clock_drift_bound`].
+const DEFAULT_CLOCK_DRIFT_BOUND: f64 = 0.01;
 use crate::state::ConnectionStateErrorPolicy;
 use crate::wire::WireTls;
 
@@ -32,6 +35,8 @@ pub(crate) struct Settings {
     /// Circuit breaking of what connection-state listeners hear.
     pub(crate) circuit_breaker: Option<SharedRetryPolicy>,
     pub(crate) simulated_expiration_percent: u8,
+    /// See `CuratorFrameworkBuilder::clock_drift_bound`.
+    pub(crate) clock_drift_bound: f64,
     pub(crate) default_data: Vec<u8>,
     pub(crate) use_container_parents: bool,
     pub(crate) tls: Option<WireTls>,
@@ -74,6 +79,7 @@ impl fmt::Debug for Settings {
                 "simulated_expiration_percent",
                 &self.simulated_expiration_percent,
             )
+            .field("clock_drift_bound", &self.clock_drift_bound)
             .field("default_data_len", &self.default_data.len())
             .field("use_container_parents", &self.use_container_parents)
             .field("tls", &self.tls)
@@ -122,6 +128,7 @@ pub struct CuratorFrameworkBuilder {
     error_policy: ConnectionStateErrorPolicy,
     circuit_breaker: Option<SharedRetryPolicy>,
     simulated_expiration_percent: u8,
+    clock_drift_bound: f64,
     default_data: Vec<u8>,
     use_container_parents: bool,
     tls: Option<TlsConfig>,
@@ -168,6 +175,7 @@ impl Default for CuratorFrameworkBuilder {
             error_policy: ConnectionStateErrorPolicy::Standard,
             circuit_breaker: None,
             simulated_expiration_percent: 100,
+            clock_drift_bound: DEFAULT_CLOCK_DRIFT_BOUND,
             default_data: Vec::new(),
             use_container_parents: true,
             tls: None,
@@ -395,6 +403,32 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// The bound on how much faster the ZooKeeper leader's clock may run than this machine's,
+    /// as a fraction (default 0.01: 1 %, a hundred times a common quartz clock's error), which
+    /// [`Hold::valid_until`](crate::recipe::Hold::valid_until) takes off the session timeout.
+    /// From 0 (clocks trusted to run at the same rate) to below 1.
+    ///
+    /// ```
+    /// let builder = curator_framework::CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .clock_drift_bound(0.001);
+    /// assert!(builder.build().is_ok());
+    /// assert!(curator_framework::CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .clock_drift_bound(1.5)
+    ///     .build()
+    ///     .is_err());
+    /// ```
+    pub fn clock_drift_bound(mut self, fraction: f64) -> Self {
+        if !(0.0..1.0).contains(&fraction) {
+            return self.fail(Error::InvalidArgument(format!(
+                "the clock drift bound must be a fraction from 0 to below 1, not {fraction}"
+            )));
+        }
+        self.clock_drift_bound = fraction;
+        self
+    }
+
     /// Connects over TLS (see [`security`](crate::security)): every server of the connect string
     /// is reached over TLS, its certificate checked against `config`'s CA and the host name
     /// connected to; `config`'s client certificate, if any, is presented.
@@ -583,6 +617,7 @@ impl CuratorFrameworkBuilder {
             error_policy: self.error_policy,
             circuit_breaker: self.circuit_breaker,
             simulated_expiration_percent: self.simulated_expiration_percent,
+            clock_drift_bound: self.clock_drift_bound,
             default_data: self.default_data,
             use_container_parents: self.use_container_parents,
             tls: self.tls.map(WireTls::new).transpose()?,

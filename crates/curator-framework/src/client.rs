@@ -46,6 +46,9 @@ pub(crate) struct Inner {
     /// [`Hold`](crate::recipe::Hold) made at count `n` is lost once it moves past `n` (one
     /// counter for every hold of the client, instead of a channel and a listener each).
     pub(crate) error_states: tokio::sync::watch::Sender<u64>,
+    /// How many times the connection went into trouble (`Suspended`, `Lost`, `ReadOnly`),
+    /// whatever the error policy: a hold made at count `n` is in jeopardy once it moves.
+    pub(crate) troubles: tokio::sync::watch::Sender<u64>,
     errors: ListenerContainer<UnhandledError>,
     pub(crate) counters: Counters,
     /// Cancels everything the client runs: the session task, background deletes, listener
@@ -112,6 +115,14 @@ impl Inner {
 
     pub(crate) fn publish_state(&self, state: ConnectionState) {
         self.slot.set_state(state);
+        if matches!(
+            state,
+            ConnectionState::Suspended | ConnectionState::Lost | ConnectionState::ReadOnly
+        ) {
+            // Before the listeners hear it, and before holds are lost: every hold of the client
+            // is in jeopardy from now on.
+            self.troubles.send_modify(|count| *count += 1);
+        }
         if self.settings.error_policy.is_error_state(state) {
             // Before the listeners hear it: every hold of the client is lost from now on.
             self.error_states.send_modify(|count| *count += 1);
@@ -277,6 +288,7 @@ impl CuratorFramework {
                 &tasks,
             ),
             error_states: tokio::sync::watch::Sender::new(0),
+            troubles: tokio::sync::watch::Sender::new(0),
             errors,
             counters: Counters::default(),
             cancel,

@@ -310,6 +310,11 @@ impl WireSession {
         self.inner.session.negotiated_timeout()
     }
 
+    /// See `curator_session::Session::last_renewed`.
+    pub(crate) fn last_renewed(&self) -> Option<tokio::time::Instant> {
+        self.inner.session.last_renewed()
+    }
+
     pub(crate) fn state_watcher(&self) -> WireStateWatcher {
         let changes = self.inner.session.state_changes();
         WireStateWatcher {

@@ -169,6 +169,8 @@ struct Pending {
     xid: i32,
     reply: Option<ReplySender>,
     watch: Option<PendingWatch>,
+    /// When it was queued: its reply proves the server renewed the session after this.
+    queued: Instant,
 }
 
 /// The writable side of the current connection (kept across a planned move, paused).
@@ -183,6 +185,9 @@ struct Link {
     paused: bool,
     wake: Arc<Notify>,
     drained: Arc<Notify>,
+    /// When each ping still unanswered on this connection was queued, oldest first (pings are
+    /// answered in order).
+    pings: VecDeque<Instant>,
 }
 
 impl Link {
@@ -195,6 +200,7 @@ impl Link {
             paused: false,
             wake: Arc::new(Notify::new()),
             drained: Arc::new(Notify::new()),
+            pings: VecDeque::new(),
         }
     }
 }
@@ -289,6 +295,8 @@ pub(crate) struct Shared {
     state_tx: watch::Sender<SessionState>,
     base: Instant,
     last_heard: AtomicU64,
+    /// See [`Session::last_renewed`]: micros after `base`, 0 for never.
+    last_renewed: AtomicU64,
     driver_done: CancellationToken,
 }
 
@@ -374,6 +382,7 @@ impl Shared {
             state_tx: watch::channel(SessionState::Connecting).0,
             base: Instant::now(),
             last_heard: AtomicU64::new(0),
+            last_renewed: AtomicU64::new(0),
             driver_done: CancellationToken::new(),
         }
     }
@@ -395,6 +404,15 @@ impl Shared {
     fn heard(&self) {
         let micros = u64::try_from(self.base.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.last_heard.store(micros, Ordering::Relaxed);
+    }
+
+    /// A read-write server answered something queued at `queued`: it renewed the session at or
+    /// after that instant.
+    fn renewed(&self, queued: Instant) {
+        let micros = u64::try_from(queued.saturating_duration_since(self.base).as_micros())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.last_renewed.fetch_max(micros, Ordering::Relaxed);
     }
 
     /// Queues `request`; its reply (or why none came) arrives on the returned receiver.
@@ -433,6 +451,7 @@ impl Shared {
             xid,
             reply: Some(reply),
             watch,
+            queued: Instant::now(),
         });
         if !link.paused {
             link.wake.notify_one();
@@ -455,6 +474,7 @@ impl Shared {
             xid,
             reply: None,
             watch: None,
+            queued: Instant::now(),
         });
         if !link.paused {
             link.wake.notify_one();
@@ -564,6 +584,7 @@ impl Shared {
         request.encode(&mut out);
         let len = i32::try_from(out.len() - 4).unwrap_or(i32::MAX);
         out[..4].copy_from_slice(&len.to_be_bytes());
+        let sent = Instant::now();
         write_flush(&mut writer, &out)
             .await
             .map_err(|error| retry(error.to_string()))?;
@@ -594,6 +615,10 @@ impl Shared {
             core.password.clone_from(&response.passwd);
             core.seen_read_write |= response.read_only != Some(true);
             core.negotiated = Duration::from_millis(u64::try_from(response.timeout).unwrap_or(0));
+        }
+        if response.read_only != Some(true) {
+            // A read-write server took the session: it renewed it.
+            self.renewed(sent);
         }
         if let Some(sasl) = &self.config.sasl {
             crate::sasl::exchange(self, sasl, server, &mut reader, &mut writer).await?;
@@ -969,7 +994,19 @@ impl Shared {
                         return LinkEnd::Lost(why);
                     }
                 }
-                PING_XID => {}
+                PING_XID => {
+                    let mut core = self.core.lock();
+                    let read_write = core.state == SessionState::Connected;
+                    let queued = core
+                        .link
+                        .as_mut()
+                        .filter(|link| link.id == link_id)
+                        .and_then(|link| link.pings.pop_front());
+                    drop(core);
+                    if let (Some(queued), true) = (queued, read_write) {
+                        self.renewed(queued);
+                    }
+                }
                 AUTH_XID => {
                     if reply.header.err == ErrorCode::AuthFailed {
                         return LinkEnd::Terminal(
@@ -1026,6 +1063,9 @@ impl Shared {
             }
             if reply.header.zxid > core.last_zxid {
                 core.last_zxid = reply.header.zxid;
+            }
+            if core.state == SessionState::Connected {
+                self.renewed(pending.queued);
             }
             let mut pending = pending;
             if let Some(watch) = pending.watch.take() {
@@ -1102,9 +1142,13 @@ impl Shared {
                         match core.link.as_mut() {
                             Some(link) if link.id == link_id && !link.paused => {
                                 put_request(&mut link.out, PING_XID, &Request::Ping);
+                                link.pings.push_back(Instant::now());
                                 false
                             }
-                            Some(link) if link.id == link_id => true,
+                            Some(link) if link.id == link_id => {
+                                link.pings.push_back(Instant::now());
+                                true
+                            }
                             _ => return LinkEnd::Lost("the connection was replaced".into()),
                         }
                     };
@@ -1378,6 +1422,7 @@ impl Shared {
                     xid,
                     reply: Some(reply),
                     watch: None,
+                    queued: Instant::now(),
                 });
                 if !link.paused {
                     link.wake.notify_one();
@@ -1531,6 +1576,29 @@ impl Session {
     /// When anything was last heard from a server (a reply, a notification, a ping's answer).
     pub fn last_heard(&self) -> Instant {
         self.shared.base + Duration::from_micros(self.shared.last_heard.load(Ordering::Relaxed))
+    }
+
+    /// The latest instant at which a read-write server is known to have renewed this session:
+    /// when the last request it answered (a ping included) or the handshake it accepted was
+    /// queued here. The server received it after that, and a server renews a session with
+    /// every request it receives, so the session lives at least until this instant plus the
+    /// [negotiated timeout](Self::negotiated_timeout), measured on the server's clock (the
+    /// leader's): the base of a hold's deadline. `None` before any such answer. Answers from a
+    /// read-only server renew nothing (it has no quorum).
+    ///
+    /// ```no_run
+    /// # async fn demo(session: curator_session::Session) {
+    /// if let Some(renewed) = session.last_renewed() {
+    ///     let alive_until_at_least = renewed + session.negotiated_timeout();
+    ///     # let _ = alive_until_at_least;
+    /// }
+    /// # }
+    /// ```
+    pub fn last_renewed(&self) -> Option<Instant> {
+        match self.shared.last_renewed.load(Ordering::Relaxed) {
+            0 => None,
+            micros => Some(self.shared.base + Duration::from_micros(micros)),
+        }
     }
 
     /// The server of the current connection; `None` while disconnected, and while the session

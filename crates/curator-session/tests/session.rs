@@ -428,3 +428,48 @@ async fn a_one_shot_watch_leaves_a_persistent_watch_on_the_same_path_whole() {
     }
     session.close().await.unwrap();
 }
+
+/// `last_renewed`: set by the handshake, moved to the sending of each request a server answers
+/// (a ping's too), and frozen while the link is black-holed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_renewal_is_when_an_answered_request_was_sent() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let before_connect = tokio::time::Instant::now();
+    let session = connect(&proxy.connect_string()).await;
+    let first = session.last_renewed().expect("the handshake renews");
+    assert!(first >= before_connect);
+
+    let sent = tokio::time::Instant::now();
+    session.exists("/").await.unwrap();
+    let answered = session.last_renewed().unwrap();
+    assert!(
+        answered >= sent,
+        "the renewal is the answered request's sending"
+    );
+    assert!(answered <= tokio::time::Instant::now());
+
+    // Pings alone move it on an idle session.
+    curator_test::eventually("a ping's answer renews", || async {
+        session.last_renewed().is_some_and(|at| at > answered)
+    })
+    .await;
+
+    proxy.pause();
+    let mut states = session.state_changes();
+    while let Some(state) = states.next().await {
+        if state == SessionState::Disconnected {
+            break;
+        }
+    }
+    // Disconnected after a read timeout of silence: whatever was answered last was sent before
+    // that silence began.
+    let disconnected_at = tokio::time::Instant::now();
+    let last = session.last_renewed().unwrap();
+    assert!(
+        last + session.negotiated_timeout() / 2 <= disconnected_at,
+        "nothing renews while nothing is answered"
+    );
+    proxy.resume();
+    session.close().await.unwrap();
+}

@@ -1,13 +1,13 @@
 //! [`Hold`]: what a holder of anything (a lock, a lease, leadership) has.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::CuratorFramework;
+use crate::client::{CuratorFramework, Inner};
 use crate::error::Error;
 
 /// What a [`Hold`] holds, which names the error of a refused guarded write.
@@ -64,6 +64,12 @@ pub struct Hold {
     deadline: Option<Instant>,
     /// The client's close, which ends every hold.
     client_closed: CancellationToken,
+    /// The client's count of connection troubles, and the count when the hold was made (see
+    /// [`jeopardy`](Self::jeopardy)).
+    troubles: (watch::Receiver<u64>, u64),
+    /// The client, for the session's renewals ([`valid_until`](Self::valid_until)); `None` for
+    /// a hold bound to time.
+    client: Option<Weak<Inner>>,
 }
 
 impl fmt::Debug for Hold {
@@ -97,6 +103,8 @@ impl Hold {
             ended: None,
             deadline: None,
             client_closed: client.inner.cancel.clone(),
+            troubles: troubles(client),
+            client: Some(Arc::downgrade(&client.inner)),
         }
     }
 
@@ -123,6 +131,8 @@ impl Hold {
             ended: None,
             deadline: Some(deadline),
             client_closed: client.inner.cancel.clone(),
+            troubles: troubles(client),
+            client: None,
         }
     }
 
@@ -196,6 +206,79 @@ impl Hold {
         self.deadline
     }
 
+    /// The latest instant at which this hold is still guaranteed (Chubby's lease): for a hold
+    /// on a session, the last renewal of the session a read-write server answered (the moment
+    /// the request it answered was sent, see `curator_session::Session::last_renewed`) plus
+    /// the negotiated session timeout less the client's
+    /// [clock drift bound](crate::CuratorFrameworkBuilder::clock_drift_bound); for a hold bound
+    /// to time, its deadline. The session cannot expire before it, so no other client can take
+    /// what this one holds before it (unless someone deletes the hold's node by hand). It
+    /// moves forward with every answer (pings included) and stops while the connection is
+    /// down: an instant already past means the guarantee is over, whatever the connection
+    /// does next. `None` once the hold is lost, or on another session than the hold's.
+    ///
+    /// ```no_run
+    /// # async fn demo(hold: curator_framework::recipe::Hold) {
+    /// match hold.valid_until() {
+    ///     Some(until) if until > tokio::time::Instant::now() => { /* act, finishing before `until` */ }
+    ///     _ => { /* not guaranteed: stop */ }
+    /// }
+    /// # }
+    /// ```
+    pub fn valid_until(&self) -> Option<Instant> {
+        if self.is_lost() {
+            return None;
+        }
+        let Some(client) = &self.client else {
+            return self.deadline;
+        };
+        let inner = client.upgrade()?;
+        let session = inner.slot.session()?;
+        if self.session.is_some_and(|id| id != session.session_id()) {
+            return None;
+        }
+        let renewed = session.last_renewed()?;
+        let guaranteed = session
+            .negotiated_timeout()
+            .mul_f64(1.0 - inner.settings.clock_drift_bound);
+        let until = renewed + guaranteed;
+        Some(self.deadline.map_or(until, |deadline| deadline.min(until)))
+    }
+
+    /// Whether the hold is in jeopardy: its client's connection went into trouble
+    /// (`Suspended`, `Lost` or `ReadOnly`) since the hold was made, whatever the client's
+    /// connection-state error policy, or the hold is lost. With the standard policy a hold is
+    /// lost at the first `Suspended` anyway; with
+    /// [`ConnectionStateErrorPolicy::Session`](crate::state::ConnectionStateErrorPolicy::Session) a hold
+    /// outlives a suspension, and jeopardy is the moment to stop starting new work (Chubby's
+    /// jeopardy): [`valid_until`](Self::valid_until) says until when what was started is still
+    /// covered.
+    ///
+    /// ```no_run
+    /// # fn demo(hold: curator_framework::recipe::Hold) {
+    /// if hold.in_jeopardy() {
+    ///     // finish what is under way before hold.valid_until(); start nothing new
+    /// }
+    /// # }
+    /// ```
+    pub fn in_jeopardy(&self) -> bool {
+        let (count, at) = &self.troubles;
+        *count.borrow() != *at || count.has_changed().is_err() || self.is_lost()
+    }
+
+    /// Resolves when the hold is in jeopardy (see [`in_jeopardy`](Self::in_jeopardy)): at once
+    /// if it is.
+    ///
+    /// # Cancellation safety
+    /// Safe.
+    pub async fn jeopardy(&self) {
+        let (mut count, at) = self.troubles.clone();
+        tokio::select! {
+            _ = count.wait_for(|count| *count != at) => {}
+            () = self.lost() => {}
+        }
+    }
+
     /// Whether the hold may be lost already (see [`lost`](Self::lost)).
     pub fn is_lost(&self) -> bool {
         let connection = self
@@ -246,4 +329,11 @@ impl Hold {
             () = self.client_closed.cancelled() => {}
         }
     }
+}
+
+/// The client's count of connection troubles, and where it stands now.
+fn troubles(client: &CuratorFramework) -> (watch::Receiver<u64>, u64) {
+    let count = client.inner.troubles.subscribe();
+    let at = *count.borrow();
+    (count, at)
 }

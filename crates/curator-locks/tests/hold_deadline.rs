@@ -1,0 +1,108 @@
+//! A hold's deadline (`Hold::valid_until`) and jeopardy (`Hold::jeopardy`), against a real
+//! server with a black-holed link.
+
+use curator_framework::recipe::Hold;
+use curator_framework::state::ConnectionStateErrorPolicy;
+use curator_locks::InterProcessMutex;
+use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
+use curator_testkit as testkit;
+use tokio::time::Instant;
+
+/// A holder whose link is black-holed (the session policy keeps its hold through `Suspended`):
+/// jeopardy comes at once, the deadline stops moving, and it passes before any other client
+/// acquires the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_holders_deadline_passes_before_anyone_else_acquires() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = format!("{}/lock", unique_root("hold-deadline"));
+    let wait = Timing::new().wait();
+    let holder_client = testkit::started(
+        testkit::builder(&proxy.connect_string(), Timing::new().session_timeout())
+            .ensemble_tracking(false)
+            .connection_state_error_policy(ConnectionStateErrorPolicy::Session),
+    )
+    .await;
+    let holder = InterProcessMutex::builder(holder_client.clone(), &path)
+        .build()
+        .unwrap();
+    let guard = holder.acquire().await.unwrap();
+
+    // The deadline moves forward with the session's renewals (the pings' answers, at least).
+    let first = guard
+        .valid_until()
+        .expect("a hold on a live session has a deadline");
+    assert!(first > Instant::now(), "the deadline is ahead");
+    testkit::eventually("the deadline moves forward", || async {
+        guard.valid_until().is_some_and(|until| until > first)
+    })
+    .await;
+    assert!(!guard.in_jeopardy());
+
+    proxy.pause();
+    tokio::time::timeout(wait, guard.jeopardy())
+        .await
+        .expect("jeopardy once the connection is suspended");
+    assert!(guard.in_jeopardy());
+    let deadline = guard
+        .valid_until()
+        .expect("the session policy keeps the hold through Suspended");
+
+    let other_client = testkit::client(&server.connect_string()).await;
+    let other = InterProcessMutex::builder(other_client.clone(), &path)
+        .build()
+        .unwrap();
+    let other_guard = tokio::time::timeout(wait * 2, other.acquire())
+        .await
+        .expect("the cut-off holder's session expires and the lock passes on")
+        .unwrap();
+    let acquired_at = Instant::now();
+    assert!(
+        acquired_at >= deadline,
+        "acquired {:?} before the holder's deadline",
+        deadline - acquired_at
+    );
+    // The holder's guarantee is over: past, or the hold is lost.
+    assert!(guard.valid_until().is_none_or(|until| until <= acquired_at));
+
+    other_guard.release().await.unwrap();
+    proxy.resume();
+    drop(guard);
+    holder_client.close().await.unwrap();
+    other_client.close().await.unwrap();
+}
+
+/// With the standard policy a suspension loses the hold: it is in jeopardy and has no deadline.
+/// A hold bound to time has its deadline as its guarantee.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_hold_has_no_deadline_and_a_timed_one_has_its_own() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = format!("{}/lock", unique_root("hold-deadline-standard"));
+    let client =
+        testkit::client_through_proxies(&proxy.connect_string(), Timing::new().session_timeout())
+            .await;
+    let mutex = InterProcessMutex::builder(client.clone(), &path)
+        .build()
+        .unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    assert!(guard.valid_until().is_some());
+
+    let timed_deadline = Instant::now() + Timing::new().wait();
+    let timed = Hold::until(&client, format!("{path}-lease"), 7, timed_deadline);
+    assert_eq!(timed.valid_until(), Some(timed_deadline));
+
+    proxy.drop_connections();
+    proxy.pause();
+    tokio::time::timeout(Timing::new().wait(), guard.lost())
+        .await
+        .expect("lost at Suspended");
+    assert!(guard.in_jeopardy());
+    assert_eq!(guard.valid_until(), None);
+    // A hold bound to time keeps its deadline through connection trouble, and is in jeopardy.
+    assert_eq!(timed.valid_until(), Some(timed_deadline));
+    assert!(timed.in_jeopardy());
+    proxy.resume();
+    drop(guard);
+    client.close().await.unwrap();
+}
