@@ -50,6 +50,10 @@ impl Holding {
         &self.hold
     }
 
+    pub(crate) fn client(&self) -> &CuratorFramework {
+        &self.client
+    }
+
     /// Gives this hold back; deletes the node (and waits for that) when it was the last.
     pub(crate) async fn release(mut self) -> Result<()> {
         self.released = true;

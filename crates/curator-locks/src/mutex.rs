@@ -742,6 +742,75 @@ impl LockGuard {
         }
     }
 
+    /// Resolves when someone waits behind this hold (Chubby's conflicting-lock event): a lock
+    /// node ordered after this one appears in the lock's directory, a Java Curator waiter's
+    /// too; at once if one is there already. For a read lock's hold only a writer counts (a
+    /// later reader holds beside it). A long-held lock can then yield. One `getChildren`
+    /// with a watch per change of the directory; the watch is set again after a reconnect.
+    ///
+    /// ```no_run
+    /// # async fn demo(mutex: curator_locks::InterProcessMutex) -> curator_framework::Result<()> {
+    /// let guard = mutex.acquire().await?;
+    /// tokio::select! {
+    ///     contended = guard.contended() => { contended?; /* finish the batch and release */ }
+    ///     () = async { /* a long batch */ } => {}
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The hold's [`lost_error`](Hold::lost_error) ([`Error::LockLost`](curator_framework::Error::LockLost))
+    /// when the hold is lost first; errors no retry can fix.
+    ///
+    /// # Cancellation safety
+    /// Safe.
+    pub async fn contended(&self) -> Result<()> {
+        let hold = self.holding.hold();
+        let client = self.holding.client();
+        let node = hold.node_path();
+        let Some((parent, ours)) = node.rsplit_once('/') else {
+            return Err(hold.lost_error());
+        };
+        let parent = if parent.is_empty() { "/" } else { parent };
+        let reader = ours.contains(READ_LOCK_NAME);
+        let behind = |name: &String| {
+            name != ours
+                && order_key(name) > order_key(ours)
+                && (!reader || name.contains(WRITE_LOCK_NAME))
+        };
+        let mut backoff = curator_framework::recipe::Backoff::standard();
+        loop {
+            if hold.is_lost() {
+                return Err(hold.lost_error());
+            }
+            let listed = tokio::select! {
+                listed = client.get_children().watched().for_path(parent) => listed,
+                () = hold.lost() => return Err(hold.lost_error()),
+            };
+            let watcher = match listed {
+                Ok((children, _, watcher)) => {
+                    if children.iter().any(behind) {
+                        return Ok(());
+                    }
+                    backoff.reset();
+                    watcher
+                }
+                Err(error) if error.is_retried() => {
+                    tokio::select! {
+                        () = backoff.wait() => continue,
+                        () = hold.lost() => return Err(hold.lost_error()),
+                    }
+                }
+                Err(error) => return Err(error),
+            };
+            tokio::select! {
+                _ = watcher.changed() => {}
+                () = hold.lost() => return Err(hold.lost_error()),
+            }
+        }
+    }
+
     /// Releases this hold; the last hold of a handle deletes the lock node.
     ///
     /// # Errors

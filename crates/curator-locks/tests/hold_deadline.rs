@@ -106,3 +106,74 @@ async fn a_lost_hold_has_no_deadline_and_a_timed_one_has_its_own() {
     drop(guard);
     client.close().await.unwrap();
 }
+
+/// `contended()`: pending while nobody waits, resolved when a waiter queues behind the hold (in
+/// a namespace), at once when one is there already; a hold lost first is `LockLost`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contended_resolves_when_a_waiter_queues() {
+    let server = TestingServer::start().await.unwrap();
+    let namespace = unique_root("contended")
+        .trim_start_matches('/')
+        .replace('/', "-");
+    let holder_client = testkit::client(&server.connect_string())
+        .await
+        .using_namespace(&namespace)
+        .unwrap();
+    let waiter_client = testkit::client(&server.connect_string())
+        .await
+        .using_namespace(&namespace)
+        .unwrap();
+    let wait = Timing::new().wait();
+    let holder = InterProcessMutex::builder(holder_client.clone(), "/lock")
+        .build()
+        .unwrap();
+    let guard = holder.acquire().await.unwrap();
+    let waiting = {
+        let contended = guard.contended();
+        tokio::pin!(contended);
+        // Its listing goes out and finds nobody behind: it waits.
+        for _ in 0..3 {
+            assert!(futures::poll!(&mut contended).is_pending());
+            tokio::task::yield_now().await;
+        }
+        let waiter = InterProcessMutex::builder(waiter_client.clone(), "/lock")
+            .build()
+            .unwrap();
+        let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+        tokio::time::timeout(wait, contended)
+            .await
+            .expect("contended once the waiter queues")
+            .unwrap();
+        waiting
+    };
+    // Already contended: at once.
+    tokio::time::timeout(wait, guard.contended())
+        .await
+        .unwrap()
+        .unwrap();
+    guard.release().await.unwrap();
+    tokio::time::timeout(wait, waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+
+    // A hold lost before anyone waits: LockLost.
+    let guard = holder
+        .acquire_timeout(wait)
+        .await
+        .unwrap()
+        .expect("free again");
+    let contended = tokio::spawn({
+        let node = guard.node_path().to_owned();
+        async move { (node, guard.contended().await) }
+    });
+    holder_client.inject_session_expiration().await.unwrap();
+    let (node, outcome) = tokio::time::timeout(wait, contended)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome, Err(curator_framework::Error::LockLost { node }));
+    holder_client.close().await.unwrap();
+    waiter_client.close().await.unwrap();
+}

@@ -373,3 +373,33 @@ async fn rust_and_java_take_turns_on_one_mutex_over_tls() {
     assert!(!holder.exists(), "the last holder removed its file");
     assert!(testkit::children(&client, &path).await.is_empty());
 }
+
+/// A Java Curator waiter queuing behind a Rust holder makes the holder's `contended()` resolve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_java_waiter_contends_a_rust_hold() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("interop-contended");
+    let java = tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "mutex"));
+    let client = testkit::client(&server.connect_string()).await;
+    let rust = InterProcessMutex::builder(client.clone(), &path)
+        .build()
+        .unwrap();
+    let guard = rust.acquire().await.unwrap();
+    let java_acquires = tokio::task::spawn_blocking(move || {
+        let mut java = java;
+        let answer = java.ask("acquire 30000").unwrap();
+        (java, answer)
+    });
+    tokio::time::timeout(Timing::new().wait(), guard.contended())
+        .await
+        .expect("the Java waiter contends")
+        .unwrap();
+    guard.release().await.unwrap();
+    let (mut java, answer) = tokio::time::timeout(Timing::new().wait(), java_acquires)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer, "acquired");
+    assert_eq!(ask(&mut java, "release").await, "released");
+    client.close().await.unwrap();
+}
