@@ -100,6 +100,7 @@ commands! {
     leader::Leader,
     lease::Lease,
     fence::Fence,
+    validate::Validate,
     barrier::Barrier,
     counter::Counter,
     ls::Ls,

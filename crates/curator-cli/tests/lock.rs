@@ -241,3 +241,62 @@ async fn a_timed_out_lock_says_who_holds_it() {
     guard.release().await.unwrap();
     holder.close().await.unwrap();
 }
+
+/// `$CURATOR_SEQUENCER` of `curator lock` checked with `curator validate` from the locked
+/// command (valid: exit 0), then after the lock was released and taken by another run (stale:
+/// exit code 6); a malformed one is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sequencer_is_valid_while_held_and_stale_after() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-lock-sequencer");
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("sequencer");
+    let script = "printf '%s' \"$CURATOR_SEQUENCER\" > \"$1\" && \"$2\" --connect \"$3\" validate \"$CURATOR_SEQUENCER\"";
+    let held = run(curator(
+        &connect,
+        &[
+            "lock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            saved.to_str().unwrap(),
+            env!("CARGO_BIN_EXE_curator"),
+            &connect,
+        ],
+    ));
+    assert_eq!(held.status.code(), Some(0), "{}", text(&held.stderr));
+    let sequencer = std::fs::read_to_string(&saved).unwrap();
+    assert!(sequencer.starts_with("zkseq1:"), "{sequencer}");
+    assert!(sequencer.contains(&path), "{sequencer}");
+
+    // Released, and the lock taken by another run meanwhile: stale.
+    let next = run(curator(
+        &connect,
+        &["lock", &path, "--", "sh", "-c", "exit 0"],
+    ));
+    assert_eq!(next.status.code(), Some(0), "{}", text(&next.stderr));
+    let stale = run(curator(&connect, &["validate", &sequencer]));
+    assert_eq!(stale.status.code(), Some(6), "{}", text(&stale.stderr));
+    assert!(
+        text(&stale.stdout).contains("stale"),
+        "{}",
+        text(&stale.stdout)
+    );
+
+    let malformed = run(curator(&connect, &["validate", "zkseq1:12:34:/x"]));
+    assert_eq!(
+        malformed.status.code(),
+        Some(2),
+        "{}",
+        text(&malformed.stderr)
+    );
+    assert!(
+        text(&malformed.stderr).contains("16 hex digits"),
+        "{}",
+        text(&malformed.stderr)
+    );
+}

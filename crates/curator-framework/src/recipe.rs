@@ -76,6 +76,7 @@ mod contract;
 mod core;
 mod hold;
 mod lifecycle;
+mod sequencer;
 mod tasks;
 
 pub use self::core::{RecipeCore, RecipeOptions};
@@ -83,4 +84,5 @@ pub use backoff::Backoff;
 pub use contract::{Recipe, RecipeEvents};
 pub use hold::{Hold, HoldKind};
 pub use lifecycle::{Lifecycle, RecipeState};
+pub use sequencer::Sequencer;
 pub use tasks::{Cancelled, HandleGuard, RecipeTasks, TaskHandle};

@@ -403,3 +403,56 @@ async fn a_java_waiter_contends_a_rust_hold() {
     assert_eq!(ask(&mut java, "release").await, "released");
     client.close().await.unwrap();
 }
+
+/// A hold's sequencer (exported by a holder in a namespace) checked by Rust and by a Java
+/// program that knows only the text form: valid while held, stale once the lock was released
+/// and taken by another holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequencer_is_refused_after_a_hand_over_in_rust_and_java() {
+    let server = TestingServer::start().await.unwrap();
+    let namespace = unique_root("interop-sequencer")
+        .trim_start_matches('/')
+        .replace('/', "-");
+    let program = CuratorProgram::compile(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/SequencerCheck.java"),
+    )
+    .unwrap();
+    let mut java = tokio::task::block_in_place(|| {
+        let mut peer = program.start(&[&server.connect_string()]).unwrap();
+        assert_eq!(peer.read_line().unwrap(), "ready");
+        peer
+    });
+    let checker = testkit::client(&server.connect_string()).await;
+    let holder_client = testkit::client(&server.connect_string())
+        .await
+        .using_namespace(&namespace)
+        .unwrap();
+    let other_client = testkit::client(&server.connect_string()).await;
+    let first = InterProcessMutex::builder(holder_client.clone(), "/lock")
+        .build()
+        .unwrap();
+    let guard = first.acquire().await.unwrap();
+    let sequencer = guard.sequencer().expect("a hold on a session");
+    assert!(sequencer.path().starts_with(&format!("/{namespace}/lock/")));
+    assert_eq!(sequencer.fencing_token(), guard.fencing_token());
+    let text = sequencer.to_string();
+    let parsed: curator_framework::recipe::Sequencer = text.parse().unwrap();
+    assert_eq!(parsed, sequencer);
+    assert!(parsed.check(&checker).await.unwrap());
+    assert_eq!(ask(&mut java, &text).await, "valid");
+
+    // Handed over: released, and another client holds it now (a new node, a new token).
+    guard.release().await.unwrap();
+    let second = InterProcessMutex::builder(other_client.clone(), &format!("/{namespace}/lock"))
+        .build()
+        .unwrap();
+    let other_guard = second.acquire().await.unwrap();
+    assert!(!parsed.check(&checker).await.unwrap());
+    assert_eq!(ask(&mut java, &text).await, "stale");
+    let current = other_guard.sequencer().unwrap().to_string();
+    assert_eq!(ask(&mut java, &current).await, "valid");
+    other_guard.release().await.unwrap();
+    for client in [checker, holder_client, other_client] {
+        client.close().await.unwrap();
+    }
+}

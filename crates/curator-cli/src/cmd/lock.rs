@@ -18,9 +18,10 @@ use crate::supervise::{Ended, Held, prepare, output_closed, report_exit, still_o
 /// Run CMD while holding the distributed lock at PATH (Curator's InterProcessMutex)
 ///
 /// CMD gets the lock's fencing token in $CURATOR_FENCING_TOKEN (and the lock node in
-/// $CURATOR_LOCK_NODE). It can hand the token to what it changes, or pass a fencing gate
-/// first: `curator fence /gates/db "$CURATOR_FENCING_TOKEN" && write-to-db` refuses a holder
-/// whose lock was lost and taken by someone newer.
+/// $CURATOR_LOCK_NODE, and the hold's sequencer in $CURATOR_SEQUENCER). It can hand the token
+/// to what it changes, or pass a fencing gate first: `curator fence /gates/db
+/// "$CURATOR_FENCING_TOKEN" && write-to-db` refuses a holder whose lock was lost and taken by
+/// someone newer; `curator validate "$CURATOR_SEQUENCER"` tells whether the hold is still there.
 #[derive(Debug, Args)]
 pub(crate) struct Lock {
     /// The lock's path
@@ -92,6 +93,13 @@ impl Run for Lock {
         let env = [
             ("CURATOR_FENCING_TOKEN", guard.fencing_token().to_string()),
             ("CURATOR_LOCK_NODE", guard.node_path().to_owned()),
+            (
+                "CURATOR_SEQUENCER",
+                guard
+                    .sequencer()
+                    .map(|sequencer| sequencer.to_string())
+                    .unwrap_or_default(),
+            ),
         ];
         let mut child = match Child::spawn(&run.command, &env, run.grace, report).await {
             Ok(child) => child,

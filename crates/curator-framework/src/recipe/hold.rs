@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{CuratorFramework, Inner};
 use crate::error::Error;
+use crate::recipe::Sequencer;
 
 /// What a [`Hold`] holds, which names the error of a refused guarded write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,6 +71,8 @@ pub struct Hold {
     /// The client, for the session's renewals ([`valid_until`](Self::valid_until)); `None` for
     /// a hold bound to time.
     client: Option<Weak<Inner>>,
+    /// The namespace of the client that made the hold (its node's path is within it).
+    namespace: Option<Arc<str>>,
 }
 
 impl fmt::Debug for Hold {
@@ -105,6 +108,7 @@ impl Hold {
             client_closed: client.inner.cancel.clone(),
             troubles: troubles(client),
             client: Some(Arc::downgrade(&client.inner)),
+            namespace: client.namespace.clone(),
         }
     }
 
@@ -133,6 +137,7 @@ impl Hold {
             client_closed: client.inner.cancel.clone(),
             troubles: troubles(client),
             client: None,
+            namespace: client.namespace.clone(),
         }
     }
 
@@ -243,6 +248,24 @@ impl Hold {
             .mul_f64(1.0 - inner.settings.clock_drift_bound);
         let until = renewed + guaranteed;
         Some(self.deadline.map_or(until, |deadline| deadline.min(until)))
+    }
+
+    /// This hold as a [`Sequencer`] for a resource server to check: its node's full path (the
+    /// client's namespace applied), its fencing token and its session. `None` for a hold bound
+    /// to time, or whose session is not known.
+    ///
+    /// ```no_run
+    /// # fn demo(hold: curator_framework::recipe::Hold) {
+    /// if let Some(sequencer) = hold.sequencer() {
+    ///     println!("{sequencer}"); // zkseq1:<session>:<token>:<path>
+    /// }
+    /// # }
+    /// ```
+    pub fn sequencer(&self) -> Option<Sequencer> {
+        // A hold bound to time has no session to check.
+        self.client.as_ref()?;
+        let path = crate::paths::apply_namespace(self.namespace.as_deref(), &self.node);
+        Sequencer::new(self.session?, self.token, &path).ok()
     }
 
     /// Whether the hold is in jeopardy: its client's connection went into trouble
