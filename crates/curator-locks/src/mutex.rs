@@ -74,6 +74,9 @@ pub(crate) struct Shared {
     /// Called when someone asks the holder to release (see
     /// [`InterProcessMutexBuilder::make_revocable`]).
     revocable: Option<RevocationListener>,
+    /// The health check every hold is bound to, and how often it runs (see
+    /// [`InterProcessMutexBuilder::health_check`]).
+    health: Option<(HealthCheck, Duration)>,
     held: Mutex<Option<Held>>,
 }
 
@@ -87,9 +90,14 @@ struct Held {
     revoke: Option<watch::Receiver<bool>>,
     /// Stops the revocation watch when the hold ends.
     _revocation: Option<TaskHandle>,
+    /// Stops the health check when the hold ends.
+    _health: Option<TaskHandle>,
 }
 
 type RevocationListener = Arc<dyn Fn() + Send + Sync>;
+
+/// A local health check: `true` while healthy.
+type HealthCheck = Arc<dyn Fn() -> futures::future::BoxFuture<'static, bool> + Send + Sync>;
 
 /// Options of an [`InterProcessMutex`], from [`InterProcessMutex::builder`].
 ///
@@ -108,6 +116,7 @@ pub struct InterProcessMutexBuilder {
     path: String,
     data: Option<Vec<u8>>,
     revocable: Option<RevocationListener>,
+    health: Option<(HealthCheck, Duration)>,
     options: RecipeOptions,
 }
 
@@ -117,6 +126,10 @@ impl fmt::Debug for InterProcessMutexBuilder {
             .field("path", &self.path)
             .field("node_data_len", &self.data.as_ref().map(Vec::len))
             .field("revocable", &self.revocable.is_some())
+            .field(
+                "health_check_every",
+                &self.health.as_ref().map(|(_, every)| every),
+            )
             .field("options", &self.options)
             .finish()
     }
@@ -143,6 +156,32 @@ impl InterProcessMutexBuilder {
         self
     }
 
+    /// Binds every hold to a local health check (Consul's health-bound sessions): while the
+    /// lock is held, `check` runs every `every` (first one `every` after the acquisition), and
+    /// the first `false` ends the hold: its [`lost`](Hold::lost) resolves at once (every
+    /// reentrant guard's), then the lock node is deleted, so the next waiter acquires. A check
+    /// that hangs holds nothing back but itself: give it its own timeout.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// let mutex = curator_locks::InterProcessMutex::builder(client, "/locks/primary")
+    ///     .health_check(Duration::from_secs(1), || async {
+    ///         std::path::Path::new("/var/run/db.sock").exists()
+    ///     })
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn health_check<F, Fut>(mut self, every: Duration, check: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = bool> + Send + 'static,
+    {
+        let check: HealthCheck = Arc::new(move || Box::pin(check()));
+        self.health = Some((check, every));
+        self
+    }
+
     /// The `name` label of this mutex's metrics (`curator_lock_wait_seconds`,
     /// `curator_lock_hold_seconds`); default: the lock's path. Set it when paths are made per
     /// job or per tenant, so the metrics keep a bounded number of series: mutexes sharing a
@@ -164,8 +203,18 @@ impl InterProcessMutexBuilder {
     /// The mutex.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
+    /// [`Error::InvalidPath`] for a path ZooKeeper would reject; [`Error::InvalidArgument`]
+    /// for a health check every zero seconds.
     pub fn build(self) -> Result<InterProcessMutex> {
+        if self
+            .health
+            .as_ref()
+            .is_some_and(|(_, every)| every.is_zero())
+        {
+            return Err(Error::InvalidArgument(
+                "a health check must run at an interval above zero".into(),
+            ));
+        }
         let data = self
             .data
             .unwrap_or_else(|| self.client.identity().to_bytes());
@@ -176,7 +225,7 @@ impl InterProcessMutexBuilder {
             LOCK_NAME,
             Kind::Exclusive,
             data,
-            self.revocable,
+            (self.revocable, self.health),
             core,
         )
     }
@@ -184,6 +233,36 @@ impl InterProcessMutexBuilder {
 
 /// The data Curator writes into a holder's node to ask it to release.
 pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+/// Runs a hold's health check every `every` until the hold ends; the first failure ends the
+/// hold (`sick`) and deletes its node.
+async fn watch_health(
+    client: CuratorFramework,
+    hold: Hold,
+    check: HealthCheck,
+    every: Duration,
+    sick: watch::Sender<bool>,
+) {
+    loop {
+        tokio::select! {
+            () = hold.lost() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        if check().await {
+            continue;
+        }
+        if hold.is_lost() {
+            return;
+        }
+        tracing::warn!(
+            node = hold.node_path(),
+            "health check failed: the lock is released"
+        );
+        sick.send_replace(true);
+        let _ = delete_node(&client, hold.node_path()).await;
+        return;
+    }
+}
 
 /// Watches the holder's own node for a revocation request, until the node goes.
 async fn watch_for_revocation(
@@ -262,6 +341,7 @@ impl InterProcessMutex {
             path: path.to_owned(),
             data: None,
             revocable: None,
+            health: None,
             options: RecipeOptions::new(),
         }
     }
@@ -272,7 +352,7 @@ impl InterProcessMutex {
         lock_name: &'static str,
         kind: Kind,
         data: Vec<u8>,
-        revocable: Option<RevocationListener>,
+        (revocable, health): (Option<RevocationListener>, Option<(HealthCheck, Duration)>),
         core: RecipeCore,
     ) -> Result<Self> {
         paths::validate(path)?;
@@ -286,6 +366,7 @@ impl InterProcessMutex {
                 data,
                 acquiring: tokio::sync::Mutex::new(()),
                 revocable,
+                health,
                 held: Mutex::new(None),
             }),
         })
@@ -301,7 +382,7 @@ impl InterProcessMutex {
             WRITE_LOCK_NAME,
             Kind::Exclusive,
             data,
-            None,
+            (None, None),
             core,
         )
     }
@@ -320,7 +401,7 @@ impl InterProcessMutex {
             READ_LOCK_NAME,
             kind,
             data,
-            None,
+            (None, None),
             core,
         )
     }
@@ -488,7 +569,18 @@ impl InterProcessMutex {
 
     fn hold(&self, node: String, token: i64) -> LockGuard {
         let shared = &self.shared;
-        let hold = Hold::new(&shared.client, node, token);
+        let mut hold = Hold::new(&shared.client, node, token);
+        let health = shared.health.clone().map(|(check, every)| {
+            let (sick, ended) = watch::channel(false);
+            hold = hold.clone().ended_by(ended);
+            shared.core.tasks().spawn(watch_health(
+                shared.client.clone(),
+                hold.clone(),
+                check,
+                every,
+                sick,
+            ))
+        });
         let (revoke, revocation) = match shared.revocable.clone() {
             Some(on_revoke) => {
                 let (revoke_tx, revoke) = watch::channel(false);
@@ -508,6 +600,7 @@ impl InterProcessMutex {
             since: Instant::now(),
             revoke: revoke.clone(),
             _revocation: revocation,
+            _health: health,
         });
         LockGuard {
             holding: Holding::reentrant(hold, Arc::clone(shared)),

@@ -177,3 +177,76 @@ async fn contended_resolves_when_a_waiter_queues() {
     holder_client.close().await.unwrap();
     waiter_client.close().await.unwrap();
 }
+
+/// A mutex bound to a health check: the first failed check ends the hold (its `lost()` resolves)
+/// and deletes the node, so a waiter on another client acquires; while the check passes, the
+/// hold stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_health_check_releases_the_lock() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    let server = TestingServer::start().await.unwrap();
+    let path = format!("{}/lock", unique_root("health-bound"));
+    let wait = Timing::new().wait();
+    let healthy = Arc::new(AtomicBool::new(true));
+    let checks = Arc::new(AtomicUsize::new(0));
+    let holder_client = testkit::client(&server.connect_string()).await;
+    let holder = InterProcessMutex::builder(holder_client.clone(), &path)
+        .health_check(Duration::from_millis(20), {
+            let (healthy, checks) = (Arc::clone(&healthy), Arc::clone(&checks));
+            move || {
+                checks.fetch_add(1, Ordering::SeqCst);
+                let healthy = healthy.load(Ordering::SeqCst);
+                async move { healthy }
+            }
+        })
+        .build()
+        .unwrap();
+    let guard = holder.acquire().await.unwrap();
+    let node = guard.node_path().to_owned();
+    // Several passing checks: still held.
+    testkit::eventually("the check runs", || async {
+        checks.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    assert!(!guard.is_lost());
+
+    let other_client = testkit::client(&server.connect_string()).await;
+    let other = InterProcessMutex::builder(other_client.clone(), &path)
+        .build()
+        .unwrap();
+    let waiting = tokio::spawn(async move { other.acquire().await });
+    healthy.store(false, Ordering::SeqCst);
+    tokio::time::timeout(wait, guard.lost())
+        .await
+        .expect("a failed check ends the hold");
+    let other_guard = tokio::time::timeout(wait, waiting)
+        .await
+        .expect("the waiter acquires once the node is gone")
+        .unwrap()
+        .unwrap();
+    assert!(
+        holder_client
+            .check_exists()
+            .for_path(&node)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(guard.is_lost());
+    guard.release().await.unwrap();
+    other_guard.release().await.unwrap();
+
+    // An interval of zero is refused.
+    let refused = InterProcessMutex::builder(holder_client.clone(), &path)
+        .health_check(Duration::ZERO, || async { true })
+        .build();
+    assert!(matches!(
+        refused,
+        Err(curator_framework::Error::InvalidArgument(_))
+    ));
+    holder_client.close().await.unwrap();
+    other_client.close().await.unwrap();
+}
