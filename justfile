@@ -51,6 +51,10 @@ lint: (setup "lint")
     cargo clippy -p curator-framework --all-targets --no-default-features -- -D warnings
     cargo clippy -p curator-cli --all-targets --no-default-features -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
+    # The dry run's verification unpacks this workspace's crates into a local registry under
+    # CARGO_HOME once and reuses them on later runs of the same version: remove those copies, so
+    # each crate is checked against today's sources of the others.
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/curator-*
     cargo publish --dry-run --workspace --quiet
 
 # Never part of `just test`. curator-rs vs Apache Curator vs Kazoo on one server, beside its bare
