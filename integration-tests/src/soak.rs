@@ -263,23 +263,22 @@ async fn members_agree(
         }
         readers.push((cluster.member_id(member), client));
     }
-    let end = Instant::now() + timing.wait();
-    let mut last = Vec::new();
-    let agreed = loop {
-        last.clear();
+    // The trees of the last look, by member id.
+    let last = Mutex::new(Vec::new());
+    let agreed = wait_until(timing.wait(), || async {
+        let mut trees = Vec::new();
         for (id, client) in &readers {
             if let Ok(tree) = server_tree(client, root).await {
-                last.push((*id, tree));
+                trees.push((*id, tree));
             }
         }
-        if last.len() == readers.len() && last.windows(2).all(|pair| pair[0].1 == pair[1].1) {
-            break true;
-        }
-        if Instant::now() >= end {
-            break false;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+        let same =
+            trees.len() == readers.len() && trees.windows(2).all(|pair| pair[0].1 == pair[1].1);
+        *last.lock() = trees;
+        same
+    })
+    .await;
+    let last = last.into_inner();
     let expected = readers.len();
     for (_, client) in readers {
         let _ = client.close().await;

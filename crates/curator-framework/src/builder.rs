@@ -11,11 +11,11 @@ use crate::error::{Error, Result};
 use crate::paths;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy, SharedRetryPolicy};
 use crate::security::{SaslConfig, TlsConfig};
+use crate::state::ConnectionStateErrorPolicy;
+use crate::wire::WireTls;
 
 /// See [`CuratorFrameworkBuilder::clock_drift_bound`].
 const DEFAULT_CLOCK_DRIFT_BOUND: f64 = 0.01;
-use crate::state::ConnectionStateErrorPolicy;
-use crate::wire::WireTls;
 
 /// The validated settings a client runs with.
 #[derive(Clone)]

@@ -570,17 +570,13 @@ impl InterProcessMutex {
     fn hold(&self, node: String, token: i64) -> LockGuard {
         let shared = &self.shared;
         let mut hold = Hold::new(&shared.client, node, token);
-        let health = shared.health.clone().map(|(check, every)| {
+        let mut health = None;
+        if let Some((check, every)) = shared.health.clone() {
             let (sick, ended) = watch::channel(false);
-            hold = hold.clone().ended_by(ended);
-            shared.core.tasks().spawn(watch_health(
-                shared.client.clone(),
-                hold.clone(),
-                check,
-                every,
-                sick,
-            ))
-        });
+            hold = hold.ended_by(ended);
+            let task = watch_health(shared.client.clone(), hold.clone(), check, every, sick);
+            health = Some(shared.core.tasks().spawn(task));
+        }
         let (revoke, revocation) = match shared.revocable.clone() {
             Some(on_revoke) => {
                 let (revoke_tx, revoke) = watch::channel(false);
@@ -861,11 +857,10 @@ impl LockGuard {
     pub async fn contended(&self) -> Result<()> {
         let hold = self.holding.hold();
         let client = self.holding.client();
-        let node = hold.node_path();
-        let Some((parent, ours)) = node.rsplit_once('/') else {
+        let Some(parent) = paths::parent(hold.node_path()) else {
             return Err(hold.lost_error());
         };
-        let parent = if parent.is_empty() { "/" } else { parent };
+        let ours = paths::node_name(hold.node_path());
         let reader = ours.contains(READ_LOCK_NAME);
         let behind = |name: &String| {
             name != ours

@@ -250,3 +250,63 @@ async fn a_failed_health_check_releases_the_lock() {
     holder_client.close().await.unwrap();
     other_client.close().await.unwrap();
 }
+
+/// `contended()` across a dropped connection (the session policy keeps the hold through it):
+/// the watch is set again, and a waiter queuing after the reconnect still resolves it. The
+/// hold's sequencer is current meanwhile, and stale once the session has expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_is_heard_across_a_reconnect_and_an_expired_sequencer_is_stale() {
+    use curator_framework::ConnectionState;
+    use futures::StreamExt;
+
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = format!("{}/lock", unique_root("contended-reconnect"));
+    let wait = Timing::new().wait();
+    let holder_client = testkit::started(
+        testkit::builder(&proxy.connect_string(), Timing::new().session_timeout())
+            .ensemble_tracking(false)
+            .connection_state_error_policy(ConnectionStateErrorPolicy::Session),
+    )
+    .await;
+    let checker = testkit::client(&server.connect_string()).await;
+    let holder = InterProcessMutex::builder(holder_client.clone(), &path)
+        .build()
+        .unwrap();
+    let guard = holder.acquire().await.unwrap();
+    let sequencer = guard.sequencer().unwrap();
+    let mut states = holder_client.connection_state_stream();
+    {
+        let contended = guard.contended();
+        tokio::pin!(contended);
+        assert!(futures::poll!(&mut contended).is_pending());
+        proxy.drop_connections();
+        loop {
+            tokio::select! {
+                outcome = &mut contended => panic!("contended before anyone waits: {outcome:?}"),
+                state = states.next() => if state == Some(ConnectionState::Reconnected) { break },
+            }
+        }
+        assert!(!guard.is_lost(), "the session policy keeps the hold");
+        assert!(sequencer.check(&checker).await.unwrap());
+        let waiter_client = testkit::client(&server.connect_string()).await;
+        let waiter = InterProcessMutex::builder(waiter_client.clone(), &path)
+            .build()
+            .unwrap();
+        let _waiting = tokio::spawn(async move { waiter.acquire_timeout(wait).await.map(drop) });
+        tokio::time::timeout(wait, contended)
+            .await
+            .expect("contended after the reconnect")
+            .unwrap();
+    }
+
+    // The holder's session ends: its sequencer is stale, whatever the holder still thinks.
+    holder_client.inject_session_expiration().await.unwrap();
+    curator_test::eventually("the expired holder's node goes", || async {
+        !sequencer.check(&checker).await.unwrap()
+    })
+    .await;
+    drop(guard);
+    holder_client.close().await.unwrap();
+    checker.close().await.unwrap();
+}

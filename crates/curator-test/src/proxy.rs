@@ -65,7 +65,7 @@ struct Shared {
     /// [`FaultProxy::start_peer`]); zero: one try.
     upstream_patience: std::time::Duration,
     /// Upstream connection attempts refused so far.
-    refused: std::sync::atomic::AtomicU64,
+    refused: watch::Sender<u64>,
 }
 
 /// How long a member's proxy keeps trying to reach the member behind it for a new link.
@@ -139,7 +139,7 @@ impl FaultProxy {
             refusing: AtomicBool::new(false),
             advertise,
             upstream_patience,
-            refused: std::sync::atomic::AtomicU64::new(0),
+            refused: watch::Sender::new(0),
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Ok(Self {
@@ -323,20 +323,14 @@ async fn link(client: TcpStream, shared: Arc<Shared>) {
 async fn connect_upstream(upstream: &str, shared: &Shared) -> Option<TcpStream> {
     let deadline = tokio::time::Instant::now() + shared.upstream_patience;
     loop {
-        let attempt = TcpStream::connect(upstream).await;
-        if attempt.is_err() {
-            shared.refused.fetch_add(1, Ordering::SeqCst);
+        if let Ok(server) = TcpStream::connect(upstream).await {
+            return Some(server);
         }
-        match attempt {
-            Ok(server) => return Some(server),
-            Err(_)
-                if tokio::time::Instant::now() < deadline
-                    && !shared.refusing.load(Ordering::SeqCst) =>
-            {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            Err(_) => return None,
+        shared.refused.send_modify(|count| *count += 1);
+        if tokio::time::Instant::now() >= deadline || shared.refusing.load(Ordering::SeqCst) {
+            return None;
         }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 
@@ -430,11 +424,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_member_proxy_waits_for_its_member_to_listen() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::config::free_ports(1).unwrap()[0];
         let upstream = format!("127.0.0.1:{port}");
         let proxy = FaultProxy::start_peer("127.0.0.1:0".parse().unwrap(), &upstream, None)
             .await
@@ -443,9 +433,13 @@ mod tests {
         member.write_all(b"hello").await.unwrap();
         // The member behind the proxy is not listening yet: the proxy is refused, and keeps the
         // connection it accepted.
-        while proxy.shared.refused.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        proxy
+            .shared
+            .refused
+            .subscribe()
+            .wait_for(|refused| *refused > 0)
+            .await
+            .unwrap();
         let listener = TcpListener::bind(&upstream).await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
         let mut received = [0u8; 5];
@@ -455,11 +449,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_proxy_closes_a_link_its_server_refuses() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::config::free_ports(1).unwrap()[0];
         let proxy = FaultProxy::start(&format!("127.0.0.1:{port}"))
             .await
             .unwrap();
