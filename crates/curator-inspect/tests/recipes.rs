@@ -100,9 +100,15 @@ async fn read_write_lock_readers_hold_a_writer_waits() {
         client(&server, "writer").await,
     );
     let path = unique_root("inspect-rw");
-    let r1 = InterProcessReadWriteLock::new(a.clone(), &path).unwrap();
-    let r2 = InterProcessReadWriteLock::new(b.clone(), &path).unwrap();
-    let w = InterProcessReadWriteLock::new(c.clone(), &path).unwrap();
+    let r1 = InterProcessReadWriteLock::builder(a.clone(), &path)
+        .build()
+        .unwrap();
+    let r2 = InterProcessReadWriteLock::builder(b.clone(), &path)
+        .build()
+        .unwrap();
+    let w = InterProcessReadWriteLock::builder(c.clone(), &path)
+        .build()
+        .unwrap();
     let g1 = r1.read_lock().acquire().await.unwrap();
     let g2 = r2.read_lock().acquire().await.unwrap();
     let writer = tokio::spawn(async move {

@@ -20,17 +20,25 @@ pub(crate) struct Holding {
     /// For a mutex: the handle whose reentrant count decides which release deletes the node.
     /// `None` for a lease, whose node is its own.
     reentrant: Option<Arc<Shared>>,
+    /// For a hold under a lock-delay: the directory whose record its release updates.
+    delay_dir: Option<String>,
     released: bool,
 }
 
 impl Holding {
     /// A lease's hold: its node is deleted when it is given back.
-    pub(crate) fn lease(hold: Hold, client: CuratorFramework, tasks: RecipeTasks) -> Self {
+    pub(crate) fn lease(
+        hold: Hold,
+        client: CuratorFramework,
+        tasks: RecipeTasks,
+        delay_dir: Option<String>,
+    ) -> Self {
         Self {
             hold,
             client,
             tasks,
             reentrant: None,
+            delay_dir,
             released: false,
         }
     }
@@ -41,6 +49,7 @@ impl Holding {
             hold,
             client: shared.client.clone(),
             tasks: shared.core.tasks().clone(),
+            delay_dir: shared.delay_dir(),
             reentrant: Some(shared),
             released: false,
         }
@@ -58,7 +67,12 @@ impl Holding {
     pub(crate) async fn release(mut self) -> Result<()> {
         self.released = true;
         if self.gives_up_node() {
-            delete_node(&self.client, self.hold.node_path()).await
+            give_back(
+                &self.client,
+                self.delay_dir.as_deref(),
+                self.hold.node_path(),
+            )
+            .await
         } else {
             Ok(())
         }
@@ -75,9 +89,45 @@ impl Holding {
 impl Drop for Holding {
     fn drop(&mut self) {
         if !self.released && self.gives_up_node() {
-            delete_in_background(&self.client, &self.tasks, self.hold.node_path());
+            match self.delay_dir.take() {
+                Some(dir) => {
+                    release_in_background(&self.client, &self.tasks, dir, self.hold.node_path())
+                }
+                None => delete_in_background(&self.client, &self.tasks, self.hold.node_path()),
+            }
         }
     }
+}
+
+/// Gives a held node back: under a lock-delay, its delete and the removal of its line from the
+/// record of `delay_dir` in one transaction (a plain delete, which then counts as a failure,
+/// when that fails); otherwise a plain delete.
+async fn give_back(client: &CuratorFramework, delay_dir: Option<&str>, node: &str) -> Result<()> {
+    if let Some(dir) = delay_dir {
+        match crate::lock_delay::release(client, dir, curator_framework::paths::node_name(node))
+            .await
+        {
+            Ok(()) => return Ok(()),
+            Err(error) => {
+                tracing::warn!(node, %error, "a lock-delay release failed: the node is deleted alone (counted as a failure)");
+            }
+        }
+    }
+    delete_node(client, node).await
+}
+
+/// [`give_back`] without waiting, for a hold under a lock-delay dropped unreleased.
+fn release_in_background(client: &CuratorFramework, tasks: &RecipeTasks, dir: String, node: &str) {
+    if tokio::runtime::Handle::try_current().is_err() || tasks.is_cancelled() {
+        return delete_in_background(client, tasks, node);
+    }
+    let client = client.clone();
+    let node = node.to_owned();
+    tasks
+        .spawn(async move {
+            let _ = give_back(&client, Some(&dir), &node).await;
+        })
+        .detach();
 }
 
 /// The delete of a node of ours: guaranteed (after a connection failure, or when its future is

@@ -4,6 +4,7 @@
 
 mod fencing_gate;
 mod holding;
+mod lock_delay;
 mod multi_lock;
 mod mutex;
 mod non_blocking_lease;
@@ -12,11 +13,12 @@ mod rwlock;
 mod semaphore;
 
 pub use fencing_gate::{Admission, FencingGate};
+pub use lock_delay::{LockDelayEntry, LockDelayRecord};
 pub use multi_lock::{InterProcessMultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexBuilder, LockGuard};
 pub use non_blocking_lease::{LeaseGrant, NonBlockingLease};
 pub use revoker::Revoker;
-pub use rwlock::InterProcessReadWriteLock;
+pub use rwlock::{InterProcessReadWriteLock, InterProcessReadWriteLockBuilder};
 pub use semaphore::{
     InterProcessSemaphoreMutex, InterProcessSemaphoreMutexBuilder, InterProcessSemaphoreV2,
     InterProcessSemaphoreV2Builder, Lease, MaxLeases,

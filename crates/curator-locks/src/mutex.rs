@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::holding::{Holding, delete_in_background, delete_node};
+use crate::lock_delay::{Admitted, LockDelay, Rule};
 
 /// The name Curator gives mutex nodes (after the protected prefix, before the sequence).
 const LOCK_NAME: &str = "lock-";
@@ -77,6 +78,10 @@ pub(crate) struct Shared {
     /// The health check every hold is bound to, and how often it runs (see
     /// [`InterProcessMutexBuilder::health_check`]).
     health: Option<(HealthCheck, Duration)>,
+    /// The lock-delay this handle's holders promise, and whether the lock's directory was
+    /// made persistent for its record (see [`InterProcessMutexBuilder::lock_delay`]).
+    lock_delay: Option<LockDelay>,
+    delay_prepared: std::sync::atomic::AtomicBool,
     held: Mutex<Option<Held>>,
 }
 
@@ -117,6 +122,7 @@ pub struct InterProcessMutexBuilder {
     data: Option<Vec<u8>>,
     revocable: Option<RevocationListener>,
     health: Option<(HealthCheck, Duration)>,
+    lock_delay: Option<Duration>,
     options: RecipeOptions,
 }
 
@@ -130,6 +136,7 @@ impl fmt::Debug for InterProcessMutexBuilder {
                 "health_check_every",
                 &self.health.as_ref().map(|(_, every)| every),
             )
+            .field("lock_delay", &self.lock_delay)
             .field("options", &self.options)
             .finish()
     }
@@ -182,6 +189,39 @@ impl InterProcessMutexBuilder {
         self
     }
 
+    /// Lock-delay (Chubby's; Consul's default is 15 s): when a holder of this mutex *fails*
+    /// (its session ends, or its [health check](Self::health_check) fails, before it
+    /// releases), the lock stays unavailable for `delay` on ZooKeeper's clock, so that requests
+    /// it sent before it died drain before the next holder acts. A release hands over at once.
+    ///
+    /// How it works: a holder writes `held <node> <delay>` into the data of the lock's
+    /// directory as it acquires (one more write per acquisition), and its release deletes its
+    /// node and removes that line in one transaction; a contender that finds the line of a
+    /// node that is gone knows the holder failed, and waits until a write of its own is
+    /// stamped at least `delay` after the write that saw the failure ([`LockDelayRecord`](crate::LockDelayRecord)
+    /// has the format; `curator inspect` shows it). The directory is made persistent (not a
+    /// container) so the record outlives the lock's nodes. Each holder's own delay applies
+    /// to its failure.
+    ///
+    /// What it cannot promise: only contenders with a lock-delay honour it (Java Curator's
+    /// `InterProcessMutex` on the same path acquires at once after a failure, and its own
+    /// failures are not delayed); with nobody waiting, the delay runs from the next
+    /// contender's arrival (ZooKeeper keeps no time of an expiry); an acquisition's timeout
+    /// covers the delay.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// let mutex = curator_locks::InterProcessMutex::builder(client, "/locks/ledger")
+    ///     .lock_delay(Duration::from_secs(15))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = Some(delay);
+        self
+    }
+
     /// The `name` label of this mutex's metrics (`curator_lock_wait_seconds`,
     /// `curator_lock_hold_seconds`); default: the lock's path. Set it when paths are made per
     /// job or per tenant, so the metrics keep a bounded number of series: mutexes sharing a
@@ -204,8 +244,9 @@ impl InterProcessMutexBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a path ZooKeeper would reject; [`Error::InvalidArgument`]
-    /// for a health check every zero seconds.
+    /// for a health check every zero seconds, or a lock-delay of zero or over a day.
     pub fn build(self) -> Result<InterProcessMutex> {
+        let lock_delay = self.lock_delay.map(LockDelay::new).transpose()?;
         if self
             .health
             .as_ref()
@@ -225,10 +266,22 @@ impl InterProcessMutexBuilder {
             LOCK_NAME,
             Kind::Exclusive,
             data,
-            (self.revocable, self.health),
+            Options {
+                revocable: self.revocable,
+                health: self.health,
+                lock_delay,
+            },
             core,
         )
     }
+}
+
+/// What a mutex's builder adds to its parts.
+#[derive(Default)]
+struct Options {
+    revocable: Option<RevocationListener>,
+    health: Option<(HealthCheck, Duration)>,
+    lock_delay: Option<LockDelay>,
 }
 
 /// The data Curator writes into a holder's node to ask it to release.
@@ -342,6 +395,7 @@ impl InterProcessMutex {
             data: None,
             revocable: None,
             health: None,
+            lock_delay: None,
             options: RecipeOptions::new(),
         }
     }
@@ -352,7 +406,7 @@ impl InterProcessMutex {
         lock_name: &'static str,
         kind: Kind,
         data: Vec<u8>,
-        (revocable, health): (Option<RevocationListener>, Option<(HealthCheck, Duration)>),
+        options: Options,
         core: RecipeCore,
     ) -> Result<Self> {
         paths::validate(path)?;
@@ -365,43 +419,57 @@ impl InterProcessMutex {
                 kind,
                 data,
                 acquiring: tokio::sync::Mutex::new(()),
-                revocable,
-                health,
+                revocable: options.revocable,
+                health: options.health,
+                lock_delay: options.lock_delay,
+                delay_prepared: std::sync::atomic::AtomicBool::new(false),
                 held: Mutex::new(None),
             }),
         })
     }
 
     /// The write side of a read/write lock on `path`.
-    pub(crate) fn write_side(client: CuratorFramework, path: &str) -> Result<Self> {
+    pub(crate) fn write_side(
+        client: CuratorFramework,
+        path: &str,
+        lock_delay: Option<Duration>,
+        options: &RecipeOptions,
+    ) -> Result<Self> {
         let data = client.identity().to_bytes();
-        let core = RecipeCore::new(&client, RW_KIND, path, &RecipeOptions::new());
+        let core = RecipeCore::new(&client, RW_KIND, path, options);
+        let lock_delay = lock_delay.map(LockDelay::new).transpose()?;
         Self::from_parts(
             client,
             path,
             WRITE_LOCK_NAME,
             Kind::Exclusive,
             data,
-            (None, None),
+            Options {
+                lock_delay,
+                ..Options::default()
+            },
             core,
         )
     }
 
     /// The read side of a read/write lock whose write side is `write`.
-    pub(crate) fn read_side(write: &InterProcessMutex) -> Result<Self> {
+    pub(crate) fn read_side(write: &InterProcessMutex, options: &RecipeOptions) -> Result<Self> {
         let client = write.shared.client.clone();
         let kind = Kind::Read {
             write: Arc::clone(&write.shared),
         };
         let data = client.identity().to_bytes();
-        let core = RecipeCore::new(&client, RW_KIND, &write.shared.path, &RecipeOptions::new());
+        let core = RecipeCore::new(&client, RW_KIND, &write.shared.path, options);
         Self::from_parts(
             client,
             &write.shared.path,
             READ_LOCK_NAME,
             kind,
             data,
-            (None, None),
+            Options {
+                lock_delay: write.shared.lock_delay,
+                ..Options::default()
+            },
             core,
         )
     }
@@ -622,6 +690,17 @@ impl InterProcessMutex {
         };
         // The create and the listing go out together; ZooKeeper answers them in order, so the
         // listing normally already contains our node.
+        if self.shared.lock_delay.is_some()
+            && !self
+                .shared
+                .delay_prepared
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            LockDelay::prepare(client, path).await?;
+            self.shared
+                .delay_prepared
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let create = client
             .create()
             .creating_parent_containers_if_needed()
@@ -653,11 +732,7 @@ impl InterProcessMutex {
                 return Ok(Attempt::NodeLost);
             };
             let Some(blocker) = self.blocker(&children, index) else {
-                cleanup.node = None;
-                return Ok(Attempt::Acquired {
-                    node,
-                    token: stat.czxid,
-                });
+                return self.admit(cleanup, node, stat.czxid, wait).await;
             };
             if let Wait::No = wait {
                 // Gone before this returns (a failure here leaves it to the background).
@@ -696,13 +771,64 @@ impl InterProcessMutex {
                 && self.blockers(&children, index) == 1
                 && client.session_id() == Some(stat.ephemeral_owner)
             {
-                cleanup.node = None;
-                return Ok(Attempt::Acquired {
-                    node,
-                    token: stat.czxid,
-                });
+                return self.admit(cleanup, node, stat.czxid, wait).await;
             }
         }
+    }
+
+    /// Our node `node` (with fencing token `token`) is first in line by the lock's own rule:
+    /// under a lock-delay, it holds once the delays of failed holders that keep it out ran out.
+    async fn admit(
+        &self,
+        mut cleanup: NodeCleanup<'_>,
+        node: String,
+        token: i64,
+        wait: Wait,
+    ) -> Result<Attempt> {
+        if let Some(lock_delay) = self.shared.lock_delay {
+            let rule = match &self.shared.kind {
+                Kind::Exclusive => Rule::Exclusive,
+                Kind::Read { write } => Rule::Reader {
+                    writer: WRITE_LOCK_NAME,
+                    own_writer: write
+                        .held
+                        .lock()
+                        .as_ref()
+                        .map(|held| paths::node_name(held.hold.node_path()).to_owned()),
+                },
+            };
+            let deadline = match wait {
+                Wait::Forever => None,
+                Wait::Until(deadline) => Some(deadline),
+                Wait::No => Some(Instant::now()),
+            };
+            let ours = paths::node_name(&node);
+            match lock_delay
+                .admit(
+                    &self.shared.client,
+                    &self.shared.path,
+                    ours,
+                    &rule,
+                    deadline,
+                )
+                .await?
+            {
+                Admitted::Yes => {}
+                Admitted::NodeLost => {
+                    cleanup.node = None;
+                    return Ok(Attempt::NodeLost);
+                }
+                Admitted::TimedOut => {
+                    // Gone before this returns (a failure here leaves it to the background).
+                    if let Some(node) = cleanup.node.take() {
+                        let _ = delete_node(&self.shared.client, &node).await;
+                    }
+                    return Ok(Attempt::TimedOut);
+                }
+            }
+        }
+        cleanup.node = None;
+        Ok(Attempt::Acquired { node, token })
     }
 
     /// For the read side: the sequence of the write node this handle's write side holds.
@@ -745,6 +871,11 @@ impl InterProcessMutex {
 }
 
 impl Shared {
+    /// The directory whose lock-delay record a hold's release updates, under a lock-delay.
+    pub(crate) fn delay_dir(&self) -> Option<String> {
+        self.lock_delay.map(|_| self.path.clone())
+    }
+
     /// Counts one hold of `node` out; `true` when it was the last (the node is to go).
     pub(crate) fn release_one(&self, node: &str) -> bool {
         let mut held = self.held.lock();

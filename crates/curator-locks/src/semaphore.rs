@@ -10,6 +10,7 @@ use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use tokio::time::Instant;
 
 use crate::holding::Holding;
+use crate::lock_delay::{Admitted, LockDelay, Rule};
 use crate::mutex::InterProcessMutex;
 
 const LEASE_NAME: &str = "lease-";
@@ -59,6 +60,11 @@ struct Inner {
     /// [`InterProcessMutex`] is reentrant per handle, so a guard shared by the clones of this
     /// handle would let every task of a clone walk in and add its lease while one waits for room.
     guard_path: String,
+    /// The lock-delay each lease's holder promises (see
+    /// [`InterProcessSemaphoreV2Builder::lock_delay`]), and whether the leases' directory was
+    /// made persistent for its record.
+    lock_delay: Option<LockDelay>,
+    delay_prepared: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for InterProcessSemaphoreV2 {
@@ -131,10 +137,31 @@ pub struct InterProcessSemaphoreV2Builder {
     path: String,
     max: MaxLeases,
     kind: &'static str,
+    lock_delay: Option<Duration>,
     options: RecipeOptions,
 }
 
 impl InterProcessSemaphoreV2Builder {
+    /// Lock-delay per lease, as [`InterProcessMutexBuilder::lock_delay`](crate::InterProcessMutexBuilder::lock_delay):
+    /// a lease whose holder *fails* (its session ends before it returns the lease) keeps its
+    /// slot taken for `delay` on ZooKeeper's clock; a returned lease frees its slot at once.
+    /// The record is the data of the semaphore's `leases` directory. Java Curator's
+    /// semaphores on the same path neither honour nor cause a delay.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// use curator_locks::{InterProcessSemaphoreV2, MaxLeases};
+    /// let semaphore = InterProcessSemaphoreV2::builder(client, "/semaphores/db", MaxLeases::Fixed(3))
+    ///     .lock_delay(Duration::from_secs(15))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = Some(delay);
+        self
+    }
+
     /// The semaphore's name (default: its path): what its logs say, and the `name` label of
     /// the lock metrics of its guard mutex (`curator_lock_wait_seconds`,
     /// `curator_lock_hold_seconds`), so semaphores made per job or tenant keep a bounded number
@@ -148,8 +175,9 @@ impl InterProcessSemaphoreV2Builder {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] for a bad path (of the semaphore or of the count node);
-    /// [`Error::InvalidArgument`] for zero leases.
+    /// [`Error::InvalidArgument`] for zero leases, or a lock-delay of zero or over a day.
     pub fn build(self) -> Result<InterProcessSemaphoreV2> {
+        let lock_delay = self.lock_delay.map(LockDelay::new).transpose()?;
         let (client, path, max) = (self.client, self.path, self.max);
         paths::validate(&path)?;
         match &max {
@@ -169,6 +197,8 @@ impl InterProcessSemaphoreV2Builder {
                 path,
                 client,
                 max,
+                lock_delay,
+                delay_prepared: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -186,6 +216,7 @@ impl InterProcessSemaphoreV2 {
             path: path.to_owned(),
             max,
             kind: "InterProcessSemaphoreV2",
+            lock_delay: None,
             options: RecipeOptions::new(),
         }
     }
@@ -335,6 +366,16 @@ impl InterProcessSemaphoreV2 {
             },
             Wait::Forever => guard_mutex.acquire().await?,
         };
+        if inner.lock_delay.is_some()
+            && !inner
+                .delay_prepared
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            LockDelay::prepare(&inner.client, &inner.leases_path).await?;
+            inner
+                .delay_prepared
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let (node, stat) = inner
             .client
             .create()
@@ -353,6 +394,7 @@ impl InterProcessSemaphoreV2 {
                 Hold::new(&inner.client, node, stat.czxid),
                 inner.client.clone(),
                 inner.core.tasks().clone(),
+                inner.lock_delay.map(|_| inner.leases_path.clone()),
             ),
         };
         let ours = paths::node_name(lease.node_path()).to_owned();
@@ -369,7 +411,31 @@ impl InterProcessSemaphoreV2 {
             }
             let (max, count_changed) = self.max_leases().await?;
             if children.len() <= max as usize {
-                break;
+                let Some(lock_delay) = inner.lock_delay else {
+                    break;
+                };
+                let deadline = match wait {
+                    Wait::Forever => None,
+                    Wait::Until(deadline) => Some(deadline),
+                    Wait::No => Some(Instant::now()),
+                };
+                let rule = Rule::Slots {
+                    live: &children,
+                    max: max as usize,
+                };
+                match lock_delay
+                    .admit(&inner.client, &inner.leases_path, &ours, &rule, deadline)
+                    .await?
+                {
+                    Admitted::Yes => break,
+                    Admitted::NodeLost => return Err(Error::NoNode),
+                    Admitted::TimedOut => {
+                        // Gone before this returns (a failure here leaves it to the
+                        // background).
+                        let _ = lease.release().await;
+                        return Ok(None);
+                    }
+                }
             }
             let changed = async {
                 match count_changed {
@@ -479,6 +545,12 @@ pub struct InterProcessSemaphoreMutexBuilder {
 }
 
 impl InterProcessSemaphoreMutexBuilder {
+    /// Lock-delay, as [`InterProcessSemaphoreV2Builder::lock_delay`] with its one lease.
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.semaphore = self.semaphore.lock_delay(delay);
+        self
+    }
+
     /// The mutex's name (default: its path); see
     /// [`InterProcessSemaphoreV2Builder::metrics_name`].
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {

@@ -58,7 +58,7 @@ async fn construction_validates_the_path() {
         Err(Error::InvalidPath { .. })
     ));
     assert!(matches!(
-        InterProcessReadWriteLock::new(client.clone(), bad),
+        InterProcessReadWriteLock::builder(client.clone(), bad).build(),
         Err(Error::InvalidPath { .. })
     ));
     assert!(matches!(

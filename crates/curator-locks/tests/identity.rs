@@ -28,7 +28,9 @@ async fn lock_and_lease_nodes_name_their_maker() {
     let data = testkit::raw(&client, guard.node_path()).await;
     assert_eq!(Identity::parse(&data), Some(me.clone()));
 
-    let rw = InterProcessReadWriteLock::new(client.clone(), &format!("{root}/rw")).unwrap();
+    let rw = InterProcessReadWriteLock::builder(client.clone(), &format!("{root}/rw"))
+        .build()
+        .unwrap();
     let read = rw.read_lock().acquire().await.unwrap();
     assert_eq!(
         Identity::parse(&testkit::raw(&client, read.node_path()).await),

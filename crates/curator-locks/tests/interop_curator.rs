@@ -96,7 +96,8 @@ async fn rust_and_java_read_write_locks_share_and_exclude() {
     let mut java_reader =
         tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "read"));
     let rust =
-        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
 
     // A Java reader and a Rust reader hold together; then no writer, Java or Rust, gets in.

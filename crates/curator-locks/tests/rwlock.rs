@@ -13,10 +13,14 @@ const SHORT: Duration = Duration::from_millis(300);
 async fn readers_share_and_writers_exclude() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-matrix");
-    let a = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
-        .unwrap();
-    let b = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
-        .unwrap();
+    let a =
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
+            .unwrap();
+    let b =
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
+            .unwrap();
 
     // Read + read: together.
     let ra = a.read_lock().acquire().await.unwrap();
@@ -78,13 +82,16 @@ async fn a_reader_waits_for_a_writer_that_queued_before_it() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-order");
     let first_reader =
-        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
     let writer =
-        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
     let late_reader =
-        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
 
     let read = first_reader.read_lock().acquire().await.unwrap();
@@ -124,10 +131,12 @@ async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
     let observer = testkit::client(&server.connect_string()).await;
     let path = unique_root("rw-downgrade");
     let lock =
-        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
     let other =
-        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
 
     let write = lock.write_lock().acquire().await.unwrap();
@@ -187,10 +196,14 @@ async fn a_writer_downgrades_to_a_reader_without_letting_a_writer_in() {
 async fn each_side_lists_only_its_own_participants() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-participants");
-    let a = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
-        .unwrap();
-    let b = InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
-        .unwrap();
+    let a =
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
+            .unwrap();
+    let b =
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
+            .unwrap();
     let read = a.read_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
         let b = b.clone();
@@ -214,9 +227,12 @@ async fn a_writer_whose_session_ends_lets_waiting_readers_in_and_knows_it_lost()
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("rw-expiry");
     let writer_client = testkit::client(&server.connect_string()).await;
-    let writer = InterProcessReadWriteLock::new(writer_client.clone(), &path).unwrap();
+    let writer = InterProcessReadWriteLock::builder(writer_client.clone(), &path)
+        .build()
+        .unwrap();
     let reader =
-        InterProcessReadWriteLock::new(testkit::client(&server.connect_string()).await, &path)
+        InterProcessReadWriteLock::builder(testkit::client(&server.connect_string()).await, &path)
+            .build()
             .unwrap();
     let held = writer.write_lock().acquire().await.unwrap();
     let waiting = tokio::spawn({
