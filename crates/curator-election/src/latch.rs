@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::participant::{self, Participant};
+use curator_locks::LockDelay;
 
 const LATCH_NAME: &str = "latch-";
 
@@ -110,10 +111,31 @@ pub struct LeaderLatchBuilder {
     path: String,
     id: String,
     close_mode: CloseMode,
+    lock_delay: Option<std::time::Duration>,
     options: RecipeOptions,
 }
 
 impl LeaderLatchBuilder {
+    /// Lock-delay for leadership, as curator-locks' `InterProcessMutexBuilder::lock_delay`:
+    /// when a leader *fails* (its session ends before it leaves), the next participant leads
+    /// only once `delay` has passed on ZooKeeper's clock since the failure was seen, so that
+    /// what the failed leader sent drains first; a leader that closes its latch hands over at
+    /// once. The record is the data of the latch's path (made persistent, not a container).
+    /// Java Curator's `LeaderLatch` on the same path neither honours nor causes a delay.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// let latch = curator_election::LeaderLatch::builder(client, "/election/billing", "node-1")
+    ///     .lock_delay(Duration::from_secs(15))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_delay(mut self, delay: std::time::Duration) -> Self {
+        self.lock_delay = Some(delay);
+        self
+    }
+
     /// The latch's name (default: its path): the `name` label of its metrics
     /// (`curator_leader_tenure_seconds`, `curator_leader_is_leader`), and what its logs and
     /// unhandled errors say. Latches sharing a name share their series (and the gauge shows the
@@ -141,9 +163,11 @@ impl LeaderLatchBuilder {
     /// The latch (not started).
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] for a path ZooKeeper would reject.
+    /// [`Error::InvalidPath`] for a path ZooKeeper would reject; [`Error::InvalidArgument`]
+    /// for a lock-delay of zero or over a day.
     pub fn build(self) -> Result<LeaderLatch> {
         paths::validate(&self.path)?;
+        let lock_delay = self.lock_delay.map(LockDelay::new).transpose()?;
         let client = self.client;
         // Curator's default id is empty; an empty id here is the client's identity instead, so
         // the node says who made it (Java reads it as the participant's id).
@@ -165,6 +189,8 @@ impl LeaderLatchBuilder {
             leadership: Mutex::new(None),
             node: Mutex::new(None),
             proclaiming: tokio::sync::Mutex::new(()),
+            lock_delay,
+            delay_prepared: std::sync::atomic::AtomicBool::new(false),
         });
         Ok(LeaderLatch {
             _guard: inner.core.handle_guard(),
@@ -192,6 +218,10 @@ struct Inner {
     events: ListenerContainer<LatchEvent>,
     /// One `proclaim` at a time, so each writes on the version the last one left.
     proclaiming: tokio::sync::Mutex<()>,
+    /// The lock-delay a leader promises, and whether the latch's path was made persistent for
+    /// its record.
+    lock_delay: Option<LockDelay>,
+    delay_prepared: std::sync::atomic::AtomicBool,
 }
 
 /// One leadership of the latch.
@@ -258,6 +288,7 @@ impl LeaderLatch {
             path: path.to_owned(),
             id: id.into(),
             close_mode: CloseMode::default(),
+            lock_delay: None,
             options: RecipeOptions::new(),
         }
     }
@@ -664,7 +695,7 @@ impl Inner {
     /// Deletes our node on close, if there is one; a closed client took it with its session.
     async fn delete_own(&self, node: Option<(String, i64)>) -> Result<()> {
         match node {
-            Some((node, _)) => match self.delete_node(&node).await {
+            Some((node, _)) => match self.withdraw(&node).await {
                 Err(Error::Closed) => Ok(()),
                 other => other,
             },
@@ -672,8 +703,34 @@ impl Inner {
         }
     }
 
+    /// Deletes our node: under a lock-delay, with its line out of the record in the same
+    /// transaction (a leader that leaves is no failure); a plain delete if that fails.
+    async fn withdraw(&self, node: &str) -> Result<()> {
+        // Disconnected: the plain delete (guaranteed, it goes on in the background) rather than
+        // a read and a transaction that would wait for the connection.
+        if self.lock_delay.is_some() && self.client.is_connected() {
+            match LockDelay::release(&self.client, &self.path, paths::node_name(node)).await {
+                Ok(()) => return Ok(()),
+                Err(Error::Closed) => return Err(Error::Closed),
+                Err(error) => {
+                    tracing::warn!(node, %error, "a lock-delay release failed: the node is deleted alone (counted as a failure)");
+                }
+            }
+        }
+        self.delete_node(node).await
+    }
+
     /// Creates an offer: a new node, with the session it belongs to.
     async fn make_offer(&self) -> Result<(String, i64)> {
+        if self.lock_delay.is_some()
+            && !self
+                .delay_prepared
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            LockDelay::prepare(&self.client, &self.path).await?;
+            self.delay_prepared
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let id = self.id.lock().clone();
         let (node, stat) = self
             .client
@@ -832,7 +889,7 @@ async fn run(inner: Arc<Inner>) {
                 inner.step_down(true);
                 let ours = inner.node.lock().take();
                 if let Some((ours, _)) = ours {
-                    let _ = inner.delete_node(&ours).await;
+                    let _ = inner.withdraw(&ours).await;
                 }
                 tracing::warn!(path = %inner.path, %error, "the latch gives up; it takes no further part until closed");
                 inner.gave_up.send_replace(Some(error.clone()));
@@ -862,12 +919,25 @@ async fn run(inner: Arc<Inner>) {
                 watcher,
                 token,
                 version,
-            } => match inner.lead(&node, token, version) {
-                Some(hold) => (watcher, None, Some(hold)),
-                None => {
-                    // The connection went bad while we looked: lead only once it is back (and
-                    // not meanwhile, if this participant led before the look).
+            } => match admit(&inner, &node).await {
+                Ok(true) => match inner.lead(&node, token, version) {
+                    Some(hold) => (watcher, None, Some(hold)),
+                    None => {
+                        // The connection went bad while we looked: lead only once it is back
+                        // (and not meanwhile, if this participant led before the look).
+                        inner.step_down(true);
+                        if !wait_until_connected(&inner, &mut states).await {
+                            return;
+                        }
+                        continue;
+                    }
+                },
+                // The latch's path is gone, and our node with it: look again.
+                Ok(false) => continue,
+                Err(error) => {
+                    inner.events.publish(LatchEvent::Failed(error));
                     inner.step_down(true);
+                    backoff.wait().await;
                     if !wait_until_connected(&inner, &mut states).await {
                         return;
                     }
@@ -954,6 +1024,20 @@ async fn run(inner: Arc<Inner>) {
         if hold.as_ref().is_some_and(Hold::is_lost) && inner.core.state() != RecipeState::Closed {
             inner.step_down(true);
         }
+    }
+}
+
+/// Under a lock-delay, before a participant first in line leads (and not again while it leads):
+/// waits out the delays of failed leaders and writes its line. `false` when the latch's path is
+/// gone.
+async fn admit(inner: &Inner, node: &str) -> Result<bool> {
+    match inner.lock_delay {
+        Some(delay) if inner.leadership.lock().is_none() => {
+            delay
+                .admit_first(&inner.client, &inner.path, paths::node_name(node))
+                .await
+        }
+        _ => Ok(true),
     }
 }
 

@@ -114,6 +114,7 @@ pub struct LeaderSelectorBuilder {
     id: String,
     task: LeadershipTask,
     auto_requeue: bool,
+    lock_delay: Option<std::time::Duration>,
     options: RecipeOptions,
 }
 
@@ -123,6 +124,7 @@ impl fmt::Debug for LeaderSelectorBuilder {
             .field("path", &self.path)
             .field("id", &self.id)
             .field("auto_requeue", &self.auto_requeue)
+            .field("lock_delay", &self.lock_delay)
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
@@ -147,6 +149,27 @@ impl LeaderSelectorBuilder {
         self
     }
 
+    /// Lock-delay for leadership: the selector's lock takes
+    /// [`InterProcessMutexBuilder::lock_delay`](curator_locks::InterProcessMutexBuilder::lock_delay),
+    /// so a leader that *fails* (its session ends while it leads) keeps the next one out for
+    /// `delay` on ZooKeeper's clock; a leadership that ends (its task returns, or it is
+    /// interrupted) hands over at once. Java Curator's `LeaderSelector` on the same path
+    /// neither honours nor causes a delay.
+    ///
+    /// ```no_run
+    /// # fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// use curator_election::LeaderSelector;
+    /// let selector = LeaderSelector::builder(client, "/election/billing", "node-1", |_| async {})
+    ///     .lock_delay(Duration::from_secs(15))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_delay(mut self, delay: std::time::Duration) -> Self {
+        self.lock_delay = Some(delay);
+        self
+    }
+
     /// Queue again after each leadership (Curator's `autoRequeue`; default: lead once).
     pub fn auto_requeue(mut self) -> Self {
         self.auto_requeue = true;
@@ -156,7 +179,9 @@ impl LeaderSelectorBuilder {
     /// The selector (not started).
     ///
     /// # Errors
-    /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path.
+    /// [`Error::InvalidPath`](curator_framework::Error::InvalidPath) for a bad path;
+    /// [`Error::InvalidArgument`](curator_framework::Error::InvalidArgument) for a lock-delay
+    /// of zero or over a day.
     pub fn build(self) -> Result<LeaderSelector> {
         // An empty id (Curator's default) is the client's identity: the node says who made it.
         let id = if self.id.is_empty() {
@@ -165,10 +190,13 @@ impl LeaderSelectorBuilder {
             self.id
         };
         let core = RecipeCore::new(&self.client, "LeaderSelector", &self.path, &self.options);
-        let mutex = InterProcessMutex::builder(self.client.clone(), &self.path)
+        let mut mutex = InterProcessMutex::builder(self.client.clone(), &self.path)
             .node_data(id)
-            .metrics_name(core.name().as_str())
-            .build()?;
+            .metrics_name(core.name().as_str());
+        if let Some(delay) = self.lock_delay {
+            mutex = mutex.lock_delay(delay);
+        }
+        let mutex = mutex.build()?;
         let inner = Arc::new(Inner {
             core,
             client: self.client,
@@ -229,6 +257,7 @@ impl LeaderSelector {
             id: id.into(),
             task: Arc::new(move |context| Box::pin(task(context))),
             auto_requeue: false,
+            lock_delay: None,
             options: RecipeOptions::new(),
         }
     }

@@ -103,8 +103,10 @@ impl Drop for Holding {
 /// record of `delay_dir` in one transaction (a plain delete, which then counts as a failure,
 /// when that fails); otherwise a plain delete.
 async fn give_back(client: &CuratorFramework, delay_dir: Option<&str>, node: &str) -> Result<()> {
-    if let Some(dir) = delay_dir {
-        match crate::lock_delay::release(client, dir, curator_framework::paths::node_name(node))
+    // Disconnected: the plain delete (guaranteed, it goes on in the background) rather than a
+    // read and a transaction that would wait for the connection.
+    if let Some(dir) = delay_dir.filter(|_| client.is_connected()) {
+        match crate::LockDelay::release(client, dir, curator_framework::paths::node_name(node))
             .await
         {
             Ok(()) => return Ok(()),

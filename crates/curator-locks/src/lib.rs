@@ -13,7 +13,7 @@ mod rwlock;
 mod semaphore;
 
 pub use fencing_gate::{Admission, FencingGate};
-pub use lock_delay::{LockDelayEntry, LockDelayRecord};
+pub use lock_delay::{LockDelay, LockDelayEntry, LockDelayRecord};
 pub use multi_lock::{InterProcessMultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexBuilder, LockGuard};
 pub use non_blocking_lease::{LeaseGrant, NonBlockingLease};

@@ -299,9 +299,25 @@ pub(crate) enum Admitted {
     NodeLost,
 }
 
-/// A holder's promise of a lock-delay: see the builders' `lock_delay` options.
+/// A holder's promise of a lock-delay, for recipes that hold by being first in line in a
+/// directory of ephemeral sequential nodes (the leader latch of curator-election uses it; the
+/// locks of this crate take it through their builders' `lock_delay` options).
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework, dir: &str, ours: &str) -> curator_framework::Result<()> {
+/// use std::time::Duration;
+/// use curator_locks::LockDelay;
+/// let delay = LockDelay::new(Duration::from_secs(15))?;
+/// LockDelay::prepare(&client, dir).await?;          // before the first node is made
+/// // ... our node `ours` is first in line in `dir` ...
+/// if delay.admit_first(&client, dir, ours).await? {
+///     // holding: failed holders' delays ran out, and our line is in the record
+///     LockDelay::release(&client, dir, ours).await?; // delete and line out, in one transaction
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LockDelay {
+pub struct LockDelay {
     delay: Duration,
 }
 
@@ -310,7 +326,7 @@ impl LockDelay {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero delay or one over a day.
-    pub(crate) fn new(delay: Duration) -> Result<Self> {
+    pub fn new(delay: Duration) -> Result<Self> {
         if delay.is_zero() || delay > MAX_DELAY {
             return Err(Error::InvalidArgument(format!(
                 "a lock-delay must be above zero and at most a day, not {delay:?}"
@@ -323,9 +339,17 @@ impl LockDelay {
         u64::try_from(self.delay.as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// The delay.
+    pub fn delay(self) -> Duration {
+        self.delay
+    }
+
     /// Makes `dir` a persistent node (its parents containers) if it is missing, so the record
     /// outlives the lock's nodes.
-    pub(crate) async fn prepare(client: &CuratorFramework, dir: &str) -> Result<()> {
+    ///
+    /// # Errors
+    /// Connection errors; what the create of `dir` meets other than `NodeExists`.
+    pub async fn prepare(client: &CuratorFramework, dir: &str) -> Result<()> {
         match client
             .create()
             .creating_parent_containers_if_needed()
@@ -336,6 +360,20 @@ impl LockDelay {
             Ok(_) | Err(Error::NodeExists) => Ok(()),
             Err(error) => Err(error),
         }
+    }
+
+    /// Once `ours` (a node name in `dir`) is first in line: waits out the delays of failed
+    /// holders, then writes its `held` line. `false` when `dir` is gone (and with it our node).
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::InvalidArgument`] when `dir` holds data that is not a
+    /// lock-delay record.
+    ///
+    /// # Cancellation safety
+    /// Dropping it may leave our `held` line in the record: release the node with
+    /// [`release`](Self::release) (or let a contender count it as a failure).
+    pub async fn admit_first(self, client: &CuratorFramework, dir: &str, ours: &str) -> Result<bool> {
+        Ok(self.admit(client, dir, ours, &Rule::Exclusive, None).await? == Admitted::Yes)
     }
 
     /// Once the recipe's own rule lets `ours` (a node name in `dir`) hold: waits out the delays
@@ -447,10 +485,19 @@ impl LockDelay {
     }
 }
 
-/// Releases `node` (a name in `dir`): its delete and the removal of its `held` line in one
-/// transaction, so waiters know it was a release. A node gone already is fine; on errors no
-/// retry fixed, the caller deletes the node alone (which then counts as a failure).
-pub(crate) async fn release(client: &CuratorFramework, dir: &str, node: &str) -> Result<()> {
+impl LockDelay {
+    /// Releases `node` (a name in `dir`): its delete and the removal of its `held` line in one
+    /// transaction, so waiters know it was a release. A node gone already is fine; on errors
+    /// no retry fixed, delete the node alone (which then counts as a failure).
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn release(client: &CuratorFramework, dir: &str, node: &str) -> Result<()> {
+        release(client, dir, node).await
+    }
+}
+
+async fn release(client: &CuratorFramework, dir: &str, node: &str) -> Result<()> {
     let path = curator_framework::paths::join(dir, node);
     loop {
         let (data, stat) = match client.get_data().undecompressed().for_path(dir).await {
