@@ -4,13 +4,14 @@ use curator_caches::{PersistentWatcher, PersistentWatcherEvent};
 use curator_framework::identity::Identity;
 use curator_framework::listen::ListenerStream;
 use curator_framework::{CuratorFramework, Error, Result, Stat, paths};
+use curator_locks::{LockDelayEntry, LockDelayRecord};
 use futures::StreamExt;
 use futures::future::{BoxFuture, join_all};
 
 use crate::names::{
     QueueItem, is_ip_text, is_printable_ascii, is_session_owner, is_uuid, preview, sequence_after,
 };
-use crate::report::{Layout, Participant, QueueStats, Report, Who, now_ms};
+use crate::report::{DelayLine, Layout, Participant, QueueStats, Report, Who, now_ms};
 
 /// At most this many children are inspected as sections (several locks, services).
 const MAX_SECTIONS: usize = 64;
@@ -319,8 +320,31 @@ fn inspect_at(
             depth,
         };
         recognize(&client, &here, &mut report).await?;
+        if report.lock_delay.is_none() {
+            report.lock_delay = delay_lines(&data, stat.mtime);
+        }
         Ok(report)
     })
+}
+
+/// The lines of a lock-delay record in `data` (a directory's, last written at `mtime`).
+fn delay_lines(data: &[u8], mtime: i64) -> Option<Vec<DelayLine>> {
+    let record = LockDelayRecord::parse(data).ok()??;
+    Some(
+        record
+            .entries()
+            .iter()
+            .map(|entry| DelayLine {
+                node: entry.node().to_owned(),
+                failed: matches!(entry, LockDelayEntry::Failed { .. }),
+                delay_ms: match entry {
+                    LockDelayEntry::Held { delay_ms, .. }
+                    | LockDelayEntry::Failed { delay_ms, .. } => *delay_ms,
+                },
+                until_ms: entry.available_at(mtime),
+            })
+            .collect(),
+    )
 }
 
 /// What was read at the inspected node.
@@ -399,6 +423,11 @@ fn childless(here: &Here<'_>, report: &mut Report) {
     let persistent = here.stat.ephemeral_owner == 0;
     if let Some(lease) = Lease::parse(data) {
         lease.report(here, report);
+    } else if persistent && matches!(LockDelayRecord::parse(data), Ok(Some(_))) {
+        // A lock's directory with a lock-delay record and no contender now (a latch's looks the
+        // same): a guess.
+        report.layout = Layout::Mutex;
+        report.guess = true;
     } else if let Some(token) = gate_token(data, here.stat) {
         report.layout = Layout::FencingGate;
         report.guess = true;
@@ -621,8 +650,13 @@ async fn semaphore(
     {
         return Ok(false);
     }
+    // A semaphore with a lock-delay keeps its record in its `leases` directory: idle, it is
+    // recognized by that record.
+    let leases_dir = parents.iter().find(|p| p.name == "leases");
+    let record = leases_dir.and_then(|leases| delay_lines(&leases.data, leases.stat.mtime));
     if lease_names.is_empty()
         && lock_names.is_empty()
+        && record.is_none()
         && !parents
             .iter()
             .all(|p| p.stat.ephemeral_owner == CONTAINER_OWNER)
@@ -643,6 +677,7 @@ async fn semaphore(
     note_denied(report, &leases);
     note_denied(report, &locks);
     report.layout = Layout::SemaphoreV2;
+    report.lock_delay = record;
     // The acquirer that holds the guard lock made its lease node and waits for the count to
     // allow it: its newest lease node is pending, not held.
     let pending = locks.first().and_then(|guard| {

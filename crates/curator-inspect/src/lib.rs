@@ -5,4 +5,4 @@ mod names;
 mod report;
 
 pub use inspect::{Watch, inspect, watch};
-pub use report::{Layout, Participant, QueueStats, Report, Who};
+pub use report::{DelayLine, Layout, Participant, QueueStats, Report, Who};

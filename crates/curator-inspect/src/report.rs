@@ -379,6 +379,11 @@ pub struct Report {
     /// (relative to the path).
     #[serde(default)]
     pub unreadable: Vec<String>,
+    /// The lock-delay record of a lock, a semaphore (its `leases` directory) or a latch whose
+    /// holders promised one (curator-locks' `LockDelayRecord`): holders' lines and failures
+    /// still running. `None` without a record.
+    #[serde(default)]
+    pub lock_delay: Option<Vec<DelayLine>>,
     /// Sub-reports: each lock of several, each item lock of a partitioner, each service.
     pub sections: Vec<Report>,
 }
@@ -406,6 +411,7 @@ impl Report {
             until_ms: None,
             token: None,
             unreadable: Vec::new(),
+            lock_delay: None,
             sections: Vec::new(),
         }
     }
@@ -494,6 +500,12 @@ impl Report {
         if let Some(queue) = &self.queue {
             writeln!(f, "{pad}  queue: {queue}")?;
         }
+        if let Some(lines) = &self.lock_delay {
+            writeln!(f, "{pad}  lock-delay ({}):", lines.len())?;
+            for line in lines {
+                writeln!(f, "{pad}    {line}")?;
+            }
+        }
         if !self.unreadable.is_empty() {
             writeln!(
                 f,
@@ -511,6 +523,43 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write_indented(f, 0)
+    }
+}
+
+/// One line of a lock-delay record.
+///
+/// ```
+/// use curator_inspect::DelayLine;
+/// let line = DelayLine { node: "lock-0000000004".into(), failed: false, delay_ms: 15_000, until_ms: None };
+/// assert_eq!(line.to_string(), "held by lock-0000000004 (delay 15s)");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DelayLine {
+    /// The lock node the line is about (relative to the record's directory).
+    pub node: String,
+    /// Its holder failed without releasing (otherwise: it holds, or its failure was not seen
+    /// yet, when the node is gone).
+    pub failed: bool,
+    /// The delay its holder promised.
+    pub delay_ms: u64,
+    /// For a failure: when the lock (or the slot) is available again, ms since the epoch on
+    /// ZooKeeper's clock.
+    pub until_ms: Option<i64>,
+}
+
+impl fmt::Display for DelayLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let delay = span(i64::try_from(self.delay_ms / 1000).unwrap_or(i64::MAX));
+        if self.failed {
+            write!(f, "failed: {} (delay {delay})", self.node)?;
+            if let Some(until) = self.until_ms {
+                let text = until_text(until).replace("ends in", "unavailable, ends in");
+                write!(f, ": {text}")?;
+            }
+            Ok(())
+        } else {
+            write!(f, "held by {} (delay {delay})", self.node)
+        }
     }
 }
 

@@ -157,7 +157,7 @@ async fn semaphore_leases_and_a_waiting_acquirer() {
         r.waiters.len() == 1
     })
     .await;
-    assert_eq!(report.layout, Layout::SemaphoreV2);
+    assert_eq!(report.layout, Layout::SemaphoreV2, "{report:?}");
     assert_eq!(who(&report.holders), vec![me(&a), me(&b)]);
     assert_eq!(who(&report.waiters), vec![me(&c)]);
     task.abort();
@@ -420,4 +420,103 @@ async fn a_watch_reports_on_through_a_session_expiry() {
     .expect("the holder is reported");
     assert_eq!(who(&reported.holders), vec![me(&holder)]);
     guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_delay_records_show_holders_and_running_failures() {
+    let server = TestingServer::start().await.unwrap();
+    let (a, b) = (
+        client(&server, "alpha").await,
+        client(&server, "beta").await,
+    );
+    let hour = std::time::Duration::from_secs(3600);
+    let path = unique_root("inspect-lock-delay");
+    let mutex = |client: &CuratorFramework| {
+        InterProcessMutex::builder(client.clone(), &path)
+            .lock_delay(hour)
+            .build()
+            .unwrap()
+    };
+    let guard = mutex(&a).acquire().await.unwrap();
+    let node = curator_framework::paths::node_name(guard.node_path()).to_owned();
+    let report = inspect(&b, &path).await.unwrap();
+    assert_eq!(report.layout, Layout::Mutex);
+    assert_eq!(
+        report.lock_delay,
+        Some(vec![curator_inspect::DelayLine {
+            node: node.clone(),
+            failed: false,
+            delay_ms: 3_600_000,
+            until_ms: None
+        }])
+    );
+    assert!(
+        report
+            .to_string()
+            .contains(&format!("held by {node} (delay 1h0m)")),
+        "{report}"
+    );
+
+    // The holder's session expires; the next contender sees the failure, and the lock stays
+    // unavailable: the report says until when (on ZooKeeper's clock).
+    a.inject_session_expiration().await.unwrap();
+    let b_mutex = mutex(&b);
+    curator_test::eventually("the failed holder's node is gone", || async {
+        b_mutex.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    assert!(b_mutex.try_acquire().await.unwrap().is_none());
+    let report = inspect(&b, &path).await.unwrap();
+    assert_eq!((report.layout, report.guess), (Layout::Mutex, true));
+    let lines = report.lock_delay.clone().expect("a record");
+    assert!(
+        matches!(lines.as_slice(), [line] if line.failed && line.node == node
+            && line.until_ms.is_some_and(|until| until > now_ms() + 3_000_000)),
+        "{lines:?}"
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains(&format!(
+            "failed: {node} (delay 1h0m): unavailable, ends in"
+        )),
+        "{text}"
+    );
+    drop(guard);
+
+    // A semaphore with a lock-delay and no lease now is still recognized (its `leases`
+    // directory is persistent, for the record).
+    let semaphore_path = unique_root("inspect-lock-delay-semaphore");
+    let semaphore =
+        InterProcessSemaphoreV2::builder(b.clone(), &semaphore_path, MaxLeases::Fixed(2))
+            .lock_delay(hour)
+            .build()
+            .unwrap();
+    semaphore.acquire().await.unwrap().release().await.unwrap();
+    let report = inspect(&b, &semaphore_path).await.unwrap();
+    for child in ["leases", "locks"] {
+        let p = format!("{semaphore_path}/{child}");
+        eprintln!(
+            "{child}: {:?}",
+            b.get_data()
+                .for_path(&p)
+                .await
+                .map(|(d, s)| (String::from_utf8_lossy(&d).to_string(), s.ephemeral_owner))
+        );
+        eprintln!(
+            "{child} children: {:?}",
+            b.get_children().for_path(&p).await.map(|c| c.0)
+        );
+    }
+    assert_eq!(report.layout, Layout::SemaphoreV2, "{report:?}");
+    assert_eq!(report.lock_delay, Some(Vec::new()));
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
 }
