@@ -300,3 +300,65 @@ async fn the_sequencer_is_valid_while_held_and_stale_after() {
         text(&malformed.stderr)
     );
 }
+
+/// `--lock-delay`: a holder (with a lock-delay) whose session expires keeps the lock from a run
+/// with `--lock-delay` (exit 4, the message names the failure); after a clean release a run
+/// takes the lock at once, with a delay no test would wait for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_holders_lock_delay_keeps_a_run_out_and_a_release_does_not() {
+    let server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let path = unique_root("cli-lock-delay");
+    let hour = std::time::Duration::from_secs(3600);
+    let holder = curator_testkit::client(&connect).await;
+    let mutex = curator_locks::InterProcessMutex::builder(holder.clone(), &path)
+        .lock_delay(hour)
+        .build()
+        .unwrap();
+    let released = mutex.acquire().await.unwrap();
+    let mut waiter = Running::spawn(curator(
+        &connect,
+        &["lock", &path, "--lock-delay", "1h", "--", "true"],
+    ));
+    await_gone_or_queued(&holder, &path, 2).await;
+    released.release().await.unwrap();
+    let status = waiter.wait_exit();
+    assert_eq!(status.code(), Some(0), "{:?}", waiter.drain_stderr());
+
+    let _lost = mutex.acquire().await.unwrap();
+    holder.inject_session_expiration().await.unwrap();
+    await_gone_or_queued(&holder, &path, 0).await;
+    let kept_out = run(curator(
+        &connect,
+        &[
+            "lock",
+            &path,
+            "--lock-delay",
+            "1h",
+            "--timeout",
+            "300ms",
+            "--",
+            "true",
+        ],
+    ));
+    let message = text(&kept_out.stderr);
+    assert_eq!(kept_out.status.code(), Some(4), "{message}");
+    assert!(message.contains("lock-delay of a failed: "), "{message}");
+    assert!(
+        message.contains("(delay 1h0m): unavailable, ends in"),
+        "{message}"
+    );
+    holder.close().await.unwrap();
+}
+
+/// Waits until the lock at `path` has `n` nodes.
+async fn await_gone_or_queued(client: &curator_framework::CuratorFramework, path: &str, n: usize) {
+    curator_test::eventually("the lock's nodes", || async {
+        client
+            .get_children()
+            .for_path(path)
+            .await
+            .is_ok_and(|(children, _)| children.len() == n)
+    })
+    .await;
+}

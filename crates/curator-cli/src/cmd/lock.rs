@@ -29,6 +29,12 @@ pub(crate) struct Lock {
     /// Give up (exit code 4) when the lock is not had within D
     #[arg(long, value_parser = parse_duration, value_name = "D")]
     timeout: Option<Duration>,
+    /// Lock-delay: when a holder fails (its session ends before it releases), the lock stays
+    /// unavailable for its delay on ZooKeeper's clock, so what it sent drains first; this run
+    /// promises D when it holds. Only holders with a lock-delay honour it (`curator inspect`
+    /// shows the record)
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    lock_delay: Option<Duration>,
     #[command(flatten)]
     run: RunArgs,
     #[command(flatten)]
@@ -44,6 +50,7 @@ impl Run for Lock {
         let Lock {
             path,
             timeout,
+            lock_delay,
             run,
             ..
         } = self;
@@ -51,7 +58,11 @@ impl Run for Lock {
         let report = ctx.report;
         // How long the check, after curator was stopped, that the lock is still ours may take.
         let check = ctx.settings.connection_timeout;
-        let mutex = InterProcessMutex::builder(client.clone(), &path)
+        let mut mutex = InterProcessMutex::builder(client.clone(), &path);
+        if let Some(delay) = lock_delay {
+            mutex = mutex.lock_delay(delay);
+        }
+        let mutex = mutex
             .build()
             .map_err(|error| CliError::zk(&format!("lock {path}"), error))?;
 
@@ -152,17 +163,24 @@ impl Run for Lock {
 }
 
 /// `: held by <who> session 0x… since …` for the lock's holder, as `curator inspect` reads it
-/// (its lowest lock node: the identity in its data, its session, its creation time); nothing
-/// when it cannot be read within `within` or nobody holds the lock any more.
+/// (its lowest lock node: the identity in its data, its session, its creation time), or
+/// `: lock-delay of a failed holder …` when nobody holds it but a failed holder's lock-delay
+/// runs; nothing when it cannot be read within `within` or the lock is free.
 async fn held_by(client: &CuratorFramework, path: &str, within: Duration) -> String {
-    match tokio::time::timeout(within, curator_inspect::inspect(client, path)).await {
-        Ok(Ok(report)) => report
-            .holders
-            .first()
-            .map(|holder| format!(": held by {holder}"))
-            .unwrap_or_default(),
-        _ => String::new(),
+    let Ok(Ok(report)) = tokio::time::timeout(within, curator_inspect::inspect(client, path)).await
+    else {
+        return String::new();
+    };
+    if let Some(holder) = report.holders.first() {
+        return format!(": held by {holder}");
     }
+    report
+        .lock_delay
+        .iter()
+        .flatten()
+        .find(|line| line.failed)
+        .map(|line| format!(": lock-delay of a {line}"))
+        .unwrap_or_default()
 }
 
 /// The lock, as [`supervise`] watches over it.
@@ -232,6 +250,7 @@ mod tests {
         };
         assert_eq!(lock.path, "/l");
         assert_eq!(lock.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(lock.lock_delay, None);
         assert_eq!(lock.run.command, ["echo", "-n", "hi"]);
         assert!(Cli::try_parse_from(["curator", "lock", "/l"]).is_err());
     }
