@@ -372,8 +372,16 @@ impl LockDelay {
     /// # Cancellation safety
     /// Dropping it may leave our `held` line in the record: release the node with
     /// [`release`](Self::release) (or let a contender count it as a failure).
-    pub async fn admit_first(self, client: &CuratorFramework, dir: &str, ours: &str) -> Result<bool> {
-        Ok(self.admit(client, dir, ours, &Rule::Exclusive, None).await? == Admitted::Yes)
+    pub async fn admit_first(
+        self,
+        client: &CuratorFramework,
+        dir: &str,
+        ours: &str,
+    ) -> Result<bool> {
+        Ok(self
+            .admit(client, dir, ours, &Rule::Exclusive, None)
+            .await?
+            == Admitted::Yes)
     }
 
     /// Once the recipe's own rule lets `ours` (a node name in `dir`) hold: waits out the delays

@@ -12,8 +12,8 @@ use curator_locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases,
 };
 use curator_test::{
-    ClientAuth, CuratorProgram, JavaPeer, JvmOptions, TestCertificates, TestingServer, Timing,
-    unique_root,
+    ClientAuth, CuratorProgram, FaultProxy, JavaPeer, JvmOptions, TestCertificates, TestingServer,
+    Timing, unique_root,
 };
 use curator_testkit as testkit;
 
@@ -456,4 +456,82 @@ async fn a_sequencer_is_refused_after_a_hand_over_in_rust_and_java() {
     for client in [checker, holder_client, other_client] {
         client.close().await.unwrap();
     }
+}
+
+/// Lock-delay with Java Curator on the same mutex: the record in the lock's directory does not
+/// disturb Java; Java's holds leave no line, so a Rust contender with a lock-delay acquires at
+/// once after Java releases; Java does not honour a failed Rust holder's delay (it acquires at
+/// once), while Rust contenders with a lock-delay still do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_delay_is_kept_by_rust_contenders_and_ignored_by_java_ones() {
+    let server = TestingServer::start().await.unwrap();
+    let wait = Timing::new().wait();
+    let never = Duration::from_secs(3600);
+    let path = unique_root("interop-lock-delay");
+    let mut java =
+        tokio::task::block_in_place(|| java_peer(&server.connect_string(), &path, "mutex"));
+    let client = testkit::client(&server.connect_string()).await;
+    let rust = InterProcessMutex::builder(client.clone(), &path)
+        .lock_delay(never)
+        .build()
+        .unwrap();
+
+    // A Rust holder with a lock-delay releases: the Java waiter acquires.
+    let guard = rust.acquire().await.unwrap();
+    assert_eq!(ask(&mut java, "acquire 300").await, "timeout");
+    let releasing = tokio::spawn({
+        let rust = rust.clone();
+        async move {
+            curator_test::eventually("Java queues", || async {
+                rust.participant_nodes().await.unwrap().len() == 2
+            })
+            .await;
+            guard.release().await.unwrap();
+        }
+    });
+    assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
+    releasing.await.unwrap();
+
+    // Java holds and releases: the Rust waiter acquires at once (Java left no line).
+    let waiting = tokio::spawn({
+        let rust = rust.clone();
+        async move { rust.acquire().await }
+    });
+    curator_test::eventually("Rust queues", || async {
+        rust.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    assert_eq!(ask(&mut java, "release").await, "released");
+    let guard = tokio::time::timeout(wait, waiting)
+        .await
+        .expect("Java's release hands over at once")
+        .unwrap()
+        .unwrap();
+    guard.release().await.unwrap();
+
+    // A Rust holder with a lock-delay fails: Java acquires at once; Rust contenders wait.
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let doomed_client = testkit::client(&proxy.connect_string()).await;
+    let doomed = InterProcessMutex::builder(doomed_client.clone(), &path)
+        .lock_delay(never)
+        .build()
+        .unwrap();
+    let lost = doomed.acquire().await.unwrap();
+    testkit::expire_behind(&doomed_client, &proxy, &server.connect_string()).await;
+    assert_eq!(ask(&mut java, "acquire 10000").await, "acquired");
+    assert_eq!(ask(&mut java, "release").await, "released");
+    assert!(rust.try_acquire().await.unwrap().is_none());
+    let (data, _) = client.get_data().for_path(&path).await.unwrap();
+    let record = curator_locks::LockDelayRecord::parse(&data)
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(record.entries(), [curator_locks::LockDelayEntry::Failed { node, .. }]
+            if lost.node_path().ends_with(node.as_str())),
+        "{record:?}"
+    );
+    drop(lost);
+    proxy.resume();
+    doomed_client.close().await.unwrap();
+    client.close().await.unwrap();
 }
