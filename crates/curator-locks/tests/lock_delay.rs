@@ -329,3 +329,44 @@ async fn bad_delays_and_foreign_directory_data_are_typed_errors() {
     assert!(mutex.participant_nodes().await.unwrap().is_empty());
     client.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_health_check_is_a_failure_and_delays_the_next_holder() {
+    let server = TestingServer::start().await.unwrap();
+    let path = format!("{}/lock", unique_root("lock-delay-health"));
+    let client = testkit::client(&server.connect_string()).await;
+    let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sick_one = InterProcessMutex::builder(client.clone(), &path)
+        .lock_delay(NEVER)
+        .health_check(Duration::from_millis(50), {
+            let healthy = std::sync::Arc::clone(&healthy);
+            move || {
+                let healthy = healthy.load(std::sync::atomic::Ordering::SeqCst);
+                async move { healthy }
+            }
+        })
+        .build()
+        .unwrap();
+    let guard = sick_one.acquire().await.unwrap();
+    let node = paths::node_name(guard.node_path()).to_owned();
+    healthy.store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::timeout(Timing::new().wait(), guard.lost())
+        .await
+        .expect("the failed check ends the hold");
+    let other = InterProcessMutex::builder(client.clone(), &path)
+        .lock_delay(NEVER)
+        .build()
+        .unwrap();
+    testkit::eventually("the sick holder's node is gone", || async {
+        other.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    assert!(other.try_acquire().await.unwrap().is_none());
+    let (failed, _) = record(&client, &path).await;
+    assert!(
+        matches!(failed.entries(), [LockDelayEntry::Failed { node: failed, .. }] if *failed == node),
+        "{failed:?}"
+    );
+    drop(guard);
+    client.close().await.unwrap();
+}
