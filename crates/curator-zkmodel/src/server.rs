@@ -412,6 +412,22 @@ pub struct InProcessServerBuilder {
 
 impl InProcessServerBuilder {
     /// The model's settings (tick, session timeout bounds, super digest, TTL nodes).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_zkmodel::{InProcessServer, ModelConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::builder()
+    ///     .config(ModelConfig::default().tick_time(100))
+    ///     .container_check_interval(Duration::from_millis(50))
+    ///     .start()
+    ///     .await?;
+    /// assert_eq!(server.server().with_model(|model| model.config().tick()), 100);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn config(mut self, config: ModelConfig) -> Self {
         self.config = config;
         self
@@ -419,6 +435,22 @@ impl InProcessServerBuilder {
 
     /// How often empty containers and expired TTL nodes are reaped
     /// (`znode.container.checkIntervalMs`; 60 s by default, as ZooKeeper).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_zkmodel::{InProcessServer, ModelConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::builder()
+    ///     .config(ModelConfig::default().tick_time(100))
+    ///     .container_check_interval(Duration::from_millis(50))
+    ///     .start()
+    ///     .await?;
+    /// assert_eq!(server.server().with_model(|model| model.config().tick()), 100);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn container_check_interval(mut self, interval: Duration) -> Self {
         self.container_check_interval = interval.max(Duration::from_millis(1));
         self
@@ -426,8 +458,27 @@ impl InProcessServerBuilder {
 
     /// Binds `127.0.0.1` on a free port and starts serving on the current Tokio runtime.
     ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_zkmodel::{InProcessServer, ModelConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::builder()
+    ///     .config(ModelConfig::default().tick_time(100))
+    ///     .container_check_interval(Duration::from_millis(50))
+    ///     .start()
+    ///     .await?;
+    /// assert_eq!(server.server().with_model(|model| model.config().tick()), 100);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     /// The bind's I/O error.
+    ///
+    /// # Cancellation safety
+    /// Nothing is started until the future completes.
     pub async fn start(self) -> std::io::Result<InProcessServer> {
         let server = Server::new(self.config);
         let listener = bind(0)?;
@@ -475,6 +526,17 @@ impl InProcessServer {
     /// A server with the default settings ([`ModelConfig::default`], containers checked every
     /// 60 s).
     ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::start().await?;
+    /// assert!(server.port() > 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     /// The bind's I/O error.
     pub async fn start() -> std::io::Result<InProcessServer> {
@@ -497,21 +559,67 @@ impl InProcessServer {
     }
 
     /// `127.0.0.1:<port>`, for a client's connect string.
+    ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::start().await?;
+    /// assert_eq!(server.connect_string(), format!("127.0.0.1:{}", server.port()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn connect_string(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
     /// The port (the same after a restart).
+    ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::start().await?;
+    /// let port = server.port();
+    /// server.restart().await?;
+    /// assert_eq!(server.port(), port);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn port(&self) -> u16 {
         self.port
     }
 
     /// The shared model, to read it or expire sessions.
+    ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::start().await?;
+    /// assert!(server.server().with_model(|model| model.session_ids().is_empty()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn server(&self) -> &Server {
         &self.server
     }
 
     /// Expires a session now ([`Server::expire_session`]).
+    ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::start().await?;
+    /// assert!(!server.expire_session(0x1234), "no such session");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn expire_session(&self, session_id: i64) -> bool {
         self.server.expire_session(session_id)
     }
@@ -519,6 +627,22 @@ impl InProcessServer {
     /// Stops serving: the listener closes, every connection closes, sessions stop expiring
     /// (the tree and sessions stay for a [`restart`](Self::restart)). Does nothing when
     /// stopped already.
+    ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::start().await?;
+    /// server.stop().await;
+    /// server.stop().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Cancellation safety
+    /// Dropping the future after it began leaves the server stopping or stopped (its tasks are
+    /// told to end); call `stop` or `restart` again.
     pub async fn stop(&self) {
         let running = self.running.lock().await.take();
         if let Some(running) = running {
@@ -530,8 +654,23 @@ impl InProcessServer {
     /// Stops (if running) and serves again on the same port with the same tree and sessions,
     /// each session tracked again with its whole timeout from now.
     ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = InProcessServer::start().await?;
+    /// server.stop().await;
+    /// server.restart().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     /// The bind's I/O error (the port was taken meanwhile).
+    ///
+    /// # Cancellation safety
+    /// Dropping the future may leave the server stopped; call `restart` again.
     pub async fn restart(&self) -> std::io::Result<()> {
         let mut running = self.running.lock().await;
         if let Some(old) = running.take() {
