@@ -3,12 +3,33 @@
 mod support;
 
 use curator_test::TestingServer;
-use support::{curator, run, text};
+use support::{curator, curator_env, run, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_runs_every_step() {
     let server = TestingServer::start().await.unwrap();
-    let output = run(curator(&server.connect_string(), &["demo"]));
+    every_step_proved(&run(curator(&server.connect_string(), &["demo"])));
+}
+
+/// `--in-process`: the same tour against curator-zkmodel's server in the `curator` process (no
+/// Java, no `--connect`).
+#[test]
+fn demo_runs_every_step_in_process() {
+    let output = run(curator_env(None, &["demo", "--in-process"]));
+    every_step_proved(&output);
+    assert!(
+        text(&output.stdout).contains("a model of ZooKeeper served in this process"),
+        "{}",
+        text(&output.stdout)
+    );
+    let both = run(curator_env(
+        None,
+        &["demo", "--in-process", "--connect", "127.0.0.1:2181"],
+    ));
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
+}
+
+fn every_step_proved(output: &std::process::Output) {
     let stdout = text(&output.stdout);
     assert_eq!(
         output.status.code(),

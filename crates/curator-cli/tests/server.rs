@@ -74,3 +74,39 @@ fn serves_on_a_given_port_or_says_it_is_taken() {
     );
     stop(server);
 }
+
+/// `--in-process` serves curator-zkmodel's model from the `curator` process: other commands
+/// work against it (a lock and a listing), and SIGTERM stops it.
+#[test]
+fn serves_a_model_in_process() {
+    let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port().to_string();
+    drop(holder);
+    let mut server = Running::spawn(curator_env(
+        None,
+        &["server", "--in-process", "--port", &port, "--json"],
+    ));
+    let result: Value = serde_json::from_str(&server.wait_stdout(|_| true)).unwrap();
+    let connect = result["connect"].as_str().unwrap().to_owned();
+    assert_eq!(connect, format!("127.0.0.1:{port}"));
+    let serving = server.wait_event("serving");
+    assert_eq!(serving["in_process"], true);
+    let lock = run(curator_env(
+        Some(&connect),
+        &["lock", "/locks/model", "--", "true"],
+    ));
+    assert_eq!(lock.status.code(), Some(0), "{}", text(&lock.stderr));
+    let listing = run(curator_env(Some(&connect), &["ls", "/"]));
+    assert_eq!(listing.status.code(), Some(0), "{}", text(&listing.stderr));
+    let listed = text(&listing.stdout);
+    assert!(
+        listed.contains("zookeeper") && listed.contains("locks"),
+        "{listed}"
+    );
+    stop(server);
+    let both = run(curator_env(
+        None,
+        &["server", "--in-process", "--cluster", "3"],
+    ));
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
+}

@@ -408,6 +408,7 @@ fn frame_of(message: Message) -> Option<ServerFrame> {
 pub struct InProcessServerBuilder {
     config: ModelConfig,
     container_check_interval: Duration,
+    port: u16,
 }
 
 impl InProcessServerBuilder {
@@ -438,38 +439,39 @@ impl InProcessServerBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use curator_zkmodel::{InProcessServer, ModelConfig};
+    /// use curator_zkmodel::InProcessServer;
     ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> std::io::Result<()> {
-    /// let server = InProcessServer::builder()
-    ///     .config(ModelConfig::default().tick_time(100))
-    ///     .container_check_interval(Duration::from_millis(50))
-    ///     .start()
-    ///     .await?;
-    /// assert_eq!(server.server().with_model(|model| model.config().tick()), 100);
-    /// # Ok(())
-    /// # }
+    /// let builder = InProcessServer::builder().container_check_interval(Duration::from_millis(50));
+    /// # drop(builder);
     /// ```
     pub fn container_check_interval(mut self, interval: Duration) -> Self {
         self.container_check_interval = interval.max(Duration::from_millis(1));
         self
     }
 
-    /// Binds `127.0.0.1` on a free port and starts serving on the current Tokio runtime.
+    /// The port to listen on (default: any free one).
     ///
     /// ```
-    /// use std::time::Duration;
-    /// use curator_zkmodel::{InProcessServer, ModelConfig};
+    /// use curator_zkmodel::InProcessServer;
+    ///
+    /// let builder = InProcessServer::builder().port(2181);
+    /// # drop(builder);
+    /// ```
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Binds `127.0.0.1` on its port (a free one by default) and starts serving on the current
+    /// Tokio runtime.
+    ///
+    /// ```
+    /// use curator_zkmodel::InProcessServer;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> std::io::Result<()> {
-    /// let server = InProcessServer::builder()
-    ///     .config(ModelConfig::default().tick_time(100))
-    ///     .container_check_interval(Duration::from_millis(50))
-    ///     .start()
-    ///     .await?;
-    /// assert_eq!(server.server().with_model(|model| model.config().tick()), 100);
+    /// let server = InProcessServer::builder().start().await?;
+    /// assert!(server.connect_string().starts_with("127.0.0.1:"));
     /// # Ok(())
     /// # }
     /// ```
@@ -481,7 +483,7 @@ impl InProcessServerBuilder {
     /// Nothing is started until the future completes.
     pub async fn start(self) -> std::io::Result<InProcessServer> {
         let server = Server::new(self.config);
-        let listener = bind(0)?;
+        let listener = bind(self.port)?;
         let port = listener.local_addr()?.port();
         let running = Running::start(&server, listener, self.container_check_interval);
         Ok(InProcessServer {
@@ -555,6 +557,7 @@ impl InProcessServer {
         InProcessServerBuilder {
             config: ModelConfig::default(),
             container_check_interval: Duration::from_secs(60),
+            port: 0,
         }
     }
 

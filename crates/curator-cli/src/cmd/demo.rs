@@ -31,6 +31,10 @@ use crate::output::{self, Stream};
 /// A short show of the framework against a real server (started here unless --connect)
 #[derive(Debug, Args)]
 pub(crate) struct Demo {
+    /// Run against a model of ZooKeeper served in this process (curator-zkmodel: no Java
+    /// needed) instead of a real server
+    #[arg(long, conflicts_with = "connect")]
+    in_process: bool,
     #[command(flatten)]
     connection: Connection,
 }
@@ -50,10 +54,20 @@ impl Run for Demo {
         };
 
         // Keep the server (when we start one) until the end of the demo.
-        let (connect_string, _server) = match &settings.connect {
+        let (connect_string, _server, _model) = match &settings.connect {
             Some(connect) => {
                 output::out(format_args!("curator demo against ZooKeeper at {connect}"))?;
-                (connect.clone(), None)
+                (connect.clone(), None, None)
+            }
+            None if self.in_process => {
+                let model = curator_zkmodel::InProcessServer::start()
+                    .await
+                    .map_err(|error| broken(format!("cannot start the in-process server: {error}")))?;
+                output::out(format_args!(
+                    "curator demo against a model of ZooKeeper served in this process at {} (curator-zkmodel: no Java; it stops when the demo ends)",
+                    model.connect_string()
+                ))?;
+                (model.connect_string(), None, Some(model))
             }
             None => {
                 output::out(
@@ -67,7 +81,7 @@ impl Run for Demo {
                     server.connect_string(),
                     started.elapsed().as_secs_f64()
                 ))?;
-                (server.connect_string(), Some(server))
+                (server.connect_string(), Some(server), None)
             }
         };
         let root = format!(
