@@ -41,6 +41,8 @@ pub(crate) struct Settings {
     pub(crate) use_container_parents: bool,
     pub(crate) tls: Option<WireTls>,
     pub(crate) sasl: Option<SaslConfig>,
+    /// See `CuratorFrameworkBuilder::connector`.
+    pub(crate) connector: Option<Arc<dyn crate::transport::Connector>>,
     /// Follow the ensemble's dynamic configuration.
     pub(crate) ensemble_tracking: bool,
     /// The servers come from a fixed connect string (so a followed configuration may replace
@@ -133,6 +135,7 @@ pub struct CuratorFrameworkBuilder {
     use_container_parents: bool,
     tls: Option<TlsConfig>,
     sasl: Option<SaslConfig>,
+    connector: Option<Arc<dyn crate::transport::Connector>>,
     ensemble_tracking: bool,
     fixed_ensemble: bool,
     compression: crate::compression::Settings,
@@ -150,6 +153,7 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("namespace", &self.namespace)
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
+            .field("connector", &self.connector)
             .field("compression", &self.compression)
             .field("error", &self.error)
             .finish_non_exhaustive()
@@ -180,6 +184,7 @@ impl Default for CuratorFrameworkBuilder {
             use_container_parents: true,
             tls: None,
             sasl: None,
+            connector: None,
             ensemble_tracking: true,
             fixed_ensemble: false,
             compression: Default::default(),
@@ -429,6 +434,43 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Makes every connection with `connector` instead of plain TCP (or TLS): an in-memory pipe
+    /// to a test's server, a simulated network's socket (curator-sim runs clients on turmoil's
+    /// network this way), a proxy of your own. The connector gets each server of the connect
+    /// string by name and port, at every connection attempt. It cannot be combined with
+    /// [`tls`](Self::tls) (`build()` says so): a connector that wants TLS does it itself.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use curator_framework::CuratorFramework;
+    /// use curator_framework::transport::{BoxTransport, Connector, ServerAddress};
+    ///
+    /// /// Plain TCP, with a log line per connection.
+    /// #[derive(Debug)]
+    /// struct Logged;
+    ///
+    /// impl Connector for Logged {
+    ///     fn connect<'a>(&'a self, server: &'a ServerAddress) -> futures::future::BoxFuture<'a, std::io::Result<BoxTransport>> {
+    ///         Box::pin(async move {
+    ///             println!("connecting to {}:{}", server.host, server.port);
+    ///             let stream = tokio::net::TcpStream::connect((server.host.as_str(), server.port)).await?;
+    ///             Ok(Box::new(stream) as BoxTransport)
+    ///         })
+    ///     }
+    /// }
+    ///
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("zk1:2181")
+    ///     .connector(Arc::new(Logged))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(client);
+    /// ```
+    pub fn connector(mut self, connector: Arc<dyn crate::transport::Connector>) -> Self {
+        self.connector = Some(connector);
+        self
+    }
+
     /// Connects over TLS (see [`security`](crate::security)): every server of the connect string
     /// is reached over TLS, its certificate checked against `config`'s CA and the host name
     /// connected to; `config`'s client certificate, if any, is presented.
@@ -620,8 +662,16 @@ impl CuratorFrameworkBuilder {
             clock_drift_bound: self.clock_drift_bound,
             default_data: self.default_data,
             use_container_parents: self.use_container_parents,
-            tls: self.tls.map(WireTls::new).transpose()?,
+            tls: match (self.tls, &self.connector) {
+                (Some(_), Some(_)) => {
+                    return Err(Error::InvalidArgument(
+                        "a client takes TLS settings or a connector, not both: a connector that wants TLS makes it itself".into(),
+                    ));
+                }
+                (tls, _) => tls.map(WireTls::new).transpose()?,
+            },
             sasl: self.sasl,
+            connector: self.connector,
             ensemble_tracking: self.ensemble_tracking,
             fixed_ensemble: self.fixed_ensemble,
             compression: self.compression,

@@ -263,6 +263,7 @@ impl CuratorFramework {
             auth: settings.auth.clone(),
             tls: settings.tls.clone(),
             sasl: settings.sasl.clone(),
+            connector: settings.connector.clone(),
             closed: cancel.clone(),
         };
         let tasks = TaskTracker::new();

@@ -32,6 +32,7 @@ pub mod retry;
 pub mod schema;
 pub mod security;
 pub mod state;
+pub mod transport;
 pub mod types;
 pub mod watcher;
 

@@ -12,6 +12,9 @@ use std::time::Duration;
 use curator_session as zk;
 use curator_session::proto;
 
+/// What a custom connector works with (see `transport`).
+pub use curator_session::{BoxTransport, Connector, ServerAddress, Transport};
+
 use crate::acl::{Acl, Perms};
 use crate::error::{Error, Result};
 use crate::security::{AuthIdentity, LoadedTls, SaslConfig, SaslKind, TlsConfig, TlsFailure};
@@ -29,6 +32,8 @@ pub(crate) struct ConnectSettings {
     pub(crate) auth: Vec<(String, Vec<u8>)>,
     pub(crate) tls: Option<WireTls>,
     pub(crate) sasl: Option<SaslConfig>,
+    /// Makes the connections instead of TCP (see `CuratorFrameworkBuilder::connector`).
+    pub(crate) connector: Option<Arc<dyn Connector>>,
     /// Cancelled when the client closes: watches end at once, whatever the connection does.
     pub(crate) closed: tokio_util::sync::CancellationToken,
 }
@@ -50,6 +55,7 @@ impl std::fmt::Debug for ConnectSettings {
             )
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
+            .field("connector", &self.connector)
             .finish()
     }
 }
@@ -69,6 +75,9 @@ impl ConnectSettings {
         }
         if let Some(tls) = &self.tls {
             config = config.connector(Arc::new(tls.connector.clone()));
+        }
+        if let Some(connector) = &self.connector {
+            config = config.connector(Arc::clone(connector));
         }
         if let Some(sasl) = &self.sasl {
             config = config.sasl(match &sasl.kind {

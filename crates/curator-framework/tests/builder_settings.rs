@@ -155,3 +155,73 @@ async fn call_with_retry_waits_for_a_connection_and_retries_the_steps_together()
         2
     );
 }
+
+/// A custom connector makes every connection (here: a named host that only it can resolve, to
+/// a real server), also after the link is cut; a connector and TLS settings together are refused.
+#[tokio::test]
+async fn a_custom_connector_makes_every_connection() {
+    use curator_framework::transport::{BoxTransport, Connector, ServerAddress};
+
+    #[derive(Debug)]
+    struct Named {
+        target: String,
+        made: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Connector for Named {
+        fn connect<'a>(
+            &'a self,
+            server: &'a ServerAddress,
+        ) -> futures::future::BoxFuture<'a, std::io::Result<BoxTransport>> {
+            Box::pin(async move {
+                assert_eq!((server.host.as_str(), server.port), ("zk.sim", 2181));
+                self.made.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let stream = tokio::net::TcpStream::connect(self.target.as_str()).await?;
+                Ok(Box::new(stream) as BoxTransport)
+            })
+        }
+    }
+
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let connector = Arc::new(Named {
+        target: proxy.connect_string(),
+        made: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let client = support::builder("zk.sim:2181")
+        .connector(Arc::clone(&connector) as Arc<dyn Connector>)
+        .build()
+        .unwrap();
+    let mut states = client.connection_state_stream();
+    client.start().await.unwrap();
+    let path = unique_root("custom-connector");
+    client
+        .create()
+        .creating_parents_if_needed()
+        .for_path(&path, b"x")
+        .await
+        .unwrap();
+    proxy.drop_connections();
+    support::expect_states(
+        &mut states,
+        &[
+            ConnectionState::Connected,
+            ConnectionState::Suspended,
+            ConnectionState::Reconnected,
+        ],
+    )
+    .await;
+    assert_eq!(client.get_data().for_path(&path).await.unwrap().0, b"x");
+    assert!(connector.made.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    client.close().await.unwrap();
+
+    let both = support::builder("zk.sim:2181")
+        .connector(connector as Arc<dyn Connector>)
+        .tls(curator_framework::security::TlsConfig::new())
+        .build()
+        .unwrap_err();
+    assert!(
+        both.to_string().contains("TLS settings or a connector"),
+        "{both}"
+    );
+}
