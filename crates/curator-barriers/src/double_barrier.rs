@@ -91,7 +91,10 @@ impl DistributedDoubleBarrier {
                 path,
                 &RecipeOptions::new(),
             )),
-            our_node: paths::join(path, &uuid::Uuid::new_v4().hyphenated().to_string()),
+            our_node: paths::join(
+                path,
+                &curator_framework::random::uuid().hyphenated().to_string(),
+            ),
             ready_path: paths::join(path, READY_NODE),
             client,
             path: path.to_owned(),

@@ -296,7 +296,7 @@ impl<P> ServiceInstanceBuilder<P> {
         ServiceInstanceBuilder {
             instance: ServiceInstance {
                 name: name.into(),
-                id: uuid::Uuid::new_v4().to_string(),
+                id: curator_framework::random::uuid().to_string(),
                 address: None,
                 port: None,
                 ssl_port: None,

@@ -89,7 +89,7 @@ impl<P: Clone> ProviderStrategy<P> for RandomStrategy {
             return None;
         }
         instances
-            .get(rand::random_range(0..instances.len()))
+            .get(curator_framework::random::below(instances.len()))
             .cloned()
     }
 }

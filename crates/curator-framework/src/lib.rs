@@ -26,6 +26,7 @@ pub mod listen;
 pub mod metrics;
 pub mod ops;
 pub mod paths;
+pub mod random;
 pub mod recipe;
 pub mod retry;
 #[cfg(feature = "schema")]

@@ -23,7 +23,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rand::Rng;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
@@ -80,7 +79,7 @@ fn jittered(base: Duration, jitter: f64) -> Duration {
         return base;
     }
     let jitter = jitter.min(1.0);
-    let factor = rand::rng().random_range((1.0 - jitter)..=(1.0 + jitter));
+    let factor = crate::random::fraction((1.0 - jitter)..=(1.0 + jitter));
     base.mul_f64(factor)
 }
 
@@ -122,7 +121,7 @@ impl ExponentialBackoffRetry {
 
     fn sleep_for(&self, retry_count: u32) -> Duration {
         let ceiling = 1u32 << (retry_count.min(MAX_EXPONENTIAL_RETRIES) + 1);
-        let factor = rand::rng().random_range(1..ceiling).max(1);
+        let factor = crate::random::between(1..ceiling).max(1);
         self.base_sleep.saturating_mul(factor).min(self.max_sleep)
     }
 }

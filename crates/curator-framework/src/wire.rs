@@ -12,6 +12,9 @@ use std::time::Duration;
 use curator_session as zk;
 use curator_session::proto;
 
+/// The source of randomness (see `random`).
+pub(crate) use curator_session::entropy;
+
 /// What a custom connector works with (see `transport`).
 pub use curator_session::{BoxTransport, Connector, ServerAddress, Transport};
 

@@ -149,7 +149,9 @@ impl SetPartitionerBuilder {
                 pair[0]
             )));
         }
-        let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let id = self
+            .id
+            .unwrap_or_else(|| curator_framework::random::uuid().to_string());
         let group = GroupMember::new(
             self.client.clone(),
             &paths::join(&self.path, MEMBERS),

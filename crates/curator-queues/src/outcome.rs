@@ -64,7 +64,7 @@ impl Outcomes {
             dir: outcome_path(queue)?,
             queue: queue.to_owned(),
             client,
-            token: uuid::Uuid::new_v4().to_string(),
+            token: curator_framework::random::uuid().to_string(),
         })
     }
 
@@ -85,7 +85,7 @@ impl Outcomes {
     ) -> Result<Option<String>> {
         let marker = paths::join(
             &self.dir,
-            &format!("{PUT_MARKER_PREFIX}{}", uuid::Uuid::new_v4()),
+            &format!("{PUT_MARKER_PREFIX}{}", curator_framework::random::uuid()),
         );
         loop {
             let committed = self

@@ -7,7 +7,6 @@ use curator_election::{CloseMode, LeaderLatch};
 use curator_framework::recipe::{HandleGuard, Recipe, RecipeCore, RecipeOptions};
 use curator_framework::{CreateMode, CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
-use rand::Rng;
 
 use crate::queue::QUEUE_PREFIX;
 
@@ -221,7 +220,7 @@ impl QueueSharder {
         if shards.is_empty() {
             return paths::join(&self.inner.path, QUEUE_PREFIX);
         }
-        shards[rand::rng().random_range(0..shards.len())].clone()
+        shards[curator_framework::random::below(shards.len())].clone()
     }
 
     /// Checks the shards now (what the leader does every `check_interval`); returns the shard
@@ -254,7 +253,7 @@ impl Inner {
     async fn add_shard(&self) -> Result<()> {
         let shard = paths::join(
             &self.path,
-            &format!("{QUEUE_PREFIX}{}", uuid::Uuid::new_v4()),
+            &format!("{QUEUE_PREFIX}{}", curator_framework::random::uuid()),
         );
         match self
             .client

@@ -48,7 +48,7 @@ impl HostList {
     pub(crate) fn new(servers: Vec<ServerAddress>, seed: Option<u64>) -> Self {
         let mut rng = match seed {
             Some(seed) => StdRng::seed_from_u64(seed),
-            None => StdRng::from_rng(&mut rand::rng()),
+            None => crate::entropy::with(|rng| StdRng::seed_from_u64(rng.next_u64())),
         };
         let mut servers = dedup(servers);
         servers.shuffle(&mut rng);

@@ -2,6 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
+pub mod entropy;
 mod error;
 #[cfg(feature = "gssapi")]
 mod gssapi;

@@ -1267,7 +1267,7 @@ async fn sleep_until(deadline: Option<Instant>) {
 
 fn jitter(pause: Duration) -> Duration {
     use rand::Rng as _;
-    let factor = rand::rng().random_range(0.5..1.0);
+    let factor = crate::entropy::with(|rng| rng.random_range(0.5..1.0));
     pause.mul_f64(factor)
 }
 

@@ -654,7 +654,7 @@ impl ChunkedValue {
                 }
                 (_, Some(stat)) => Some(stat.version),
             };
-            let generation = uuid::Uuid::new_v4().simple().to_string();
+            let generation = curator_framework::random::uuid().simple().to_string();
             let marker = paths::join(&self.dir, &format!("{MARKER_PREFIX}{generation}"));
             self.make_marker(&marker).await?;
             let base = paths::join(&self.dir, &generation);

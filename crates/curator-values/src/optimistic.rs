@@ -207,7 +207,7 @@ impl Optimistic {
         }
         let marker = paths::join(
             &self.path,
-            &format!("{MARKER_PREFIX}{}", uuid::Uuid::new_v4()),
+            &format!("{MARKER_PREFIX}{}", curator_framework::random::uuid()),
         );
         let stale = std::mem::take(&mut *self.pending.lock());
         let steps = ops.len();

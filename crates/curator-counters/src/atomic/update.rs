@@ -76,7 +76,10 @@ impl Core {
             client,
             retry_policy,
             promoted,
-            marker: paths::join(&path, &format!("{MARKER_PREFIX}{}", uuid::Uuid::new_v4())),
+            marker: paths::join(
+                &path,
+                &format!("{MARKER_PREFIX}{}", curator_framework::random::uuid()),
+            ),
             path,
             markers,
             marker_version: Mutex::new(None),

@@ -281,7 +281,7 @@ impl CreateBuilder {
                 Some((parent, name)) => (parent.to_owned(), name.to_owned()),
                 None => unreachable!("validated paths are absolute"),
             };
-            let prefix = paths::protected_prefix(&uuid::Uuid::new_v4());
+            let prefix = paths::protected_prefix(&crate::random::uuid());
             fixed = paths::join(&parent, &format!("{prefix}{name}"));
             Some((parent, prefix))
         } else {

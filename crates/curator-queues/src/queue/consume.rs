@@ -55,7 +55,7 @@ pub(super) async fn consume_loop<T, C>(
     // Items whose data cannot be decoded: reported once, left in place, skipped.
     let mut poisoned: Vec<String> = Vec::new();
     // This consumer's mark in the lock nodes it makes, to know its own lock from another's.
-    let token = uuid::Uuid::new_v4().to_string();
+    let token = curator_framework::random::uuid().to_string();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     // Items another consumer held locked in the last pass: in the bucketed layout a bucket
     // holding only these does not keep this consumer from the next bucket.
