@@ -128,7 +128,10 @@ async fn a_selector_leader_that_fails_delays_the_next_and_one_that_returns_does_
     let (doomed_client, proxy) = doomed(&server).await;
     let first = selector(doomed_client.clone(), "first", DELAY, Some(()));
     first.start().await.unwrap();
-    let (id, first_node) = tokio::time::timeout(wait, led.recv()).await.unwrap().unwrap();
+    let (id, first_node) = tokio::time::timeout(wait, led.recv())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(id, "first");
 
     let client = testkit::client(&server.connect_string()).await;

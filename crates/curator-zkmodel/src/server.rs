@@ -33,10 +33,21 @@ pub enum ServeError {
 
 /// The model's time: wall-clock milliseconds at creation, advanced by Tokio's clock (so a test
 /// with paused time drives session expiry and container reaping).
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 struct Clock {
     wall_at_start: i64,
     started: tokio::time::Instant,
+    /// The caller's clock instead of Tokio's (see [`Server::with_clock`]).
+    custom: Option<Arc<dyn Fn() -> i64 + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clock")
+            .field("wall_at_start", &self.wall_at_start)
+            .field("custom", &self.custom.is_some())
+            .finish()
+    }
 }
 
 impl Clock {
@@ -49,11 +60,18 @@ impl Clock {
         Clock {
             wall_at_start: wall,
             started: tokio::time::Instant::now(),
+            custom: None,
         }
     }
 
     fn now(&self) -> i64 {
-        self.wall_at_start + i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
+        match &self.custom {
+            Some(now) => now(),
+            None => {
+                self.wall_at_start
+                    + i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
+            }
+        }
     }
 
     fn instant(&self, at: i64) -> tokio::time::Instant {
@@ -127,7 +145,38 @@ impl Server {
     /// # }
     /// ```
     pub fn new(config: ModelConfig) -> Server {
-        let clock = Clock::new();
+        Self::on(config, Clock::new())
+    }
+
+    /// A model server whose time (milliseconds since the Unix epoch) comes from `now`, for a
+    /// simulation with a clock of its own (curator-sim gives turmoil's). Nothing runs on a
+    /// schedule of its own: call [`tick`](Self::tick) to expire sessions and reap nodes.
+    ///
+    /// ```
+    /// use curator_zkmodel::{ModelConfig, Server};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = Server::with_clock(ModelConfig::default(), || 1_700_000_000_000);
+    /// assert_eq!(server.now(), 1_700_000_000_000);
+    /// server.tick();
+    /// # }
+    /// ```
+    pub fn with_clock(
+        config: ModelConfig,
+        now: impl Fn() -> i64 + Send + Sync + 'static,
+    ) -> Server {
+        Self::on(
+            config,
+            Clock {
+                wall_at_start: 0,
+                started: tokio::time::Instant::now(),
+                custom: Some(Arc::new(now)),
+            },
+        )
+    }
+
+    fn on(config: ModelConfig, clock: Clock) -> Server {
         Server {
             state: Arc::new(Mutex::new(State {
                 model: Model::new(config, clock.now()),
@@ -221,7 +270,17 @@ impl Server {
 
     /// Closes every connection and tracks every session again from now, as a restarted
     /// server that kept its data does ([`Model::restart`]).
-    fn restart_model(&self) {
+    ///
+    /// ```
+    /// use curator_zkmodel::{ModelConfig, Server};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = Server::with_clock(ModelConfig::default(), || 1_000);
+    /// server.restart();
+    /// # }
+    /// ```
+    pub fn restart(&self) {
         let now = self.now();
         let mut state = self.state.lock();
         let outcome = state.model.restart(now);
@@ -650,7 +709,7 @@ impl InProcessServer {
         let running = self.running.lock().await.take();
         if let Some(running) = running {
             running.stop().await;
-            self.server.restart_model();
+            self.server.restart();
         }
     }
 
@@ -679,7 +738,7 @@ impl InProcessServer {
         if let Some(old) = running.take() {
             old.stop().await;
         }
-        self.server.restart_model();
+        self.server.restart();
         let listener = bind(self.port)?;
         *running = Some(Running::start(
             &self.server,
