@@ -69,7 +69,9 @@ async fn every_hold_guards_writes() {
     guard.release().await.unwrap();
     refused_after(&client, &hold, &target, lost(&hold)).await;
 
-    let rwlock = InterProcessReadWriteLock::builder(client.clone(), &format!("{root}/rw")).build().unwrap();
+    let rwlock = InterProcessReadWriteLock::builder(client.clone(), &format!("{root}/rw"))
+        .build()
+        .unwrap();
     for lock in [rwlock.write_lock(), rwlock.read_lock()] {
         let guard = lock.acquire().await.unwrap();
         let hold = (*guard).clone();
