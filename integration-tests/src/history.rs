@@ -24,9 +24,10 @@ impl Clock {
         }
     }
 
-    /// Time since the start.
+    /// Time since the start; in a simulation, the simulated time since it started (the same
+    /// on every simulated host).
     pub fn now(&self) -> Duration {
-        self.start.elapsed()
+        curator_sim::elapsed().unwrap_or_else(|| self.start.elapsed())
     }
 }
 

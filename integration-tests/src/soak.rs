@@ -136,14 +136,14 @@ type AnyError = Box<dyn std::error::Error + Send + Sync>;
 /// A log of sequential children, read as it grows: new entries are kept in order and deleted
 /// from the server, so the log's node stays small however long the run.
 #[derive(Debug)]
-struct LogReader {
+pub(crate) struct LogReader {
     path: String,
-    entries: Vec<LogEntry>,
+    pub(crate) entries: Vec<LogEntry>,
     last_seq: i64,
 }
 
 impl LogReader {
-    fn new(path: &str) -> Self {
+    pub(crate) fn new(path: &str) -> Self {
         Self {
             path: path.to_owned(),
             entries: Vec::new(),
@@ -153,7 +153,7 @@ impl LogReader {
 
     /// Reads what is new. A listing is one snapshot and entries are created in sequence order,
     /// so every entry below the highest listed one is in it, unless this reader deleted it.
-    async fn collect(&mut self, client: &CuratorFramework) -> Result<(), Error> {
+    pub(crate) async fn collect(&mut self, client: &CuratorFramework) -> Result<(), Error> {
         let children = match client.get_children().for_path(&self.path).await {
             Ok((children, _)) => children,
             Err(Error::NoNode) => Vec::new(),

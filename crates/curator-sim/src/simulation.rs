@@ -127,6 +127,8 @@ impl SimulationBuilder {
         let mut turmoil = turmoil::Builder::new();
         turmoil
             .rng_seed(self.seed)
+            // A fixed start (2026-01-01T00:00:00Z), so session ids and node times repeat.
+            .epoch(std::time::UNIX_EPOCH + Duration::from_secs(1_767_225_600))
             .simulation_duration(self.duration)
             .min_message_latency(self.latency.0)
             .max_message_latency(self.latency.1)

@@ -1,0 +1,282 @@
+//! The recipe mix of the soak in deterministic simulation (curator-sim): the same workloads
+//! and checkers, against curator-zkmodel's server on turmoil's network, under the faults a
+//! seed draws. A seed runs in a fraction of a second and replays exactly (`just sim --seed S`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_counters::DistributedAtomicLong;
+use curator_framework::retry::RetryNTimes;
+use curator_framework::{CuratorFramework, Error};
+use curator_queues::SimpleDistributedQueue;
+use curator_sim::{FaultPlan, FaultRecord, Simulation};
+use parking_lot::Mutex;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::checkers::{self, Delivery};
+use crate::history::{Clock, CounterHistory, LogEntry, Take, Violation};
+use crate::soak::LogReader;
+use crate::workloads::{self, Ctx, Gate, Paths, Recorded};
+
+/// One simulated run's settings.
+///
+/// ```
+/// let config = integration_tests::sim::SimConfig::new(42);
+/// assert_eq!(config.seed, 42);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The seed: the faults, the latencies, the workloads' choices.
+    pub seed: u64,
+    /// Clients running the mix.
+    pub clients: usize,
+    /// How long faults are injected (simulated time); the run then heals and drains.
+    pub faults_for: Duration,
+}
+
+impl SimConfig {
+    /// Three clients, eight simulated seconds of faults.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            clients: 3,
+            faults_for: Duration::from_secs(8),
+        }
+    }
+}
+
+/// What one simulated run did and found.
+#[derive(Debug, Clone)]
+pub struct SimRun {
+    /// The seed.
+    pub seed: u64,
+    /// Simulated time taken.
+    pub elapsed: Duration,
+    /// The faults injected.
+    pub faults: Vec<FaultRecord>,
+    /// Operation counts.
+    pub operations: BTreeMap<&'static str, u64>,
+    /// What the checkers found (empty: the run passed).
+    pub violations: Vec<Violation>,
+}
+
+impl fmt::Display for SimRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "seed {}: {:.1?} simulated, {} faults, {} violations",
+            self.seed,
+            self.elapsed,
+            self.faults.len(),
+            self.violations.len()
+        )?;
+        for fault in &self.faults {
+            writeln!(f, "  fault {fault}")?;
+        }
+        for (what, n) in &self.operations {
+            writeln!(f, "  {what:<36} {n:>6}")?;
+        }
+        for violation in &self.violations {
+            writeln!(f, "  VIOLATION {violation}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the checking client read at the end.
+#[derive(Debug, Default)]
+struct Final {
+    mutex_log: Vec<LogEntry>,
+    leader_log: Vec<LogEntry>,
+    counter: Option<i64>,
+    leftover_queue: Vec<String>,
+    safe_queue_left: Option<usize>,
+}
+
+/// Runs one seed of the mix.
+///
+/// # Errors
+/// The simulation's own failure (a client body's error, or the run outlasting its simulated
+/// deadline), with the seed and the faults so far.
+pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
+    let paths = Paths::new("/sim");
+    let ctx = Ctx {
+        clock: Clock::new(),
+        stop: CancellationToken::new(),
+        stop_producers: CancellationToken::new(),
+        record: Arc::new(Mutex::new(Recorded {
+            counter: CounterHistory::default(),
+            ..Default::default()
+        })),
+        gate: Arc::new(Gate::default()),
+        paths: Arc::new(paths.clone()),
+    };
+    let ready = CancellationToken::new();
+    let finals = Arc::new(Mutex::new(Final::default()));
+    let mut sim = Simulation::builder(config.seed)
+        .faults(FaultPlan::all().quiet_after(config.faults_for))
+        .duration(config.faults_for + Duration::from_secs(120))
+        .build();
+
+    for index in 0..config.clients {
+        let (ctx, ready) = (ctx.clone(), ready.clone());
+        let seed = config.seed ^ ((index as u64 + 1) << 32);
+        sim.client(&format!("c{index}"), move |client| async move {
+            let zk = client.connect().await?;
+            ready.cancelled().await;
+            let mut workers = JoinSet::new();
+            let c = || (ctx.clone(), zk.clone());
+            let (x, cl) = c();
+            workers.spawn(workloads::mutex_worker(x, cl, index, seed + 1));
+            let (x, cl) = c();
+            workers.spawn(workloads::leader_worker(x, cl, index, seed + 2));
+            let (x, cl) = c();
+            workers.spawn(workloads::counter_worker(x, cl, seed + 3));
+            let (x, cl) = c();
+            workers.spawn(workloads::simple_producer(x, cl, index, seed + 4));
+            let (x, cl) = c();
+            workers.spawn(workloads::simple_consumer(x, cl, index));
+            let (x, cl) = c();
+            workers.spawn(workloads::safe_queue_worker(x, cl, index, seed + 5));
+            while workers.join_next().await.is_some() {}
+            zk.close().await?;
+            Ok(())
+        });
+    }
+
+    {
+        let (ctx, ready, finals, paths) = (ctx.clone(), ready.clone(), Arc::clone(&finals), paths);
+        let faults_for = config.faults_for;
+        sim.client("checker", move |client| async move {
+            let zk = client.connect().await?;
+            for path in [
+                &paths.mutex_log,
+                &paths.leader_log,
+                &paths.cache,
+                &paths.simple_queue,
+                &paths.safe_queue,
+            ] {
+                zk.create().creating_parents_if_needed().for_path(path, []).await?;
+            }
+            zk.create().for_path(&paths.term, b"0").await?;
+            let counter = DistributedAtomicLong::builder(
+                zk.clone(),
+                &paths.counter,
+                RetryNTimes::new(100, Duration::from_millis(10)),
+            )
+            .build()?;
+            counter.initialize(0).await?;
+            ctx.record.lock().counter.initial = counter.get().await?.post_value;
+            ready.cancel();
+
+            // The logs are read (and trimmed) as they grow, until the faults end.
+            let mut mutex_log = LogReader::new(&paths.mutex_log);
+            let mut leader_log = LogReader::new(&paths.leader_log);
+            while curator_sim::elapsed().unwrap_or_default() < faults_for {
+                let _ = mutex_log.collect(&zk).await;
+                let _ = leader_log.collect(&zk).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            // Healed: producers stop first, so the consumers empty the queues.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            ctx.stop_producers.cancel();
+            for _ in 0..100 {
+                let simple = child_count(&zk, &paths.simple_queue).await;
+                let safe = child_count(&zk, &paths.safe_queue).await;
+                if simple == Some(0) && safe == Some(0) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            ctx.stop.cancel();
+            // The workers' last writes land before the logs are read for good.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let leftovers = SimpleDistributedQueue::builder(zk.clone(), &paths.simple_queue).build()?;
+            let mut left = Vec::new();
+            while let Some(item) = leftovers.poll().await? {
+                left.push(String::from_utf8_lossy(&item).into_owned());
+            }
+            mutex_log.collect(&zk).await?;
+            leader_log.collect(&zk).await?;
+            zk.sync().for_path(&paths.counter).await?;
+            let value = counter.get().await?.post_value;
+            let safe_left = child_count(&zk, &paths.safe_queue).await;
+            {
+                let mut finals = finals.lock();
+                finals.mutex_log = mutex_log.entries.clone();
+                finals.leader_log = leader_log.entries.clone();
+                finals.counter = Some(value);
+                finals.leftover_queue = left;
+                finals.safe_queue_left = safe_left;
+            }
+            zk.close().await?;
+            Ok(())
+        });
+    }
+
+    let report = sim.run()?;
+    let finals = std::mem::take(&mut *finals.lock());
+    let mut violations = Vec::new();
+    let mut record = ctx.record.lock();
+    for item in finals.leftover_queue {
+        record.simple_takes.push(Take {
+            item,
+            by: "drain".into(),
+            across_fault: false,
+        });
+    }
+    record.counter.final_value = finals.counter;
+    violations.extend(checkers::check_mutex(&record.mutex, &finals.mutex_log));
+    violations.extend(checkers::check_leader(&record.leader, &finals.leader_log));
+    violations.extend(checkers::check_counter(&record.counter));
+    let (simple, _) = checkers::check_queue(
+        "simple queue",
+        &record.simple_puts,
+        &record.simple_takes,
+        Delivery::Strict,
+    );
+    violations.extend(simple);
+    if finals.safe_queue_left == Some(0) {
+        let (safe, _) = checkers::check_queue(
+            "lock-safe queue",
+            &record.safe_puts,
+            &record.safe_takes,
+            Delivery::AtLeastOnce,
+        );
+        violations.extend(safe);
+    } else {
+        violations.push(Violation::new(
+            "lock-safe queue",
+            format!(
+                "{:?} items left that no consumer took after the faults ended",
+                finals.safe_queue_left
+            ),
+        ));
+    }
+    let mut operations = BTreeMap::new();
+    operations.insert("mutex holds", record.mutex.len() as u64);
+    operations.insert("mutex log entries", finals.mutex_log.len() as u64);
+    operations.insert("leader terms", record.leader.len() as u64);
+    operations.insert("counter increments applied", record.counter.succeeded);
+    operations.insert("simple queue puts", record.simple_puts.len() as u64);
+    operations.insert("lock-safe queue puts", record.safe_puts.len() as u64);
+    Ok(SimRun {
+        seed: config.seed,
+        elapsed: report.elapsed,
+        faults: report.faults,
+        operations,
+        violations,
+    })
+}
+
+/// The number of children of `path` (0 when it does not exist); `None` on connection errors.
+async fn child_count(client: &CuratorFramework, path: &str) -> Option<usize> {
+    match client.get_children().for_path(path).await {
+        Ok((children, _)) => Some(children.len()),
+        Err(Error::NoNode) => Some(0),
+        Err(_) => None,
+    }
+}
