@@ -2,13 +2,15 @@
 //! recipe core (its name, lifecycle and background task).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use curator_framework::listen::Listenable;
 use curator_framework::recipe::{RecipeCore, TaskHandle};
 use curator_framework::{CuratorFramework, Error, Result, paths};
 use parking_lot::Mutex;
+use tokio::sync::mpsc;
 
-use crate::engine::{self, Config, Shared, WatchMode};
+use crate::engine::{self, Barrier, Config, Shared, WatchMode};
 use crate::event::{CacheEvent, ChildData};
 
 /// A cache's engine, with its recipe core.
@@ -22,6 +24,10 @@ pub(crate) struct Core {
     config: Mutex<Option<Config>>,
     /// The engine's task; dropping the last handle of a cache (and so this) stops it.
     engine: Mutex<Option<TaskHandle>>,
+    /// Waits for zxids, to the engine (kept until it starts).
+    barriers: mpsc::UnboundedSender<Barrier>,
+    /// The engine's end of `barriers`, until `start` hands it over.
+    requests: Mutex<Option<mpsc::UnboundedReceiver<Barrier>>>,
 }
 
 impl Core {
@@ -30,7 +36,10 @@ impl Core {
         paths::validate(&config.root)?;
         let recipe = RecipeCore::new(&client, config.kind, &config.root, &config.options);
         let events = recipe.listener_container::<CacheEvent>(&client);
+        let (barriers, requests) = mpsc::unbounded_channel();
         Ok(Arc::new(Self {
+            barriers,
+            requests: Mutex::new(Some(requests)),
             root: Arc::clone(&config.root),
             shared: Shared::new(events, Arc::clone(&config.root), recipe.name().clone()),
             recipe,
@@ -51,11 +60,17 @@ impl Core {
             .lock()
             .take()
             .expect("the settings stay until the one start");
+        let requests = self
+            .requests
+            .lock()
+            .take()
+            .expect("the receiver stays until the one start");
         let engine = engine::spawn(
             self.recipe.tasks(),
             self.client.clone(),
             config,
             Arc::clone(&self.shared),
+            requests,
         );
         *self.engine.lock() = Some(engine);
         Ok(())
@@ -79,6 +94,17 @@ impl Core {
             () = self.recipe.tasks().cancelled() => self.shared.is_initialized(),
         };
         if loaded { Ok(()) } else { Err(Error::Closed) }
+    }
+
+    /// Waits until the cache reflects every change up to `zxid` (see the caches' `wait_for`);
+    /// a wait made before `start` is taken up when the cache starts.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when `timeout` passes first; [`Error::Closed`] when the cache (or its
+    /// client) closes first; a catch-up's error that retrying cannot fix.
+    pub(crate) async fn wait_for(&self, zxid: i64, timeout: Duration) -> Result<()> {
+        let closed = self.recipe.tasks().cancelled();
+        engine::wait_for(&self.barriers, zxid, timeout, closed).await
     }
 
     pub(crate) fn listenable(&self) -> Listenable<CacheEvent> {

@@ -18,7 +18,9 @@
 //! of earlier generations are ignored, and the tree is walked again from the root, diffing as it
 //! goes (children missing from a listing are deleted; every listed child is read again).
 
-use std::collections::{HashSet, VecDeque};
+mod barrier;
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,8 +35,11 @@ use curator_framework::{ConnectionState, CuratorFramework, Error, Stat, paths};
 use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+
+pub(crate) use barrier::{Barrier, wait_for};
+use barrier::{Barriers, next_catch_up};
 
 use crate::event::{CacheError, CacheEvent, ChildData};
 use crate::selector::TreeCacheSelector;
@@ -219,6 +224,7 @@ pub(crate) fn spawn(
     client: CuratorFramework,
     config: Config,
     shared: Arc<Shared>,
+    requests: mpsc::UnboundedReceiver<Barrier>,
 ) -> TaskHandle {
     let states = client.connection_state_stream();
     let engine = Engine {
@@ -241,6 +247,11 @@ pub(crate) fn spawn(
         retry_at: None,
         backoff: Backoff::new(MIN_BACKOFF, MAX_BACKOFF),
         walk_failed: false,
+        tick: 0,
+        outstanding: BTreeMap::new(),
+        stale: false,
+        requests,
+        barriers: Barriers::new(),
     };
     let span = tracing::debug_span!("cache", kind = engine.config.kind, root = %engine.config.root);
     // However the task ends (cancelled even before its first poll), dropping the future drops
@@ -276,8 +287,16 @@ enum FetchKind {
 struct Fetch {
     path: Arc<str>,
     kind: FetchKind,
+    origin: Origin,
+}
+
+/// Why a read was queued: the reads a reply queues share the reply's origin.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
     /// Part of the current walk (counted for "walk finished").
     walk: bool,
+    /// The walk or notification that started the chain of reads (see `Engine::tick`).
+    cause: u64,
 }
 
 enum Outcome {
@@ -334,6 +353,18 @@ struct Engine {
     backoff: Backoff,
     /// A read of the current walk failed with a connection or session error.
     walk_failed: bool,
+    /// Counts the causes of reads: each walk and each notification takes the next tick, and the
+    /// reads a reply queues keep the cause of the read they answer.
+    tick: u64,
+    /// Reads of the current generation queued or in flight, by cause.
+    outstanding: BTreeMap<u64, usize>,
+    /// The cache may lack changes until a walk completes without failure: a read failed, a
+    /// watch ended with its session, or the persistent watch was disconnected (ZooKeeper does
+    /// not replay what a persistent watch missed).
+    stale: bool,
+    /// Waits for zxids, from the cache's handles.
+    requests: mpsc::UnboundedReceiver<Barrier>,
+    barriers: Barriers,
 }
 
 impl Engine {
@@ -344,8 +375,10 @@ impl Engine {
             return;
         }
         loop {
+            self.settle_barriers();
             self.pump();
             let retry_at = self.retry_at;
+            let catch_up_at = self.barriers.retry_at;
             tokio::select! {
                 biased;
                 Some(state) = states.next() => {
@@ -369,11 +402,21 @@ impl Engine {
                 }
                 () = sleep_until(retry_at) => {
                     self.retry_at = None;
-                    // Without a connection, the coming `Reconnected` starts the walk instead.
-                    if self.client.is_connected() && !self.resync().await {
-                        return;
+                    if self.client.is_connected() {
+                        if !self.resync().await {
+                            return;
+                        }
+                    } else {
+                        // The coming `Reconnected` starts the walk, unless this looks again
+                        // first (its dispatch may be held up by a slow listener).
+                        self.schedule_retry();
                     }
                 }
+                Some(barrier) = self.requests.recv() => self.barriers.push(barrier),
+                caught = next_catch_up(&mut self.barriers.catch_up) => {
+                    self.barriers.caught_up(caught);
+                }
+                () = sleep_until(catch_up_at) => self.barriers.retry_at = None,
             }
         }
     }
@@ -384,6 +427,7 @@ impl Engine {
         self.generation += 1;
         tracing::debug!(generation = self.generation, "walking the tree");
         self.queue.clear();
+        self.outstanding.clear();
         self.in_flight = FuturesOrdered::new();
         self.reads_in_flight = 0;
         self.walk_pending = 0;
@@ -443,21 +487,102 @@ impl Engine {
             }
         }
         let root = Arc::clone(&self.config.root);
-        self.enqueue(root, FetchKind::Data, true);
+        let walk = self.origin(true);
+        self.enqueue(root, FetchKind::Data, walk);
+        // The reads waits were counting on are gone with the old generation: they wait for
+        // the walk instead, which reads everything again.
+        self.barriers.rearm(walk.cause);
         true
     }
 
+    /// Moves the waits for zxids on: arms those whose session has reached their zxid (after
+    /// taking in every notification already delivered), ends those whose reads are applied,
+    /// and starts a catch-up for the others (see `barrier`).
+    fn settle_barriers(&mut self) {
+        if self.barriers.is_idle() {
+            return;
+        }
+        self.barriers.prune();
+        let session = self.client.session_id();
+        self.barriers.demote(session);
+        if let Some(session) = session.filter(|_| self.barriers.can_arm(session)) {
+            self.take_delivered();
+            self.barriers.arm(session, self.tick);
+        }
+        let oldest = self.outstanding.keys().next().copied();
+        self.barriers.resolve(oldest, self.stale);
+        if self.barriers.wants_catch_up() {
+            self.barriers
+                .start_catch_up(&self.client, &self.config.root);
+        }
+    }
+
+    /// Handles every notification its watchers already hold, without waiting for more.
+    /// (`unconstrained`: Tokio's cooperative budget would make a ready channel look empty.)
+    fn take_delivered(&mut self) {
+        loop {
+            if let Some(Some(fired)) =
+                tokio::task::unconstrained(self.watchers.next()).now_or_never()
+            {
+                self.on_fired(fired);
+                continue;
+            }
+            if self.persistent.is_some()
+                && let Some(event) =
+                    tokio::task::unconstrained(next_persistent(&mut self.persistent)).now_or_never()
+            {
+                self.on_persistent(event);
+                continue;
+            }
+            return;
+        }
+    }
+
+    /// The cache may lack changes until a walk completes cleanly: one is due (after this walk,
+    /// or after a pause; without waiting for the `Reconnected` that usually starts it).
+    fn mark_stale(&mut self) {
+        self.stale = true;
+        if self.walking {
+            self.walk_failed = true;
+        } else {
+            self.schedule_retry();
+        }
+    }
+
     fn schedule_retry(&mut self) {
+        self.stale = true;
         if self.retry_at.is_none() {
             self.retry_at = Some(Instant::now() + self.backoff.next_pause());
         }
     }
 
-    fn enqueue(&mut self, path: Arc<str>, kind: FetchKind, walk: bool) {
-        if walk {
+    fn enqueue(&mut self, path: Arc<str>, kind: FetchKind, origin: Origin) {
+        if origin.walk {
             self.walk_pending += 1;
         }
-        self.queue.push_back(Fetch { path, kind, walk });
+        *self.outstanding.entry(origin.cause).or_insert(0) += 1;
+        self.queue.push_back(Fetch { path, kind, origin });
+    }
+
+    /// A new origin: a walk's, or a notification's.
+    fn origin(&mut self, walk: bool) -> Origin {
+        self.tick += 1;
+        Origin {
+            walk,
+            cause: self.tick,
+        }
+    }
+
+    /// One read of the current generation is applied (whatever its outcome).
+    fn settled(&mut self, cause: u64) {
+        let std::collections::btree_map::Entry::Occupied(mut reads) = self.outstanding.entry(cause)
+        else {
+            unreachable!("every queued read is counted");
+        };
+        *reads.get_mut() -= 1;
+        if *reads.get() == 0 {
+            reads.remove();
+        }
     }
 
     /// Sends queued reads, in order, up to the in-flight bound. With a persistent watch (no
@@ -625,7 +750,8 @@ impl Engine {
             return true;
         }
         let Reply { fetch, outcome, .. } = reply;
-        if fetch.walk {
+        self.settled(fetch.origin.cause);
+        if fetch.origin.walk {
             self.walk_pending -= 1;
         }
         let alive = match outcome {
@@ -648,6 +774,7 @@ impl Engine {
         if self.walk_failed {
             self.schedule_retry();
         } else {
+            self.stale = false;
             self.backoff.reset();
         }
         if !self.initialized {
@@ -665,6 +792,7 @@ impl Engine {
             Error::Closed => false,
             error if error.is_retryable() || error.is_session_terminal() => {
                 tracing::debug!(path, %error, "cache read failed; walking again later");
+                self.stale = true;
                 if self.walking {
                     self.walk_failed = true;
                 } else {
@@ -698,7 +826,7 @@ impl Engine {
             Err(Error::NoNode) => {
                 self.remove(path);
                 if self.one_shot && **path == *self.config.root {
-                    self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.walk);
+                    self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.origin);
                 }
                 return true;
             }
@@ -723,9 +851,9 @@ impl Engine {
         let depth = self.depth(path);
         let descend = depth < self.config.max_depth && self.trace(path);
         let list = if self.one_shot {
-            upserted.fresh || fetch.walk
+            upserted.fresh || fetch.origin.walk
         } else {
-            fetch.walk && (stat.num_children > 0 || upserted.had_children)
+            fetch.origin.walk && (stat.num_children > 0 || upserted.had_children)
         };
         if descend && list {
             let children = usize::try_from(stat.num_children).unwrap_or(0);
@@ -739,9 +867,9 @@ impl Engine {
                 self.enqueue(
                     Arc::clone(path),
                     FetchKind::Children {
-                        refresh: fetch.walk,
+                        refresh: fetch.origin.walk,
                     },
-                    fetch.walk,
+                    fetch.origin,
                 );
             }
         }
@@ -781,7 +909,7 @@ impl Engine {
             Err(Error::NoNode) => {
                 self.remove(path);
                 if self.one_shot && **path == *self.config.root {
-                    self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.walk);
+                    self.enqueue(Arc::clone(path), FetchKind::Exists, fetch.origin);
                 }
                 return true;
             }
@@ -798,7 +926,7 @@ impl Engine {
         let Some(cached) = self.shared.nodes.read().child_paths(path) else {
             // Gone from the cache since (a later read found it deleted), yet it exists now:
             // read it again, which lists its children again.
-            self.enqueue(Arc::clone(path), FetchKind::Data, fetch.walk);
+            self.enqueue(Arc::clone(path), FetchKind::Data, fetch.origin);
             return true;
         };
         if let Some(watcher) = watcher {
@@ -821,7 +949,7 @@ impl Engine {
         };
         unknown.sort();
         for child in unknown {
-            self.enqueue(child, FetchKind::Data, fetch.walk);
+            self.enqueue(child, FetchKind::Data, fetch.origin);
         }
         true
     }
@@ -833,7 +961,7 @@ impl Engine {
     ) -> bool {
         match result {
             Ok((Some(_), _watcher)) => {
-                self.enqueue(Arc::clone(&fetch.path), FetchKind::Data, fetch.walk);
+                self.enqueue(Arc::clone(&fetch.path), FetchKind::Data, fetch.origin);
                 true
             }
             Ok((None, watcher)) => {
@@ -850,15 +978,19 @@ impl Engine {
         }
         self.live.remove(&(Arc::clone(&path), kind));
         if event.event_type == EventType::Session {
+            // The watch ended with its session: the cache is blind there until the next walk.
+            self.mark_stale();
             return;
         }
         match (kind, event.event_type) {
             (WatchKind::Children, EventType::NodeChildrenChanged) => {
-                self.enqueue(path, FetchKind::Children { refresh: false }, false);
+                let origin = self.origin(false);
+                self.enqueue(path, FetchKind::Children { refresh: false }, origin);
             }
             (WatchKind::Children, _) => {} // deletion: the data watch reports it
             (WatchKind::Data | WatchKind::Exists, _) => {
-                self.enqueue(path, FetchKind::Data, false);
+                let origin = self.origin(false);
+                self.enqueue(path, FetchKind::Data, origin);
             }
         }
     }
@@ -867,6 +999,7 @@ impl Engine {
         let Some(event) = event else {
             // The session ended; the next `Reconnected` adds the watch on the new session.
             self.persistent = None;
+            self.mark_stale();
             return;
         };
         if event.event_type == EventType::Session {
@@ -877,11 +1010,20 @@ impl Engine {
             KeeperState::Expired | KeeperState::Closed | KeeperState::AuthFailed
         );
         match event.event_type {
-            EventType::Session if ended => self.persistent = None,
+            EventType::Session if ended => {
+                self.persistent = None;
+                self.mark_stale();
+            }
+            // Changes made while disconnected are not replayed to a persistent watch: the
+            // `Reconnected` that follows walks the tree again.
+            EventType::Session if event.session_state == KeeperState::Disconnected => {
+                self.mark_stale();
+            }
             EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted
                 if self.in_scope(&event.path) =>
             {
-                self.enqueue(Arc::from(event.path), FetchKind::Data, false);
+                let origin = self.origin(false);
+                self.enqueue(Arc::from(event.path), FetchKind::Data, origin);
             }
             // Other session states, paths out of scope; children changes are not sent to
             // recursive watches.

@@ -1,6 +1,7 @@
 //! [`TreeCache`]: a subtree kept with one-shot watches, with a depth limit and a selector.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use curator_framework::codec::Json;
 use curator_framework::listen::{Listenable, ListenerStream};
@@ -113,6 +114,42 @@ impl TreeCache {
     /// Whether the initial load is done.
     pub fn is_initialized(&self) -> bool {
         self.core.shared.is_initialized()
+    }
+
+    /// Waits until the cache reflects every change up to `zxid` (read-your-writes, as etcd's
+    /// `WaitForRevision`): once it returns `Ok`, a read of the cache sees every write up to
+    /// `zxid`, by any client, or a newer state of the node it wrote. Take `zxid` from the
+    /// write (`set_data`'s `stat.mzxid`, `create().for_path(..).with_stat()`'s `czxid`) or,
+    /// after any write (a delete, a transaction), from the writer's
+    /// [`last_zxid()`](curator_framework::CuratorFramework::last_zxid).
+    ///
+    /// It waits for the initial load (also when called before [`start`](Self::start)), makes
+    /// the cache's session reach `zxid` (a `sync` of the cache's path, unless the session is
+    /// known to be there), then waits until every watch event up to `zxid` and every read those
+    /// events started are applied; after a reconnect or a new session, until the tree is read
+    /// again. It promises nothing more: the cache may already show later changes, listeners
+    /// may hear the events of these changes after it returns (they run on their own task), and
+    /// it covers only what the cache keeps (nodes below its maximum depth, or that its selector leaves out, are not waited for).
+    ///
+    /// ```no_run
+    /// # async fn demo(writer: curator_framework::CuratorFramework, cache: curator_caches::TreeCache) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// writer.create().creating_parents_if_needed().for_path("/services/a/b/c", b"x").await?;
+    /// cache.wait_for(writer.last_zxid(), Duration::from_secs(5)).await?;
+    /// assert!(cache.get("/services/a/b/c").is_some());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Timeout`](curator_framework::Error::Timeout) when `timeout` passes first (no
+    /// connection, a server that does not answer, a zxid the ensemble has not reached);
+    /// [`Error::Closed`](curator_framework::Error::Closed) when the cache or its client closes
+    /// first; the error of a `sync` that retrying cannot fix.
+    ///
+    /// # Cancellation safety
+    /// Safe: dropping the future drops the wait and nothing else.
+    pub async fn wait_for(&self, zxid: i64, timeout: Duration) -> Result<()> {
+        self.core.wait_for(zxid, timeout).await
     }
 
     /// The cached node at `path` (Curator's `getCurrentData`).

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 
 use curator_framework::codec::{self, Codec};
 use curator_framework::listen::{Listenable, ListenerStream};
@@ -118,6 +119,30 @@ impl<T, C> TypedCache<T, C> {
     /// ```
     pub fn codec<D: Codec<T>>(self, codec: D) -> TypedCache<T, D> {
         TypedCache::new(self.core, codec)
+    }
+}
+
+impl<T, C> TypedCache<T, C> {
+    /// The cache's [`wait_for`](crate::CuratorCache::wait_for): waits until the cache this
+    /// view reads reflects every change up to `zxid`.
+    ///
+    /// ```no_run
+    /// # async fn demo(writer: curator_framework::CuratorFramework, cache: curator_caches::CuratorCache) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// let ports = cache.typed::<u16>();
+    /// let stat = writer.set_data().for_path("/endpoints/a", ports.encode(&8080)?).await?;
+    /// ports.wait_for(stat.mzxid, Duration::from_secs(5)).await?;
+    /// assert_eq!(ports.get("/endpoints/a").transpose()?, Some(8080));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As the cache's `wait_for`: [`Error::Timeout`], [`Error::Closed`].
+    ///
+    /// # Cancellation safety
+    /// Safe: dropping the future drops the wait and nothing else.
+    pub async fn wait_for(&self, zxid: i64, timeout: Duration) -> Result<()> {
+        self.core.wait_for(zxid, timeout).await
     }
 }
 

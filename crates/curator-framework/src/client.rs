@@ -393,6 +393,39 @@ impl CuratorFramework {
         self.inner.slot.session().map(|s| s.session_id())
     }
 
+    /// The highest zxid this client has seen in a reply header (0 before its first reply): the
+    /// position in ZooKeeper's history of changes that this client has reached.
+    ///
+    /// A write's reply carries the write's own zxid, and a read's reply the zxid its server had
+    /// reached, so once a write of this client returns (`create`, `set_data`, `delete`, a
+    /// transaction, ...), `last_zxid()` is at least that write's zxid; with other operations of
+    /// the client running at the same time it may be higher, which is still "at least". That is
+    /// what read-your-writes needs: hand it to `wait_for` of a cache (curator-caches) on
+    /// another client, and that cache shows the write (or something newer) when the wait
+    /// returns. The exact zxid of a write is in the stat it returns where there is one
+    /// (`set_data`'s `mzxid`, `create().for_path(..).with_stat()`'s `czxid`); a delete returns none, so
+    /// read `last_zxid()` right after it.
+    ///
+    /// It belongs to the client (clones share it) and never decreases: it survives reconnects
+    /// and new sessions. A new session does not start from it, though: as with every ZooKeeper
+    /// client, a new session's handshake carries no zxid, so after a session expiry the server
+    /// a new session reaches may be behind this value until it catches up (a `sync` makes it;
+    /// a cache's `wait_for` does that by itself). Within one session, the server never goes
+    /// back: a reconnect is refused by servers behind what the session has seen.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
+    /// let stat = client.set_data().for_path("/config", b"v2").await?;
+    /// assert!(client.last_zxid() >= stat.mzxid);
+    /// client.delete().for_path("/config/old").await?;
+    /// let deleted_by = client.last_zxid(); // at least the delete's zxid
+    /// println!("wait for {deleted_by:#x} elsewhere");
+    /// # Ok(()) }
+    /// ```
+    pub fn last_zxid(&self) -> i64 {
+        self.inner.slot.last_zxid()
+    }
+
     /// The session timeout the server granted to the current session.
     pub fn negotiated_session_timeout(&self) -> Option<Duration> {
         self.inner.slot.session().map(|s| s.negotiated_timeout())

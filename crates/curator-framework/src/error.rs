@@ -210,6 +210,21 @@ pub enum Error {
         /// How long the client waited.
         waited: std::time::Duration,
     },
+    /// A wait bounded by the caller's deadline ended first, after `waited` (a cache's
+    /// `wait_for`). Nothing was undone or sent because of it; waiting again may succeed. Not
+    /// retryable by the framework's retry loop: the caller chose the deadline.
+    ///
+    /// ```
+    /// use curator_framework::Error;
+    /// let error = Error::Timeout { waited: std::time::Duration::from_secs(2) };
+    /// assert!(!error.is_retryable() && error.code().is_none());
+    /// assert_eq!(error.to_string(), "timed out after 2s");
+    /// ```
+    #[error("timed out after {waited:?}")]
+    Timeout {
+        /// How long the caller waited.
+        waited: std::time::Duration,
+    },
     /// A path that ZooKeeper would reject.
     #[error("invalid path {path:?}: {reason}")]
     InvalidPath {

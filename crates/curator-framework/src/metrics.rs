@@ -358,6 +358,7 @@ pub(crate) fn error_kind(error: &crate::error::Error) -> &'static str {
         NotStarted => "not_started",
         AlreadyStarted => "already_started",
         NotConnected { .. } => "not_connected",
+        Timeout { .. } => "timeout",
         InvalidPath { .. } => "invalid_path",
         InvalidArgument(_) => "invalid_argument",
         Decode { .. } => "decode",

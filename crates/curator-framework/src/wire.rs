@@ -306,6 +306,11 @@ impl WireSession {
         self.inner.session.session_id()
     }
 
+    /// The highest zxid of a reply header this session has seen (0 before its first reply).
+    pub(crate) fn last_zxid(&self) -> i64 {
+        self.inner.session.last_zxid()
+    }
+
     /// Closes the session now, whoever else holds it (see `session::close_session`).
     pub(crate) async fn close(&self, wait: Duration) {
         if let Err(error) = self.inner.session.close_within(wait).await {

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use curator_caches::{CacheError, CacheEvent, ChildData, CuratorCache};
 use curator_framework::codec::Codec;
@@ -63,9 +64,10 @@ struct Shared {
 /// waiting.
 ///
 /// Reads are as fresh as the cache: a write (by anyone, this view included) is seen once
-/// its watch event has arrived; read through [`uncached`](Self::uncached) to see your own
-/// write at once. The cache re-reads what changed after reconnects and session expiries, so
-/// it converges to the server.
+/// its watch event has arrived. To read a write through the cache, wait for it with
+/// [`wait_for`](Self::wait_for) (its zxid: the stat [`update`](Self::update) returns, or the
+/// writer's `last_zxid()`); or read through [`uncached`](Self::uncached). The cache re-reads
+/// what changed after reconnects and session expiries, so it converges to the server.
 ///
 /// ```no_run
 /// # async fn demo(client: curator_framework::CuratorFramework) -> curator_framework::Result<()> {
@@ -174,6 +176,43 @@ impl<T, C: Codec<T>> CachedModeled<T, C> {
             _ => {}
         }
         self.shared.cache.initialized().await
+    }
+
+    /// Waits until the cache reflects every change up to `zxid`, by any client: once it
+    /// returns `Ok`, reads of this view (and of every view of the same cache) see each write up
+    /// to `zxid`, or a newer state of the node it wrote. Take `zxid` from the write
+    /// ([`update`](Self::update)'s `stat.mzxid`) or, after any write ([`set`](Self::set), a
+    /// delete, a transaction), from the writing client's
+    /// [`last_zxid()`](curator_framework::CuratorFramework::last_zxid).
+    ///
+    /// It waits for the initial load, brings the cache's session up to `zxid` (a `sync` unless
+    /// it is known to be there), then waits until every watch event up to `zxid` and the reads
+    /// they started are applied (after a reconnect or a new session: until the tree was read
+    /// again). The cache may show later changes too; listeners may hear these changes' events
+    /// after it returns.
+    ///
+    /// ```no_run
+    /// # async fn demo(writer: curator_modeled::Modeled<u32>, cached: curator_modeled::CachedModeled<u32>) -> curator_framework::Result<()> {
+    /// use std::time::Duration;
+    /// writer.set(&7).await?; // another client, say
+    /// cached.wait_for(writer.client().last_zxid(), Duration::from_secs(5)).await?;
+    /// assert_eq!(cached.read().await?, 7);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when `timeout` passes first; [`Error::NotStarted`] before
+    /// [`start`](Self::start); [`Error::Closed`] when the view (or its client) closes first.
+    ///
+    /// # Cancellation safety
+    /// Safe: dropping the future drops the wait and nothing else.
+    pub async fn wait_for(&self, zxid: i64, timeout: Duration) -> Result<()> {
+        match self.shared.core.state() {
+            RecipeState::Latent => return Err(Error::NotStarted),
+            RecipeState::Closed => return Err(Error::Closed),
+            _ => {}
+        }
+        self.shared.cache.wait_for(zxid, timeout).await
     }
 
     /// The uncached model at this view's path (for reads that must see the server now, and

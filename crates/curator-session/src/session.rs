@@ -435,7 +435,7 @@ impl Shared {
             if local {
                 set_watch_flag(&mut request, false);
             }
-            core.watches.sent(&spec.path);
+            core.watches.sent(&spec.path, spec.intent);
             PendingWatch {
                 path: spec.path,
                 intent: spec.intent,
@@ -759,7 +759,7 @@ impl Shared {
             let link = core.link.take().expect("checked");
             for pending in &link.pending {
                 if let Some(watch) = &pending.watch {
-                    core.watches.unanswered(&watch.path);
+                    core.watches.unanswered(&watch.path, watch.intent);
                 }
             }
             tracing::info!(
@@ -1042,7 +1042,7 @@ impl Shared {
 
     /// A reply to the oldest waiting request.
     fn answer(&self, link_id: u64, reply: ReplyFrame) -> std::result::Result<(), String> {
-        let pending = {
+        let (pending, orphan) = {
             let mut core = self.core.lock();
             let Some(link) = core.link.as_mut().filter(|link| link.id == link_id) else {
                 return Err("a reply on a connection no longer in use".into());
@@ -1068,12 +1068,17 @@ impl Shared {
                 self.renewed(pending.queued);
             }
             let mut pending = pending;
-            if let Some(watch) = pending.watch.take() {
+            let orphan = pending.watch.take().and_then(|watch| {
                 let kind = watch.intent.settle(reply.header.err);
-                core.watches.answered(watch, kind);
-            }
-            pending
+                core.watches.answered(watch, kind)
+            });
+            (pending, orphan)
         };
+        if let Some((watcher, mut event)) = orphan {
+            tracing::debug!(path = %event.path, "a one-shot watch lost the persistent watch it rode on; it fires now");
+            event.path = crate::ops::strip_chroot(self.config.chroot.as_deref(), event.path);
+            watcher.send(event);
+        }
         if let Some(sender) = pending.reply {
             let _ = sender.send(Ok(reply));
         }

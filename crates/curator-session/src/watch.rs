@@ -264,6 +264,10 @@ pub(crate) struct Watches {
     /// Watch-setting requests sent and not answered, per path: a removal must not overtake
     /// them at the server.
     inflight: HashMap<String, usize>,
+    /// `addWatch` requests sent and not answered, per path and mode: the server sets the
+    /// persistent watch before it reads a one-shot request sent later, so that request can
+    /// ride on it as on an answered one.
+    adding: HashMap<(String, Kind), usize>,
 }
 
 /// The paths to set again on a new connection, by kind.
@@ -293,22 +297,56 @@ impl Watches {
     }
 
     /// Whether a one-shot watch of `intent` on `path` needs a watch at the server (see
-    /// [`Entry::local`]).
+    /// [`Entry::local`]): not when a persistent watch of this session on the path brings its
+    /// events, set or being set.
     pub(crate) fn needs_server_watch(&self, path: &str, intent: Intent) -> bool {
-        !self.paths.get(path).is_some_and(|w| w.covers(intent))
+        let adding = |kind: Kind| self.adding.contains_key(&(path.to_owned(), kind));
+        let being_added = match intent {
+            Intent::Exists | Intent::Data => adding(Kind::Persistent) || adding(Kind::Recursive),
+            Intent::Child => adding(Kind::Persistent),
+            Intent::Persistent | Intent::Recursive => false,
+        };
+        !being_added && !self.paths.get(path).is_some_and(|w| w.covers(intent))
     }
 
-    /// A request that sets a watch on `path` (at the server, or locally) was sent.
-    pub(crate) fn sent(&mut self, path: &str) {
+    /// A request that sets a watch of `intent` on `path` (at the server, or locally) was sent.
+    pub(crate) fn sent(&mut self, path: &str, intent: Intent) {
         *self.inflight.entry(path.to_owned()).or_default() += 1;
+        if let Some(kind) = persistent_kind(intent) {
+            *self.adding.entry((path.to_owned(), kind)).or_default() += 1;
+        }
     }
 
     /// The reply to a watch-setting request came: the watcher is registered if `kind` says so.
-    pub(crate) fn answered(&mut self, watch: PendingWatch, kind: Option<Kind>) {
-        self.unanswered(&watch.path);
-        let Some(kind) = kind else {
-            return;
-        };
+    /// Returns the watcher with the event to give it at once when it was to ride on a
+    /// persistent watch that is not there (refused, or removed before this reply): it has no
+    /// watch at the server, so its owner must read again rather than wait for an event nobody
+    /// sends.
+    pub(crate) fn answered(
+        &mut self,
+        watch: PendingWatch,
+        kind: Option<Kind>,
+    ) -> Option<(Sender, WatchedEvent)> {
+        self.unanswered(&watch.path, watch.intent);
+        let kind = kind?;
+        if watch.local
+            && !self
+                .paths
+                .get(&watch.path)
+                .is_some_and(|w| w.covers(watch.intent))
+        {
+            let event_type = match kind {
+                Kind::Child => EventType::NodeChildrenChanged,
+                _ => EventType::NodeDataChanged,
+            };
+            let event = WatchedEvent {
+                event_type,
+                state: KeeperState::SyncConnected,
+                path: watch.path,
+                zxid: None,
+            };
+            return Some((watch.sender, event));
+        }
         if kind == Kind::Recursive {
             self.recursive += 1;
         }
@@ -323,14 +361,25 @@ impl Watches {
             sender: watch.sender,
             local: watch.local,
         });
+        None
     }
 
-    /// A request that set a watch was never answered (its connection broke).
-    pub(crate) fn unanswered(&mut self, path: &str) {
+    /// A request that set a watch of `intent` on `path` was answered, or never will be (its
+    /// connection broke).
+    pub(crate) fn unanswered(&mut self, path: &str, intent: Intent) {
         if let Some(count) = self.inflight.get_mut(path) {
             *count -= 1;
             if *count == 0 {
                 self.inflight.remove(path);
+            }
+        }
+        if let Some(kind) = persistent_kind(intent) {
+            let key = (path.to_owned(), kind);
+            if let Some(count) = self.adding.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.adding.remove(&key);
+                }
             }
         }
     }
@@ -624,6 +673,15 @@ impl Drop for PersistentWatch {
     }
 }
 
+/// The kind of persistent watch an `addWatch` of `intent` sets, if it is one.
+fn persistent_kind(intent: Intent) -> Option<Kind> {
+    match intent {
+        Intent::Persistent => Some(Kind::Persistent),
+        Intent::Recursive => Some(Kind::Recursive),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,8 +715,8 @@ mod tests {
         };
         let local = !matches!(intent, Intent::Persistent | Intent::Recursive)
             && !w.needs_server_watch(path, intent);
-        w.sent(path);
-        w.answered(
+        w.sent(path, intent);
+        let orphan = w.answered(
             PendingWatch {
                 path: path.into(),
                 intent,
@@ -667,6 +725,10 @@ mod tests {
                 local,
             },
             intent.settle(code),
+        );
+        assert!(
+            orphan.is_none(),
+            "a one-shot watch rides on a persistent watch that is there"
         );
         (id, receiver)
     }
@@ -733,7 +795,7 @@ mod tests {
         assert_eq!(w.remove(recursive), None, "removed once");
         // A watch request in flight for the path holds removals back.
         let (data, _r6) = watch(&mut w, "/c", Intent::Data, Ok);
-        w.sent("/c");
+        w.sent("/c", Intent::Data);
         assert_eq!(w.remove(data), None);
     }
 
@@ -758,6 +820,88 @@ mod tests {
         let (_recursive, _r3) = watch(&mut w, "/r", Intent::Recursive, Ok);
         assert!(w.needs_server_watch("/r", Intent::Child));
         assert!(!w.needs_server_watch("/r", Intent::Exists));
+    }
+
+    #[test]
+    fn one_shots_ride_on_a_persistent_watch_being_added_and_fire_when_it_is_refused() {
+        use curator_wire::proto::ErrorCode::{Ok, Unimplemented};
+        let mut w = Watches::default();
+        // An addWatch sent, not answered: a one-shot sent after it goes after it at the server.
+        w.sent("/k", Intent::Recursive);
+        assert!(!w.needs_server_watch("/k", Intent::Data));
+        assert!(
+            w.needs_server_watch("/k", Intent::Child),
+            "no child events from it"
+        );
+        let one_shot = |w: &mut Watches, id| {
+            let (sender, receiver) = oneshot::channel();
+            w.sent("/k", Intent::Data);
+            let pending = PendingWatch {
+                path: "/k".into(),
+                intent: Intent::Data,
+                id,
+                sender: Sender::Once(sender),
+                local: true,
+            };
+            (pending, receiver)
+        };
+        let riding_id = w.next_id();
+        let (riding, _r1) = one_shot(&mut w, riding_id);
+        // The addWatch's reply comes first (replies come in order): the watch is set ...
+        let id = w.next_id();
+        let (tx, _stream) = mpsc::unbounded_channel();
+        let added = PendingWatch {
+            path: "/k".into(),
+            intent: Intent::Recursive,
+            id,
+            sender: Sender::Stream(tx),
+            local: false,
+        };
+        assert!(w.answered(added, Intent::Recursive.settle(Ok)).is_none());
+        // ... and the one-shot rides on it.
+        assert!(w.answered(riding, Intent::Data.settle(Ok)).is_none());
+        assert!(w.lists().data.is_empty());
+        assert!(w.adding.is_empty());
+
+        // Refused this time: a one-shot that counted on it has no watch anywhere, and fires.
+        w.sent("/j", Intent::Persistent);
+        assert!(!w.needs_server_watch("/j", Intent::Exists));
+        let (sender, mut receiver) = oneshot::channel();
+        w.sent("/j", Intent::Exists);
+        let stranded = PendingWatch {
+            path: "/j".into(),
+            intent: Intent::Exists,
+            id: w.next_id(),
+            sender: Sender::Once(sender),
+            local: true,
+        };
+        let (tx, _stream) = mpsc::unbounded_channel();
+        let refused = PendingWatch {
+            path: "/j".into(),
+            intent: Intent::Persistent,
+            id: w.next_id(),
+            sender: Sender::Stream(tx),
+            local: false,
+        };
+        assert!(
+            w.answered(refused, Intent::Persistent.settle(Unimplemented))
+                .is_none()
+        );
+        let (watcher, event) = w
+            .answered(stranded, Intent::Exists.settle(Ok))
+            .expect("a stranded one-shot fires");
+        watcher.send(event);
+        let event = receiver.try_recv().unwrap();
+        assert_eq!(
+            (event.event_type, event.path.as_str()),
+            (EventType::NodeDataChanged, "/j")
+        );
+        assert_eq!(
+            w.len(),
+            2,
+            "on /k only: the recursive watch, the one-shot riding on it"
+        );
+        assert!(w.needs_server_watch("/j", Intent::Exists));
     }
 
     #[test]

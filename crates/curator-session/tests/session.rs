@@ -429,6 +429,49 @@ async fn a_one_shot_watch_leaves_a_persistent_watch_on_the_same_path_whole() {
     session.close().await.unwrap();
 }
 
+/// The same while the persistent watch is still being added: a one-shot watch asked for in the
+/// meantime goes after the `addWatch` at the server, so it rides on it too (else, on ZooKeeper
+/// 3.8, it would turn the persistent watch into a one-shot one as above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_watch_asked_while_a_persistent_watch_is_added_leaves_it_whole() {
+    let server = TestingServer::start().await.unwrap();
+    let root = unique_root("session-4466-inflight");
+    let session = connect(&server.connect_string()).await;
+    create_root(&session, &root, b"0", CreateMode::Persistent).await;
+    let timing = Timing::new();
+    for mode in [AddWatchMode::PersistentRecursive, AddWatchMode::Persistent] {
+        // Both sent before either reply is read.
+        let adding = session.add_watch(&root, mode);
+        let reading = session.get_data_watched(&root);
+        let children = session.get_children_watched(&root);
+        let (persistent, once, children) = tokio::join!(adding, reading, children);
+        let (mut persistent, (_, once), (_, children)) =
+            (persistent.unwrap(), once.unwrap(), children.unwrap());
+        for round in 1..=3 {
+            session
+                .set_data(&root, round.to_string().as_bytes(), -1)
+                .await
+                .unwrap();
+            let event = tokio::time::timeout(timing.wait(), persistent.next())
+                .await
+                .expect("every change reaches the persistent watch")
+                .unwrap();
+            assert_eq!(
+                (event.event_type, event.path.as_str()),
+                (EventType::NodeDataChanged, root.as_str())
+            );
+        }
+        let event = once
+            .changed()
+            .now_or_never()
+            .expect("the one-shot watch fired too");
+        assert_eq!(event.event_type, EventType::NodeDataChanged);
+        drop(children);
+        persistent.remove().await.unwrap();
+    }
+    session.close().await.unwrap();
+}
+
 /// `last_renewed`: set by the handshake, moved to the sending of each request a server answers
 /// (a ping's too), and frozen while the link is black-holed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

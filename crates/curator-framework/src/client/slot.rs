@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
@@ -25,10 +26,45 @@ pub(crate) struct SlotState {
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     sender: watch::Sender<SlotState>,
+    /// The zxids of the sessions that left the slot (see [`Slot::last_zxid`]).
+    zxids: Mutex<PastZxids>,
+}
+
+/// What the sessions that left the slot had seen.
+#[derive(Debug, Default)]
+struct PastZxids {
+    /// The highest reply zxid of every session before `retired`.
+    floor: i64,
+    /// The session removed last, until the next one is installed: the holder closes it in
+    /// between, and a reply it reads while closing still counts.
+    retired: Option<Arc<WireSession>>,
+}
+
+impl PastZxids {
+    fn highest(&self) -> i64 {
+        self.retired
+            .as_ref()
+            .map_or(self.floor, |session| session.last_zxid().max(self.floor))
+    }
+
+    fn retire(&mut self, session: Option<Arc<WireSession>>) {
+        self.floor = self.highest();
+        self.retired = session;
+    }
 }
 
 impl Slot {
+    /// The highest zxid of a reply header any session of this slot has seen (0 before the
+    /// first reply). Never decreases: a session's zxid is folded into the past ones before the
+    /// session leaves the slot, and the current session is read before the past ones.
+    pub(crate) fn last_zxid(&self) -> i64 {
+        let current = self.session().map_or(0, |session| session.last_zxid());
+        current.max(self.zxids.lock().highest())
+    }
+
     pub(crate) fn install(&self, session: Arc<WireSession>) {
+        // The removed session is closed by now: nothing more can reach it.
+        self.zxids.lock().retire(None);
         self.sender.send_modify(|slot| {
             slot.session = Some(session);
             slot.connected = true;
@@ -41,6 +77,7 @@ impl Slot {
     }
 
     pub(crate) fn remove(&self) {
+        self.zxids.lock().retire(self.session());
         self.sender.send_modify(|slot| {
             slot.session = None;
             slot.connected = false;
