@@ -63,6 +63,36 @@ pub(crate) fn authenticate(
 /// authenticated identities (`fixupACL`): duplicates are dropped, an empty list, an unknown
 /// scheme, `world` with an id other than `anyone`, a malformed `digest` or `ip` id, or `auth`
 /// without an authenticated identity is `InvalidACL`.
+/// Adds an identity to a connection's (once), keeping them in the order a ZooKeeper server
+/// holds them: its connections keep identities in a `ConcurrentHashMap`'s key set, so whoAmI
+/// lists them, and an `auth` ACL expands to them, in that map's iteration order. The order is
+/// computed as the map does it (by `Id.hashCode()`, jute's `37 * (37 * 17 + scheme) + id` over
+/// Java string hashes, spread and masked to its 16-bin table, insertion order within a bin), so
+/// it is exact for up to 12 identities (the map then grows, which the model does not follow).
+pub(crate) fn add_identity(auth: &mut Vec<Id>, id: Id) {
+    if auth.contains(&id) {
+        return;
+    }
+    auth.push(id);
+    // A stable sort: within a bin, insertion order.
+    auth.sort_by_key(java_bin);
+}
+
+/// The bin of a 16-bin `ConcurrentHashMap` an `Id` falls in.
+fn java_bin(id: &Id) -> u32 {
+    fn string_hash(s: &str) -> i32 {
+        s.encode_utf16().fold(0i32, |hash, unit| {
+            hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+        })
+    }
+    let hash = 17i32
+        .wrapping_mul(37)
+        .wrapping_add(string_hash(&id.scheme))
+        .wrapping_mul(37)
+        .wrapping_add(string_hash(&id.id)) as u32;
+    ((hash ^ (hash >> 16)) & 0x7fff_ffff) & 15
+}
+
 pub(crate) fn fixup(acls: &[Acl], auth: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
     let mut unique: Vec<&Acl> = Vec::new();
     for acl in acls {
@@ -198,6 +228,22 @@ mod tests {
             perms,
             id: Id::new(scheme, id),
         }
+    }
+
+    #[test]
+    fn identities_are_kept_in_the_servers_hash_order() {
+        // The order of a Java `ConcurrentHashMap` key set of these three ids (printed by a
+        // JVM with ZooKeeper's `Id`), whatever order they were added in; the conformance test
+        // found ZooKeeper 3.9.3 answering whoAmI with digest:u2 before ip:127.0.0.1.
+        let ip = Id::new("ip", "127.0.0.1");
+        let u1 = Id::new("digest", digest("u1:p1"));
+        let u2 = Id::new("digest", digest("u2:p2"));
+        let mut auth = Vec::new();
+        for id in [ip.clone(), u1.clone(), u2.clone(), u1.clone()] {
+            add_identity(&mut auth, id);
+        }
+        assert_eq!(auth, [u2, u1, ip.clone()]);
+        assert_eq!(java_bin(&ip), 12);
     }
 
     #[test]

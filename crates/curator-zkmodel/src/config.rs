@@ -22,6 +22,28 @@ pub struct ModelConfig {
     pub(crate) super_digest: Option<String>,
     pub(crate) config_data: Vec<u8>,
     pub(crate) container_max_never_used: Option<i64>,
+    pub(crate) release: ServerRelease,
+}
+
+/// The ZooKeeper release a [`Model`](crate::Model) answers as, where releases differ in what a
+/// client sees. Both are checked against the real servers by the crate's conformance test.
+///
+/// ```
+/// use curator_zkmodel::{ModelConfig, ServerRelease};
+///
+/// assert_eq!(ServerRelease::default(), ServerRelease::V3_9);
+/// let config = ModelConfig::default().release(ServerRelease::V3_8);
+/// # drop(config);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ServerRelease {
+    /// ZooKeeper 3.8.0 as Debian 12 ships it (3.8.0-11+deb12u2, with the fix of
+    /// CVE-2024-23944: notifications filtered by ACL).
+    V3_8,
+    /// ZooKeeper 3.9 (3.9.2 and later; 3.9.3 is what the conformance test runs).
+    #[default]
+    V3_9,
 }
 
 impl Default for ModelConfig {
@@ -35,6 +57,7 @@ impl Default for ModelConfig {
             super_digest: None,
             config_data: Vec::new(),
             container_max_never_used: None,
+            release: ServerRelease::V3_9,
         }
     }
 }
@@ -56,6 +79,7 @@ impl std::fmt::Debug for ModelConfig {
                 &format_args!("<{} bytes>", self.config_data.len()),
             )
             .field("container_max_never_used", &self.container_max_never_used)
+            .field("release", &self.release)
             .finish()
     }
 }
@@ -165,6 +189,30 @@ impl ModelConfig {
     pub fn container_max_never_used_ms(mut self, ms: u32) -> Self {
         self.container_max_never_used = Some(i64::from(ms));
         self
+    }
+
+    /// The release to answer as where ZooKeeper releases differ (3.9 by default); see
+    /// [`ServerRelease`] and the crate's "Differences between releases".
+    ///
+    /// ```
+    /// use curator_zkmodel::{ModelConfig, ServerRelease};
+    ///
+    /// assert_eq!(ModelConfig::default().release(ServerRelease::V3_8).server_release(), ServerRelease::V3_8);
+    /// ```
+    pub fn release(mut self, release: ServerRelease) -> Self {
+        self.release = release;
+        self
+    }
+
+    /// The release the model answers as.
+    ///
+    /// ```
+    /// use curator_zkmodel::{ModelConfig, ServerRelease};
+    ///
+    /// assert_eq!(ModelConfig::default().server_release(), ServerRelease::V3_9);
+    /// ```
+    pub fn server_release(&self) -> ServerRelease {
+        self.release
     }
 
     /// The tick in milliseconds.

@@ -8,6 +8,6 @@ mod server;
 mod tree;
 mod watch;
 
-pub use config::ModelConfig;
+pub use config::{ModelConfig, ServerRelease};
 pub use model::{Connect, ConnectionId, Delivery, Message, Model, Outcome, Reply};
 pub use server::{InProcessServer, InProcessServerBuilder, ServeError, Server};

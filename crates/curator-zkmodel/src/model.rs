@@ -14,7 +14,7 @@ use curator_wire::proto::{
 };
 
 use crate::acl;
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, ServerRelease};
 use crate::path;
 use crate::tree::{self, Kind, Node, Persisted, Tree};
 use crate::watch::{Mode, Watches};
@@ -337,11 +337,12 @@ impl Model {
         if next_session_id == tree::CONTAINER_OWNER || next_session_id == 0 {
             next_session_id += 1;
         }
+        let single_mode = config.release == ServerRelease::V3_8;
         Model {
             tree: Tree::new(config.extended_types, config.config_data.clone()),
             config,
-            data_watches: Watches::default(),
-            child_watches: Watches::default(),
+            data_watches: Watches::new(single_mode),
+            child_watches: Watches::new(single_mode),
             sessions: BTreeMap::new(),
             connections: BTreeMap::new(),
             zxid: 0,
@@ -359,6 +360,11 @@ impl Model {
     /// ```
     pub fn config(&self) -> &ModelConfig {
         &self.config
+    }
+
+    /// Whether the model answers as ZooKeeper 3.8.0.
+    fn is_3_8(&self) -> bool {
+        self.config.release == ServerRelease::V3_8
     }
 
     /// The zxid of the last transaction applied (every write request, failed or not, every
@@ -616,8 +622,9 @@ impl Model {
             outcome.push(*connection, Message::Close);
         }
         self.connections.clear();
-        self.data_watches = Watches::default();
-        self.child_watches = Watches::default();
+        let single_mode = self.is_3_8();
+        self.data_watches = Watches::new(single_mode);
+        self.child_watches = Watches::new(single_mode);
         let tick = self.config.tick_time;
         for session in self.sessions.values_mut() {
             session.connection = None;
@@ -813,9 +820,7 @@ impl Model {
                     Some(ids) => {
                         if let Some(conn) = self.connections.get_mut(&connection) {
                             for id in ids {
-                                if !conn.auth.contains(&id) {
-                                    conn.auth.push(id);
-                                }
+                                acl::add_identity(&mut conn.auth, id);
                             }
                         }
                         outcome.push(connection, reply(xid, 0, Ok(Response::Empty)));
@@ -931,15 +936,17 @@ impl Model {
                 Ok(Response::Sync(SyncResponse { path: sync.path })),
             ),
             Request::MultiRead(read) => {
+                // The steps' watch flags are ignored: the server reads a multiRead's steps
+                // back as `Op.getData(path)` and `Op.getChildren(path)`, without them.
                 let results = read
                     .ops
                     .iter()
                     .map(|op| match op {
                         MultiReadOp::GetData(get) => self
-                            .get_data(connection, &auth, &get.path, get.watch)
+                            .get_data(connection, &auth, &get.path, false)
                             .map_or_else(MultiReadResult::Error, MultiReadResult::GetData),
                         MultiReadOp::GetChildren(get) => self
-                            .get_children(connection, &auth, &get.path, get.watch)
+                            .get_children(connection, &auth, &get.path, false)
                             .map_or_else(MultiReadResult::Error, |(children, _)| {
                                 MultiReadResult::GetChildren(GetChildrenResponse { children })
                             }),
@@ -964,17 +971,11 @@ impl Model {
                 )
             }
             Request::AddWatch(add) => {
-                match add.mode {
-                    AddWatchMode::Persistent => {
-                        self.data_watches
-                            .add(&add.path, connection, Mode::Persistent);
-                        self.child_watches
-                            .add(&add.path, connection, Mode::Persistent);
-                    }
-                    _ => self
-                        .data_watches
-                        .add(&add.path, connection, Mode::Recursive),
-                }
+                let mode = match add.mode {
+                    AddWatchMode::Persistent => Mode::Persistent,
+                    _ => Mode::Recursive,
+                };
+                self.add_watch(&add.path, connection, mode);
                 (
                     self.zxid,
                     Ok(Response::AddWatch(ErrorResponse { err: ErrorCode::Ok })),
@@ -999,22 +1000,26 @@ impl Model {
                 let found = self.has_watch(connection, &check.path, check.watcher_type);
                 (
                     self.zxid,
-                    if found {
-                        Ok(Response::Empty)
-                    } else {
-                        Err(ErrorCode::NoWatcher)
-                    },
+                    found.and_then(|found| {
+                        if found {
+                            Ok(Response::Empty)
+                        } else {
+                            Err(ErrorCode::NoWatcher)
+                        }
+                    }),
                 )
             }
             Request::RemoveWatches(remove) => {
                 let removed = self.remove_watch(connection, &remove.path, remove.watcher_type);
                 (
                     self.zxid,
-                    if removed {
-                        Ok(Response::Empty)
-                    } else {
-                        Err(ErrorCode::NoWatcher)
-                    },
+                    removed.and_then(|removed| {
+                        if removed {
+                            Ok(Response::Empty)
+                        } else {
+                            Err(ErrorCode::NoWatcher)
+                        }
+                    }),
                 )
             }
             Request::CloseSession => {
@@ -1071,6 +1076,12 @@ impl Model {
         );
         if ttl_mode && !self.config.extended_types {
             return Err(ErrorCode::Unimplemented);
+        }
+        if op.how == How::Ttl && !ttl_mode {
+            // A real server refuses this only for a TTL of 0 or more; with a negative one it
+            // accepts the request and then fails to apply it (the TTL cannot make an owner),
+            // which stops ZooKeeper 3.8 and 3.9. The model refuses it.
+            return Err(ErrorCode::BadArguments);
         }
         if ttl_mode {
             if op.ttl <= 0 || op.ttl > tree::MAX_TTL {
@@ -1254,6 +1265,11 @@ impl Model {
                 MultiOp::Create(create) => self
                     .create(ctx, &CreateOp::plain(create), fires)
                     .map(|(path, _)| MultiResult::Create(CreateResponse { path })),
+                // ZooKeeper 3.8.0 reads a create2 step back as a create (ZOOKEEPER-4026, fixed
+                // in 3.8.2), and answers it with the path only.
+                MultiOp::Create2(create) if self.is_3_8() => self
+                    .create(ctx, &CreateOp::plain(create), fires)
+                    .map(|(path, _)| MultiResult::Create(CreateResponse { path })),
                 MultiOp::Create2(create) => self
                     .create(ctx, &CreateOp::plain(create), fires)
                     .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat })),
@@ -1330,7 +1346,8 @@ impl Model {
         if path.contains('\0') {
             return Err(ErrorCode::BadArguments);
         }
-        if let Some(node) = self.tree.get(path) {
+        // READ on the node is needed from 3.8.4 and 3.9.2 on (ZOOKEEPER-2590).
+        if let Some(node) = self.tree.get(path).filter(|_| !self.is_3_8()) {
             acl::check(&node.acl, Perms::READ, auth)?;
         }
         if watch {
@@ -1446,16 +1463,42 @@ impl Model {
             }
         }
         for path in &set.persistent_watches {
-            self.child_watches.add(path, connection, Mode::Persistent);
-            self.data_watches.add(path, connection, Mode::Persistent);
+            self.add_watch(path, connection, Mode::Persistent);
         }
         for path in &set.persistent_recursive_watches {
-            self.data_watches.add(path, connection, Mode::Recursive);
+            self.add_watch(path, connection, Mode::Recursive);
         }
     }
 
-    fn has_watch(&self, connection: ConnectionId, path: &str, kind: WatcherType) -> bool {
-        match kind {
+    /// addWatch: a persistent watch goes into both tables; a recursive one only into the data
+    /// table on 3.9, into both on 3.8.0.
+    fn add_watch(&mut self, path: &str, connection: ConnectionId, mode: Mode) {
+        self.data_watches.add(path, connection, mode);
+        if mode == Mode::Persistent || self.is_3_8() {
+            self.child_watches.add(path, connection, mode);
+        }
+    }
+
+    /// checkWatches. ZooKeeper 3.8.0 knows no persistent watcher types (it cannot read the
+    /// request: `MarshallingError`), and finds a data or child watch on the path whoever set it
+    /// (its `WatchManager.containsWatcher` looks only for a watcher of the path).
+    fn has_watch(
+        &self,
+        connection: ConnectionId,
+        path: &str,
+        kind: WatcherType,
+    ) -> Result<bool, ErrorCode> {
+        if self.is_3_8() {
+            return match kind {
+                WatcherType::Children => Ok(self.child_watches.watched(path)),
+                WatcherType::Data => Ok(self.data_watches.watched(path)),
+                WatcherType::Any => {
+                    Ok(self.child_watches.watched(path) || self.data_watches.watched(path))
+                }
+                _ => Err(ErrorCode::MarshallingError),
+            };
+        }
+        Ok(match kind {
             WatcherType::Children => {
                 self.child_watches
                     .contains(path, connection, Some(Mode::Standard))
@@ -1475,11 +1518,31 @@ impl Model {
                 self.child_watches.contains(path, connection, None)
                     || self.data_watches.contains(path, connection, None)
             }
-        }
+        })
     }
 
-    fn remove_watch(&mut self, connection: ConnectionId, path: &str, kind: WatcherType) -> bool {
-        match kind {
+    /// removeWatches. ZooKeeper 3.8.0 knows no persistent watcher types (`MarshallingError`)
+    /// and removes a connection's watch from the data or child table whatever its mode.
+    fn remove_watch(
+        &mut self,
+        connection: ConnectionId,
+        path: &str,
+        kind: WatcherType,
+    ) -> Result<bool, ErrorCode> {
+        if self.is_3_8() {
+            let mut removed = false;
+            if matches!(kind, WatcherType::Children | WatcherType::Any) {
+                removed |= self.child_watches.remove(path, connection, None);
+            }
+            if matches!(kind, WatcherType::Data | WatcherType::Any) {
+                removed |= self.data_watches.remove(path, connection, None);
+            }
+            return match kind {
+                WatcherType::Children | WatcherType::Data | WatcherType::Any => Ok(removed),
+                _ => Err(ErrorCode::MarshallingError),
+            };
+        }
+        Ok(match kind {
             WatcherType::Children => {
                 self.child_watches
                     .remove(path, connection, Some(Mode::Standard))
@@ -1505,7 +1568,7 @@ impl Model {
                 let data = self.data_watches.remove(path, connection, None);
                 child || data
             }
-        }
+        })
     }
 
     /// Fires what a transaction recorded, in order; each event goes only to connections that
@@ -1519,9 +1582,9 @@ impl Model {
                     parent,
                     parent_acl,
                 } => {
-                    let fired = self.data_watches.trigger(&path);
+                    let fired = self.data_watches.trigger(&path, false);
                     self.deliver(zxid, EventType::NodeCreated, &path, &acl, &fired, outcome);
-                    let fired = self.child_watches.trigger(&parent);
+                    let fired = self.child_watches.trigger(&parent, true);
                     self.deliver(
                         zxid,
                         EventType::NodeChildrenChanged,
@@ -1537,11 +1600,11 @@ impl Model {
                     parent,
                     parent_acl,
                 } => {
-                    let by_data = self.data_watches.trigger(&path);
+                    let by_data = self.data_watches.trigger(&path, false);
                     self.deliver(zxid, EventType::NodeDeleted, &path, &acl, &by_data, outcome);
                     let by_child: BTreeSet<ConnectionId> = self
                         .child_watches
-                        .trigger(&path)
+                        .trigger(&path, false)
                         .difference(&by_data)
                         .copied()
                         .collect();
@@ -1553,7 +1616,7 @@ impl Model {
                         &by_child,
                         outcome,
                     );
-                    let fired = self.child_watches.trigger(&parent);
+                    let fired = self.child_watches.trigger(&parent, true);
                     self.deliver(
                         zxid,
                         EventType::NodeChildrenChanged,
@@ -1564,7 +1627,7 @@ impl Model {
                     );
                 }
                 Fire::Changed { path, acl } => {
-                    let fired = self.data_watches.trigger(&path);
+                    let fired = self.data_watches.trigger(&path, false);
                     self.deliver(
                         zxid,
                         EventType::NodeDataChanged,
@@ -1587,6 +1650,10 @@ impl Model {
         to: &BTreeSet<ConnectionId>,
         outcome: &mut Outcome,
     ) {
+        // ZooKeeper 3.8 puts no zxid in a notification's header (the change's is there from
+        // 3.9 on, ZOOKEEPER-4655). Both filter notifications by the node's ACL (the fix of
+        // CVE-2024-23944: 3.8.4, 3.9.2, and Debian 12's 3.8.0-11+deb12u2).
+        let zxid = if self.is_3_8() { -1 } else { zxid };
         for connection in to {
             let allowed = self
                 .connections

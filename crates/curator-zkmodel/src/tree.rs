@@ -175,7 +175,11 @@ impl Tree {
         self.extended
     }
 
+    /// The node at `path`. The empty path is the root, as in ZooKeeper's `DataTree`, which
+    /// keeps the root under both `""` and `"/"`: reads of `""` (which no write accepts) answer
+    /// with the root.
     pub(crate) fn get(&self, path: &str) -> Option<&Node> {
+        let path = if path.is_empty() { "/" } else { path };
         self.nodes.get(path)
     }
 

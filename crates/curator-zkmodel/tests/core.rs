@@ -857,7 +857,8 @@ fn acls_guard_nodes_and_notifications() {
         [(EventType::NodeCreated, "/private/kid".into())]
     );
 
-    // whoAmI lists the connection's identities; an unknown scheme closes the connection.
+    // whoAmI lists the connection's identities (in the server's hash-set order); an unknown
+    // scheme closes the connection.
     let Ok(Response::WhoAmI(who)) = sim.call(&alice, Request::WhoAmI) else {
         panic!()
     };
@@ -866,7 +867,7 @@ fn acls_guard_nodes_and_notifications() {
         .iter()
         .map(|info| (info.auth_scheme.as_str(), info.user.as_str()))
         .collect();
-    assert_eq!(users, [("ip", "127.0.0.1"), ("digest", "alice")]);
+    assert_eq!(users, [("digest", "alice"), ("ip", "127.0.0.1")]);
     let outcome = sim.send(
         &stranger,
         Request::Auth(AuthPacket::new("kerberos", b"x".to_vec())),
@@ -898,4 +899,130 @@ fn close_session_deletes_ephemerals_then_replies_then_closes() {
     assert_eq!(kinds, ["event", "reply", "close"]);
     assert!(sim.model.session_ids().is_empty());
     assert!(sim.model.node("/a").is_none());
+}
+
+// What the conformance test (tests/conformance) found the model answering differently from a
+// real server, one test per difference fixed.
+
+#[test]
+fn multi_read_sets_no_watches() {
+    // The server reads a multiRead's steps back without their watch flags.
+    let mut sim = Sim::new();
+    let client = sim.connect(10_000);
+    sim.create(&client, "/a", CreateMode::Persistent).unwrap();
+    let read = Request::MultiRead(curator_wire::proto::MultiReadRequest {
+        ops: vec![
+            curator_wire::proto::MultiReadOp::GetData(GetDataRequest {
+                path: "/a".into(),
+                watch: true,
+            }),
+            curator_wire::proto::MultiReadOp::GetChildren(GetChildrenRequest {
+                path: "/a".into(),
+                watch: true,
+            }),
+        ],
+    });
+    assert!(sim.call(&client, read).is_ok());
+    let outcome = sim.send(&client, set_data("/a", b"new", -1));
+    assert!(outcome.events_to(client.connection).is_empty());
+    let outcome = sim.send(&client, create("/a/b", CreateMode::Persistent));
+    assert!(outcome.events_to(client.connection).is_empty());
+}
+
+#[test]
+fn who_am_i_lists_identities_in_the_servers_order() {
+    let mut sim = Sim::new();
+    let client = sim.connect(10_000);
+    for user in ["u2:p2", "u1:p1"] {
+        let auth = Request::Auth(AuthPacket {
+            auth_type: 0,
+            scheme: "digest".into(),
+            auth: user.as_bytes().to_vec(),
+        });
+        assert!(sim.call(&client, auth).is_ok());
+    }
+    let Ok(Response::WhoAmI(who)) = sim.call(&client, Request::WhoAmI) else {
+        panic!("whoAmI")
+    };
+    let users: Vec<(String, String)> = who
+        .client_info
+        .into_iter()
+        .map(|info| (info.auth_scheme, info.user))
+        .collect();
+    // As a ZooKeeper 3.9.3 server answers a connection from 127.0.0.1 (a hash set's order).
+    let expected = [("digest", "u2"), ("digest", "u1"), ("ip", "127.0.0.1")]
+        .map(|(scheme, user)| (scheme.to_owned(), user.to_owned()));
+    assert_eq!(users, expected);
+}
+
+#[test]
+fn the_empty_path_reads_as_the_root() {
+    // ZooKeeper's DataTree keeps the root under "" too: reads of "" answer with the root,
+    // writes refuse the path.
+    let mut sim = Sim::new();
+    let client = sim.connect(10_000);
+    sim.create(&client, "/a", CreateMode::Persistent).unwrap();
+    let root = sim.stat("/");
+    assert_eq!(
+        sim.call(
+            &client,
+            Request::Exists(ExistsRequest {
+                path: String::new(),
+                watch: false
+            })
+        ),
+        Ok(Response::Stat(root))
+    );
+    let Ok(Response::GetChildren(children)) = sim.call(
+        &client,
+        Request::GetChildren(GetChildrenRequest {
+            path: String::new(),
+            watch: false,
+        }),
+    ) else {
+        panic!("getChildren")
+    };
+    assert_eq!(children.children, ["a", "zookeeper"]);
+    // getAllChildrenNumber counts the nodes whose path starts with "" + "/": the root too.
+    let count = |sim: &mut Sim, path: &str| match sim.call(
+        &client,
+        Request::GetAllChildrenNumber(curator_wire::proto::GetAllChildrenNumberRequest {
+            path: path.into(),
+        }),
+    ) {
+        Ok(Response::GetAllChildrenNumber(count)) => count.total_number,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((count(&mut sim, "/"), count(&mut sim, "")), (4, 5));
+    assert_eq!(
+        sim.call(&client, set_data("", b"x", -1)),
+        Err(ErrorCode::BadArguments)
+    );
+    assert_eq!(
+        sim.call(&client, create("", CreateMode::Persistent)),
+        Err(ErrorCode::BadArguments)
+    );
+}
+
+#[test]
+fn create_ttl_without_a_ttl_mode_is_refused() {
+    // With a TTL of 0 or more as a real server does; with a negative one a real server
+    // accepts the request and then stops, failing to apply it: the model refuses it too.
+    let mut sim = Sim::new();
+    let client = sim.connect(10_000);
+    for ttl in [-1, 0, 1_000] {
+        let request = Request::CreateTtl(CreateTtlRequest {
+            path: "/t".into(),
+            data: Vec::new(),
+            acl: Acl::open_unsafe(),
+            mode: CreateMode::Persistent,
+            ttl,
+        });
+        assert_eq!(
+            sim.call(&client, request),
+            Err(ErrorCode::BadArguments),
+            "ttl {ttl}"
+        );
+    }
+    assert!(sim.model.node("/t").is_none());
 }
