@@ -159,7 +159,10 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
                 &paths.simple_queue,
                 &paths.safe_queue,
             ] {
-                zk.create().creating_parents_if_needed().for_path(path, []).await?;
+                zk.create()
+                    .creating_parents_if_needed()
+                    .for_path(path, [])
+                    .await?;
             }
             zk.create().for_path(&paths.term, b"0").await?;
             let counter = DistributedAtomicLong::builder(
@@ -194,7 +197,8 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
             ctx.stop.cancel();
             // The workers' last writes land before the logs are read for good.
             tokio::time::sleep(Duration::from_secs(5)).await;
-            let leftovers = SimpleDistributedQueue::builder(zk.clone(), &paths.simple_queue).build()?;
+            let leftovers =
+                SimpleDistributedQueue::builder(zk.clone(), &paths.simple_queue).build()?;
             let mut left = Vec::new();
             while let Some(item) = leftovers.poll().await? {
                 left.push(String::from_utf8_lossy(&item).into_owned());

@@ -16,7 +16,7 @@
 //! session sets them again with setWatches) and hear only the end of the session (`Expired`,
 //! `AuthFailed`, `Closed`).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Weak;
 
 use curator_wire::proto::{EventType, KeeperState, WatcherType};
@@ -60,7 +60,7 @@ impl WatchedEvent {
 }
 
 /// What kind of local watcher.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Kind {
     /// getData, or exists on a node that exists.
     Data,
@@ -257,17 +257,19 @@ impl PathWatches {
 /// The registry (inside the session's lock).
 #[derive(Debug, Default)]
 pub(crate) struct Watches {
-    paths: HashMap<String, PathWatches>,
-    ids: HashMap<u64, (String, Kind)>,
+    /// Ordered maps: what is sent or fired in a walk of them goes in the same order every run
+    /// (a simulation's seed replays it).
+    paths: BTreeMap<String, PathWatches>,
+    ids: BTreeMap<u64, (String, Kind)>,
     recursive: usize,
     next_id: u64,
     /// Watch-setting requests sent and not answered, per path: a removal must not overtake
     /// them at the server.
-    inflight: HashMap<String, usize>,
+    inflight: BTreeMap<String, usize>,
     /// `addWatch` requests sent and not answered, per path and mode: the server sets the
     /// persistent watch before it reads a one-shot request sent later, so that request can
     /// ride on it as on an answered one.
-    adding: HashMap<(String, Kind), usize>,
+    adding: BTreeMap<(String, Kind), usize>,
 }
 
 /// The paths to set again on a new connection, by kind.
@@ -409,7 +411,7 @@ impl Watches {
         let mut out = Materialized::default();
         if let Some(watches) = self.paths.get_mut(path) {
             let had_local = watches.has_local();
-            let mut take = |list: &mut Vec<Entry>, ids: &mut HashMap<u64, (String, Kind)>| {
+            let mut take = |list: &mut Vec<Entry>, ids: &mut BTreeMap<u64, (String, Kind)>| {
                 for entry in list.drain(..) {
                     ids.remove(&entry.id);
                     out.once.push(entry.sender);
@@ -473,8 +475,8 @@ impl Watches {
         self.ids.clear();
         self.recursive = 0;
         self.inflight.clear();
-        self.paths
-            .drain()
+        std::mem::take(&mut self.paths)
+            .into_iter()
             .flat_map(|(_, w)| {
                 w.data
                     .into_iter()

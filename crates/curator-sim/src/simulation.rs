@@ -136,14 +136,20 @@ impl SimulationBuilder {
         let mut sim = turmoil.build();
         let now_ms = Arc::new(AtomicI64::new(epoch_ms(sim.since_epoch())));
         let clock = Arc::clone(&now_ms);
-        let server = Server::with_clock(self.model, move || {
-            turmoil::since_epoch().map_or_else(|| clock.load(Ordering::SeqCst), epoch_ms)
-        });
+        // The simulation's time at the start of the current step (set by `run` before each):
+        // never turmoil's per-host clock, which reads the wall clock while a crashed host's
+        // tasks are dropped (and a server drops connections then).
+        let server = Server::with_clock(self.model, move || clock.load(Ordering::SeqCst));
         let serving = server.clone();
-        sim.host(ZK_HOST, move || serve(serving.clone()));
+        let (control, controlled) = tokio::sync::watch::channel(Power {
+            up: true,
+            generation: 0,
+        });
+        sim.host(ZK_HOST, move || serve(serving.clone(), controlled.clone()));
         Simulation {
             sim,
             server,
+            control,
             now_ms,
             rng: StdRng::seed_from_u64(self.seed ^ 0x5eed_fa17),
             plan: self.faults,
@@ -158,28 +164,56 @@ fn epoch_ms(since_epoch: Duration) -> i64 {
     i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// The server's software: serves the model on the simulated network and ticks it. A restart
-/// (turmoil's `bounce`) runs it again on the same model: the tree and the sessions are kept,
-/// as a real server's are on disk.
-async fn serve(server: Server) -> turmoil::Result {
-    server.restart();
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", ZK_PORT)).await?;
+/// Whether the server is up, and how many times it was (re)started.
+#[derive(Debug, Clone, Copy)]
+struct Power {
+    up: bool,
+    generation: u64,
+}
+
+/// The server's software: serves the model on the simulated network and ticks it, while the
+/// simulation keeps it up. A restart or an outage closes every connection and stops listening;
+/// a start serves the same model again (`Server::restart`: the tree and the sessions kept, as
+/// a real server's are on disk). It all happens in the host's own turn (not through turmoil's
+/// crash, whose dropped sockets read the wall clock), so a seed replays exactly.
+async fn serve(server: Server, mut power: tokio::sync::watch::Receiver<Power>) -> turmoil::Result {
     let tick = server.with_model(|model| model.config().tick());
-    let ticking = server.clone();
-    tokio::task::spawn_local(async move {
-        let every = Duration::from_millis(u64::try_from(tick).unwrap_or(500).max(1));
-        loop {
-            tokio::time::sleep(every).await;
-            ticking.tick();
-        }
-    });
+    let every = Duration::from_millis(u64::try_from(tick).unwrap_or(500).max(1));
     loop {
-        let (stream, peer) = listener.accept().await?;
-        let server = server.clone();
-        tokio::task::spawn_local(async move {
-            // A connection that breaks the protocol or fails ends alone, as on a real server.
-            let _ = server.serve(stream, &peer.ip().to_string()).await;
-        });
+        let generation = {
+            let now = power.wait_for(|power| power.up).await?;
+            now.generation
+        };
+        server.restart();
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", ZK_PORT)).await?;
+        let mut connections = tokio::task::JoinSet::new();
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                changed = power.changed() => {
+                    changed?;
+                    let now = *power.borrow();
+                    if !now.up || now.generation != generation {
+                        break;
+                    }
+                }
+                _ = ticks.tick() => server.tick(),
+                accepted = listener.accept() => {
+                    let (stream, peer) = accepted?;
+                    let server = server.clone();
+                    connections.spawn_local(async move {
+                        // A connection that breaks the protocol or fails ends alone, as on a
+                        // real server.
+                        let _ = server.serve(stream, &peer.ip().to_string()).await;
+                    });
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(listener);
+        connections.shutdown().await;
     }
 }
 
@@ -208,7 +242,9 @@ async fn serve(server: Server) -> turmoil::Result {
 pub struct Simulation<'a> {
     sim: turmoil::Sim<'a>,
     server: Server,
-    /// The server's clock outside a host's turn (between steps).
+    /// Keeps the server up or down.
+    control: tokio::sync::watch::Sender<Power>,
+    /// The server's clock: the simulated time at the start of the current step.
     now_ms: Arc<AtomicI64>,
     rng: StdRng,
     plan: FaultPlan,
@@ -338,8 +374,8 @@ impl<'a> Simulation<'a> {
         match fault {
             Fault::Partition { ref client } => self.sim.partition(ZK_HOST, client.as_str()),
             Fault::Hold { ref client } => self.sim.hold(ZK_HOST, client.as_str()),
-            Fault::Restart => self.sim.bounce(ZK_HOST),
-            Fault::Outage => self.sim.crash(ZK_HOST),
+            Fault::Restart => self.control.send_modify(|power| power.generation += 1),
+            Fault::Outage => self.control.send_modify(|power| power.up = false),
             Fault::Expiry { pick, .. } => {
                 let mut sessions = self.server.with_model(|model| model.session_ids());
                 sessions.sort_unstable();
@@ -358,7 +394,10 @@ impl<'a> Simulation<'a> {
         match fault {
             Fault::Partition { client } => self.sim.repair(ZK_HOST, client.as_str()),
             Fault::Hold { client } => self.sim.release(ZK_HOST, client.as_str()),
-            Fault::Outage => self.sim.bounce(ZK_HOST),
+            Fault::Outage => self.control.send_modify(|power| {
+                power.up = true;
+                power.generation += 1;
+            }),
             Fault::Restart | Fault::Expiry { .. } => {}
         }
     }
