@@ -476,8 +476,8 @@ impl Watches {
         self.recursive = 0;
         self.inflight.clear();
         std::mem::take(&mut self.paths)
-            .into_iter()
-            .flat_map(|(_, w)| {
+            .into_values()
+            .flat_map(|w| {
                 w.data
                     .into_iter()
                     .chain(w.exist)
