@@ -40,10 +40,11 @@ soak *ARGS: (setup "demo")
 # seed that does not replay identically. `just sim --seeds 1000` explores, `just sim --seed S`
 # replays one bit for bit, `just sim --help` lists the flags. Built in release mode in
 # target/sim with Tokio's `tokio_unstable` cfg: turmoil then seeds Tokio's own randomness (the
-# branch order of `select!`), without which ties between ready branches could differ.
+# branch order of `select!`), without which ties between ready branches could differ; and with
+# the known-bad recipe variants that `--plant NAME` turns on, to see the checkers catch them.
 # The recipe mix in deterministic simulation (`just sim --seeds N`, `just sim --seed S`).
 sim *ARGS:
-    RUSTFLAGS="--cfg tokio_unstable" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/sim" cargo run --quiet --release -p integration-tests --bin sim -- {{ARGS}}
+    RUSTFLAGS="--cfg tokio_unstable" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/sim" cargo run --quiet --release -p integration-tests --features planted-bugs --bin sim -- {{ARGS}}
 
 # The framework's show against a real ZooKeeper: election, lock, counter, barrier, watcher, hand-over.
 demo: (setup "demo")

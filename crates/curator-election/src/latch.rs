@@ -783,6 +783,13 @@ impl Inner {
             let Some(index) = children.iter().position(|c| *c == ours) else {
                 return Ok(Position::Reset);
             };
+            // The planted bug: leading as second in line too.
+            #[cfg(feature = "planted-bugs")]
+            let index = if crate::planted::planted() && index == 1 {
+                0
+            } else {
+                index
+            };
             if index == 0 {
                 // Lead only with a node of the current session.
                 return match own {

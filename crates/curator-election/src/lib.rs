@@ -11,3 +11,7 @@ pub use latch::{CloseMode, LatchEvent, LeaderLatch, LeaderLatchBuilder};
 pub use observer::LeaderObserver;
 pub use participant::Participant;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder, LeadershipContext};
+
+#[cfg(feature = "planted-bugs")]
+#[doc(hidden)]
+pub mod planted;

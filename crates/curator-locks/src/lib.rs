@@ -23,3 +23,7 @@ pub use semaphore::{
     InterProcessSemaphoreMutex, InterProcessSemaphoreMutexBuilder, InterProcessSemaphoreV2,
     InterProcessSemaphoreV2Builder, Lease, MaxLeases,
 };
+
+#[cfg(feature = "planted-bugs")]
+#[doc(hidden)]
+pub mod planted;

@@ -734,6 +734,11 @@ impl InterProcessMutex {
             let Some(blocker) = self.blocker(&children, index) else {
                 return self.admit(cleanup, node, stat.czxid, wait).await;
             };
+            // The planted bug: a waiter that skips its watch and takes the lock at once.
+            #[cfg(feature = "planted-bugs")]
+            if crate::planted::planted() && !matches!(wait, Wait::No) {
+                return self.admit(cleanup, node, stat.czxid, wait).await;
+            }
             if let Wait::No = wait {
                 // Gone before this returns (a failure here leaves it to the background).
                 if let Some(node) = cleanup.node.take() {

@@ -15,3 +15,7 @@ pub use queue::{
 };
 pub use sharder::{QueueSharder, QueueSharderBuilder};
 pub use simple::{SIMPLE_PREFIX, SimpleDistributedQueue, SimpleDistributedQueueBuilder};
+
+#[cfg(feature = "planted-bugs")]
+#[doc(hidden)]
+pub mod planted;

@@ -452,6 +452,11 @@ impl SimpleDistributedQueue {
     async fn try_take(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let path = paths::join(&self.path, name);
         self.forget(name);
+        // The planted bug: the item is deleted before it is read (and so lost).
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::planted() {
+            let _ = self.client.delete().quietly().for_path(&path).await;
+        }
         let (data, stat) = match self.client.get_data().for_path(&path).await {
             Ok(found) => found,
             Err(Error::NoNode) => return Ok(None),

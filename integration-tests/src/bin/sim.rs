@@ -29,14 +29,56 @@ struct Args {
     /// Simulated seconds of faults per seed.
     #[arg(long, default_value_t = 8)]
     fault_seconds: u64,
+    /// Turn on a known-bad recipe variant, to see the checkers catch it (needs the
+    /// `planted-bugs` feature, which `just sim` builds with).
+    #[arg(long, value_enum)]
+    plant: Option<Plant>,
     /// Run this many of the explored seeds twice (each in a process of its own, as a replay
     /// is) and report those that print differently.
     #[arg(long, default_value_t = 3)]
     verify_replays: u64,
 }
 
+/// The known-bad recipe variants.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Plant {
+    /// A mutex waiter that skips its watch and takes the lock at once.
+    MutexSkipsWatch,
+    /// A leader latch that leads as second in line.
+    LatchLeadsSecond,
+    /// A simple queue take that deletes the item before it reads it.
+    QueueDeletesBeforeRead,
+}
+
+impl Plant {
+    fn name(self) -> &'static str {
+        match self {
+            Plant::MutexSkipsWatch => "mutex-skips-watch",
+            Plant::LatchLeadsSecond => "latch-leads-second",
+            Plant::QueueDeletesBeforeRead => "queue-deletes-before-read",
+        }
+    }
+
+    /// Turns the bug on in this process; `false` when built without `planted-bugs`.
+    fn plant(self) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        {
+            match self {
+                Plant::MutexSkipsWatch => curator_locks::planted::plant(true),
+                Plant::LatchLeadsSecond => curator_election::planted::plant(true),
+                Plant::QueueDeletesBeforeRead => curator_queues::planted::plant(true),
+            }
+            true
+        }
+        #[cfg(not(feature = "planted-bugs"))]
+        {
+            false
+        }
+    }
+}
+
 /// Runs `seed` in a process of its own: whether it passed, and everything it printed.
-fn replay(seed: u64, fault_seconds: u64) -> (bool, String) {
+fn replay(seed: u64, fault_seconds: u64, plant: Option<Plant>) -> (bool, String) {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(error) => {
@@ -53,6 +95,7 @@ fn replay(seed: u64, fault_seconds: u64) -> (bool, String) {
             "--fault-seconds",
             &fault_seconds.to_string(),
         ])
+        .args(plant.map(|plant| format!("--plant={}", plant.name())))
         .env_remove("SIM_SEED")
         .output()
     {
@@ -72,6 +115,12 @@ fn main() -> std::process::ExitCode {
         faults_for,
         ..SimConfig::new(seed)
     };
+    if let Some(plant) = args.plant
+        && !plant.plant()
+    {
+        eprintln!("sim: --plant needs the planted-bugs feature (just sim builds with it)");
+        return std::process::ExitCode::from(2);
+    }
     if let Some(seed) = args.seed {
         return match run(&config(seed)) {
             Ok(run) => {
@@ -103,6 +152,7 @@ fn main() -> std::process::ExitCode {
     let failed = Arc::new(AtomicUsize::new(0));
     let diverged = Arc::new(AtomicUsize::new(0));
     let fault_seconds = args.fault_seconds;
+    let plant = args.plant;
     let threads: Vec<_> = (0..args.jobs)
         .map(|_| {
             let (next, failed) = (Arc::clone(&next), Arc::clone(&failed));
@@ -119,7 +169,7 @@ fn main() -> std::process::ExitCode {
                     // Each seed in a process of its own, as `--seed S` replays it: Tokio's task
                     // ids (a process-wide counter) decide the order a crashed host's tasks are
                     // dropped in, so only a fresh process runs a seed exactly as a replay will.
-                    let (passed, output) = replay(seed, fault_seconds);
+                    let (passed, output) = replay(seed, fault_seconds, plant);
                     if !passed {
                         failed.fetch_add(1, Ordering::SeqCst);
                         print!("{output}");
@@ -127,7 +177,7 @@ fn main() -> std::process::ExitCode {
                         continue;
                     }
                     if n < verify {
-                        let (_, again) = replay(seed, fault_seconds);
+                        let (_, again) = replay(seed, fault_seconds, plant);
                         if again != output {
                             // Not a failure (yet): the queues' workloads can still replay with
                             // a message a millisecond apart (curator-sim's README).
