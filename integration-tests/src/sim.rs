@@ -35,15 +35,19 @@ pub struct SimConfig {
     pub clients: usize,
     /// How long faults are injected (simulated time); the run then heals and drains.
     pub faults_for: Duration,
+    /// Simulated time per step (see `SimulationBuilder::step`).
+    pub step: Duration,
 }
 
 impl SimConfig {
-    /// Three clients, eight simulated seconds of faults.
+    /// Three clients, four simulated seconds of faults (one every 1.5 s at most, each up to
+    /// 3 s long).
     pub fn new(seed: u64) -> Self {
         Self {
             seed,
             clients: 3,
-            faults_for: Duration::from_secs(8),
+            faults_for: Duration::from_secs(4),
+            step: Duration::from_millis(1),
         }
     }
 }
@@ -117,8 +121,14 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
     let ready = CancellationToken::new();
     let finals = Arc::new(Mutex::new(Final::default()));
     let mut sim = Simulation::builder(config.seed)
-        .faults(FaultPlan::all().quiet_after(config.faults_for))
+        .faults(
+            FaultPlan::all()
+                .every(Duration::from_millis(1500))
+                .longest(Duration::from_secs(3))
+                .quiet_after(config.faults_for),
+        )
         .duration(config.faults_for + Duration::from_secs(120))
+        .step(config.step)
         .build();
 
     for index in 0..config.clients {
@@ -184,7 +194,7 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             // Healed: producers stop first, so the consumers empty the queues.
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
             ctx.stop_producers.cancel();
             for _ in 0..100 {
                 let simple = child_count(&zk, &paths.simple_queue).await;
@@ -195,8 +205,9 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             ctx.stop.cancel();
-            // The workers' last writes land before the logs are read for good.
-            tokio::time::sleep(Duration::from_secs(5)).await;
+            // The workers' last writes land before the logs are read for good (a worker's
+            // longest wait is its 1 s acquisition timeout).
+            tokio::time::sleep(Duration::from_secs(2)).await;
             let leftovers =
                 SimpleDistributedQueue::builder(zk.clone(), &paths.simple_queue).build()?;
             let mut left = Vec::new();
@@ -207,6 +218,21 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
             leader_log.collect(&zk).await?;
             zk.sync().for_path(&paths.counter).await?;
             let value = counter.get().await?.post_value;
+            // What the consumers left in the lock-safe queue (an item whose consumer stopped
+            // mid-way stays locked until its session ends) is taken here, as the soak does;
+            // an item no consumer can take, ever, is a violation.
+            if child_count(&zk, &paths.safe_queue).await != Some(0) {
+                let drain = workloads::safe_consumer(&ctx, zk.clone(), "drain".into()).await;
+                for _ in 0..300 {
+                    if child_count(&zk, &paths.safe_queue).await == Some(0) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                if let Some(drain) = drain {
+                    let _ = drain.close().await;
+                }
+            }
             let safe_left = child_count(&zk, &paths.safe_queue).await;
             {
                 let mut finals = finals.lock();

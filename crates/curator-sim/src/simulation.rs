@@ -87,9 +87,18 @@ pub struct SimulationBuilder {
     session_timeout: Duration,
     latency: (Duration, Duration),
     model: ModelConfig,
+    step: Duration,
 }
 
 impl SimulationBuilder {
+    /// How far simulated time moves per step of the simulation (default 1 ms): every host
+    /// runs once per step, and messages are delivered on step boundaries. Longer steps run a
+    /// simulated second in fewer steps (faster), with coarser timing.
+    pub fn step(mut self, step: Duration) -> Self {
+        self.step = step.max(Duration::from_micros(1));
+        self
+    }
+
     /// The longest simulated time the clients may take (default 120 s): a simulation still
     /// running then fails with [`SimError`].
     pub fn duration(mut self, duration: Duration) -> Self {
@@ -132,6 +141,7 @@ impl SimulationBuilder {
             .simulation_duration(self.duration)
             .min_message_latency(self.latency.0)
             .max_message_latency(self.latency.1)
+            .tick_duration(self.step)
             .enable_random_order();
         let mut sim = turmoil.build();
         let now_ms = Arc::new(AtomicI64::new(epoch_ms(sim.since_epoch())));
@@ -273,6 +283,7 @@ impl<'a> Simulation<'a> {
             session_timeout: Duration::from_secs(4),
             latency: (Duration::ZERO, Duration::from_millis(10)),
             model: ModelConfig::default().tick_time(500),
+            step: Duration::from_millis(1),
         }
     }
 

@@ -27,8 +27,11 @@ struct Args {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
     jobs: u16,
     /// Simulated seconds of faults per seed.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 4)]
     fault_seconds: u64,
+    /// Simulated milliseconds per step of the simulation.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    step_ms: u64,
     /// Turn on a known-bad recipe variant, to see the checkers catch it (needs the
     /// `planted-bugs` feature, which `just sim` builds with).
     #[arg(long, value_enum)]
@@ -77,8 +80,9 @@ impl Plant {
     }
 }
 
-/// Runs `seed` in a process of its own: whether it passed, and everything it printed.
-fn replay(seed: u64, fault_seconds: u64, plant: Option<Plant>) -> (bool, String) {
+/// Runs `seed` in a process of its own with the run's `settings` (flags): whether it passed,
+/// and everything it printed.
+fn replay(seed: u64, settings: &[String]) -> (bool, String) {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(error) => {
@@ -89,13 +93,8 @@ fn replay(seed: u64, fault_seconds: u64, plant: Option<Plant>) -> (bool, String)
         }
     };
     match std::process::Command::new(exe)
-        .args([
-            "--seed",
-            &seed.to_string(),
-            "--fault-seconds",
-            &fault_seconds.to_string(),
-        ])
-        .args(plant.map(|plant| format!("--plant={}", plant.name())))
+        .args(["--seed", &seed.to_string()])
+        .args(settings)
         .env_remove("SIM_SEED")
         .output()
     {
@@ -111,8 +110,10 @@ fn replay(seed: u64, fault_seconds: u64, plant: Option<Plant>) -> (bool, String)
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     let faults_for = Duration::from_secs(args.fault_seconds);
+    let step = Duration::from_millis(args.step_ms);
     let config = move |seed| SimConfig {
         faults_for,
+        step,
         ..SimConfig::new(seed)
     };
     if let Some(plant) = args.plant
@@ -151,12 +152,17 @@ fn main() -> std::process::ExitCode {
     let next = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicUsize::new(0));
     let diverged = Arc::new(AtomicUsize::new(0));
-    let fault_seconds = args.fault_seconds;
-    let plant = args.plant;
+    let mut settings = vec![
+        format!("--fault-seconds={}", args.fault_seconds),
+        format!("--step-ms={}", args.step_ms),
+    ];
+    settings.extend(args.plant.map(|plant| format!("--plant={}", plant.name())));
+    let settings = Arc::new(settings);
     let threads: Vec<_> = (0..args.jobs)
         .map(|_| {
             let (next, failed) = (Arc::clone(&next), Arc::clone(&failed));
             let diverged = Arc::clone(&diverged);
+            let settings = Arc::clone(&settings);
             let seeds = args.seeds;
             let verify = args.verify_replays;
             std::thread::spawn(move || {
@@ -169,15 +175,15 @@ fn main() -> std::process::ExitCode {
                     // Each seed in a process of its own, as `--seed S` replays it: Tokio's task
                     // ids (a process-wide counter) decide the order a crashed host's tasks are
                     // dropped in, so only a fresh process runs a seed exactly as a replay will.
-                    let (passed, output) = replay(seed, fault_seconds, plant);
+                    let (passed, output) = replay(seed, &settings);
                     if !passed {
                         failed.fetch_add(1, Ordering::SeqCst);
                         print!("{output}");
-                        println!("replay: just sim --seed {seed}");
+                        println!("replay: just sim --seed {seed} {}", settings.join(" "));
                         continue;
                     }
                     if n < verify {
-                        let (_, again) = replay(seed, fault_seconds, plant);
+                        let (_, again) = replay(seed, &settings);
                         if again != output {
                             // Not a failure (yet): the queues' workloads can still replay with
                             // a message a millisecond apart (curator-sim's README).
