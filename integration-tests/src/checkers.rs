@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::history::{CounterHistory, Episode, LogEntry, Put, Take, Tree, Violation};
+use crate::history::{CounterHistory, CounterOp, Episode, LogEntry, Put, Take, Tree, Violation};
 
 /// How many details of one kind a checker spells out.
 const MAX_DETAILS: usize = 10;
@@ -178,6 +178,66 @@ pub fn check_counter(history: &CounterHistory) -> Vec<Violation> {
             ),
         )]
     }
+}
+
+/// Checks that the counter's increments are linearizable: an order of the applied increments
+/// exists that respects real time (an increment that returned before another was invoked
+/// comes first) and in which each one moved the value from its reported `pre` to its `post`.
+/// For increments by one that report both values that order is unique (by `post`), so the
+/// check is exact and runs in `n log n`: every applied increment adds one, no two report the
+/// same `post`, and no increment reports a `post` at or below one that returned before it was
+/// invoked. Increments that did not report themselves applied are left out (they may or may
+/// not have applied: `check_counter` bounds how many did).
+pub fn check_counter_linearizable(ops: &[CounterOp]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let applied: Vec<&CounterOp> = ops.iter().filter(|op| op.applied.is_some()).collect();
+    let mut seen = std::collections::BTreeMap::new();
+    for op in &applied {
+        let (pre, post) = op.applied.expect("filtered");
+        if post != pre + 1 {
+            violations.push(Violation::new(
+                "counter",
+                format!("an increment reported {pre} -> {post}"),
+            ));
+        }
+        if let Some(other) = seen.insert(post, *op) {
+            violations.push(Violation::new(
+                "counter",
+                format!(
+                    "two increments reported the same new value {post} (returned at {:?} and {:?})",
+                    other.completed, op.completed
+                ),
+            ));
+        }
+    }
+    // Real-time order: sweep invocations and completions in time order (a completion at the
+    // same instant as an invocation does not precede it), keeping the highest `post` returned.
+    let mut events: Vec<(std::time::Duration, u8, i64)> = Vec::new();
+    for op in &applied {
+        let (_, post) = op.applied.expect("filtered");
+        events.push((op.invoked, 0, post));
+        events.push((op.completed, 1, post));
+    }
+    events.sort_unstable();
+    let mut highest_returned: Option<(std::time::Duration, i64)> = None;
+    for (at, kind, post) in events {
+        if kind == 1 {
+            if highest_returned.is_none_or(|(_, high)| post > high) {
+                highest_returned = Some((at, post));
+            }
+        } else if let Some((returned_at, high)) = highest_returned
+            && post <= high
+        {
+            violations.push(Violation::new(
+                "counter",
+                format!(
+                    "not linearizable: an increment invoked at {at:?} reported {post}, but one \
+                     that returned at {returned_at:?} (before it) had already reported {high}"
+                ),
+            ));
+        }
+    }
+    violations
 }
 
 /// What a queue promises about delivery.
@@ -469,12 +529,13 @@ mod tests {
             not_applied: 3,
             unknown: 0,
             final_value: Some(15),
+            ops: Vec::new(),
         };
         assert_eq!(check_counter(&history), []);
         let unknown = CounterHistory {
             unknown: 2,
             final_value: Some(16),
-            ..history
+            ..history.clone()
         };
         assert_eq!(check_counter(&unknown), []);
     }
@@ -487,11 +548,12 @@ mod tests {
             not_applied: 3,
             unknown: 0,
             final_value: Some(11),
+            ops: Vec::new(),
         };
         assert_eq!(check_counter(&history).len(), 1);
         let lost = CounterHistory {
             final_value: Some(9),
-            ..history
+            ..history.clone()
         };
         assert_eq!(check_counter(&lost).len(), 1);
         let unread = CounterHistory {
@@ -637,5 +699,39 @@ mod tests {
             let violations = check_cache("cache", &cache, &server);
             assert_eq!(violations.len(), 1, "{cache:?}");
         }
+    }
+
+    fn op(invoked: u64, completed: u64, applied: Option<(i64, i64)>) -> CounterOp {
+        CounterOp {
+            invoked: std::time::Duration::from_millis(invoked),
+            completed: std::time::Duration::from_millis(completed),
+            applied,
+        }
+    }
+
+    #[test]
+    fn overlapping_increments_may_take_either_order_but_real_time_binds() {
+        // Overlapping: either may come first.
+        let fine = [op(0, 10, Some((1, 2))), op(5, 8, Some((0, 1)))];
+        assert!(check_counter_linearizable(&fine).is_empty());
+        // The second was invoked after the first returned 2, yet reported 1.
+        let stale = [op(0, 10, Some((1, 2))), op(11, 12, Some((0, 1)))];
+        let found = check_counter_linearizable(&stale);
+        assert!(
+            found
+                .iter()
+                .any(|v| v.to_string().contains("not linearizable")),
+            "{found:?}"
+        );
+        // Two reported the same value; a step of two.
+        let twice = [
+            op(0, 1, Some((0, 1))),
+            op(0, 1, Some((0, 1))),
+            op(2, 3, Some((1, 3))),
+        ];
+        let found = check_counter_linearizable(&twice);
+        assert_eq!(found.len(), 2, "{found:?}");
+        // Increments that did not apply are left out.
+        assert!(check_counter_linearizable(&[op(0, 1, None), op(2, 3, Some((0, 1)))]).is_empty());
     }
 }

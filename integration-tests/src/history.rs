@@ -105,9 +105,22 @@ impl LogEntry {
     }
 }
 
+/// One increment of the shared counter as its caller saw it: when it was invoked and when it
+/// returned (the run's clock), and the values it reported when it applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterOp {
+    /// When the increment was called.
+    pub invoked: Duration,
+    /// When it returned.
+    pub completed: Duration,
+    /// `(pre, post)` when it reported itself applied; `None` otherwise (not applied, or
+    /// unknown).
+    pub applied: Option<(i64, i64)>,
+}
+
 /// What the increments of the shared [`DistributedAtomicLong`](curator_counters) told their
 /// callers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CounterHistory {
     /// The value before the run.
     pub initial: i64,
@@ -120,6 +133,8 @@ pub struct CounterHistory {
     pub unknown: u64,
     /// The value read at the end, after every increment returned.
     pub final_value: Option<i64>,
+    /// Every increment, in the order they returned.
+    pub ops: Vec<CounterOp>,
 }
 
 /// One put into a queue.

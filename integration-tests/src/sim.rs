@@ -262,6 +262,7 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
     violations.extend(checkers::check_mutex(&record.mutex, &finals.mutex_log));
     violations.extend(checkers::check_leader(&record.leader, &finals.leader_log));
     violations.extend(checkers::check_counter(&record.counter));
+    violations.extend(checkers::check_counter_linearizable(&record.counter.ops));
     let (simple, _) = checkers::check_queue(
         "simple queue",
         &record.simple_puts,

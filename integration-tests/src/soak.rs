@@ -776,6 +776,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         violations.extend(checkers::check_mutex(&record.mutex, &mutex_log));
         violations.extend(checkers::check_leader(&record.leader, &leader_log));
         violations.extend(checkers::check_counter(&record.counter));
+        violations.extend(checkers::check_counter_linearizable(&record.counter.ops));
         let (simple, simple_findings) = checkers::check_queue(
             "simple queue",
             &record.simple_puts,

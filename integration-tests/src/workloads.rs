@@ -338,16 +338,27 @@ pub async fn counter_worker(ctx: Ctx, client: CuratorFramework, seed: u64) {
         return;
     };
     while !ctx.stop.is_cancelled() {
+        let invoked = ctx.clock.now();
         let result = counter.increment().await;
+        let completed = ctx.clock.now();
         {
             let mut record = ctx.record.lock();
             let history = &mut record.counter;
+            let mut applied = None;
             match result {
-                Ok(value) if value.succeeded => history.succeeded += 1,
+                Ok(value) if value.succeeded => {
+                    history.succeeded += 1;
+                    applied = Some((value.pre_value, value.post_value));
+                }
                 Ok(_) => history.not_applied += 1,
                 Err(Error::Closed) => history.unknown += 1,
                 Err(_) => history.not_applied += 1,
             }
+            history.ops.push(crate::history::CounterOp {
+                invoked,
+                completed,
+                applied,
+            });
         }
         jitter(&mut rng, 20).await;
     }

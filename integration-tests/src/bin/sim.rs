@@ -108,6 +108,14 @@ fn replay(seed: u64, settings: &[String]) -> (bool, String) {
 }
 
 fn main() -> std::process::ExitCode {
+    // Logs only when asked (`RUST_LOG=turmoil=trace`), without times, so two replays diff.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .without_time()
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let args = Args::parse();
     let faults_for = Duration::from_secs(args.fault_seconds);
     let step = Duration::from_millis(args.step_ms);
