@@ -133,6 +133,10 @@ impl SimulationBuilder {
 
     /// The simulation, with the server's host in it.
     pub fn build<'a>(self) -> Simulation<'a> {
+        // Every host runs on this thread, and turmoil polls software as it is registered: the
+        // framework's randomness (retry jitter, backoff, node ids) comes from the seed from now
+        // on (until `run` ends).
+        curator_framework::random::seed_thread(self.seed);
         let mut turmoil = turmoil::Builder::new();
         turmoil
             .rng_seed(self.seed)
@@ -313,9 +317,8 @@ impl<'a> Simulation<'a> {
     /// [`SimError`] when a body fails, panics, or the clients outlast the duration; it carries
     /// the seed and the faults so far.
     pub fn run(&mut self) -> Result<SimReport, SimError> {
-        // Every host runs on this thread: the framework's randomness (retry jitter, backoff,
-        // node ids) comes from the seed too.
-        curator_framework::random::seed_thread(self.seed);
+        // The framework's randomness has come from the seed since `build` (every host runs on
+        // this thread); it is the operating system's again after the run.
         let outcome = self.steps();
         curator_framework::random::unseed_thread();
         outcome
