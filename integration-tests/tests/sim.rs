@@ -3,6 +3,31 @@
 
 use integration_tests::sim::{SimConfig, run};
 
+/// A seed replays exactly, each run in a process of its own as `just sim --seed S` runs it
+/// (in one process, Tokio's process-wide task ids would differ between the runs). Only when
+/// built with Tokio's `tokio_unstable` cfg, as `just sim` builds (turmoil then seeds the
+/// branch order of `select!`); `just sim` checks replays of explored seeds too.
+#[test]
+#[cfg_attr(
+    not(tokio_unstable),
+    ignore = "replays exactly only when built with --cfg tokio_unstable (just sim)"
+)]
+fn a_seed_of_the_mix_replays_the_same_run() {
+    let replay = || {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(["--seed", "7"])
+            .env_remove("SIM_SEED")
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("the sim program runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).expect("text")
+    };
+    let first = replay();
+    assert!(first.starts_with("seed 7:"), "{first}");
+    assert_eq!(first, replay());
+}
+
 #[test]
 fn the_mix_passes_every_checker_on_a_few_seeds() {
     for seed in [1, 2, 3] {

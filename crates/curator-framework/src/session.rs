@@ -343,6 +343,12 @@ async fn why_not(inner: &Inner, connect_string: &str, error: &Error) -> Option<E
     if matches!(error, Error::AuthFailed | Error::IdentityNotGranted { .. }) {
         return Some(error.clone());
     }
+    // A custom connector's transport is its own (an in-memory pipe, a simulated network): a
+    // probe over real TCP would say nothing about it, and in a simulation it would read the
+    // real network and the wall clock.
+    if inner.connect_settings.connector.is_some() {
+        return None;
+    }
     let timeout = inner.settings.connection_timeout;
     match inner.connect_settings.tls.as_ref() {
         Some(tls) => crate::security::diagnose(tls.loaded(), servers, timeout).await,

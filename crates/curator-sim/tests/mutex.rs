@@ -95,12 +95,13 @@ fn guarded_writes_of_holders_never_interleave_under_faults() {
     }
 }
 
-/// Bit for bit only with Tokio's `tokio_unstable` cfg (turmoil then seeds the branch order of
-/// `select!`); `just sim` builds that way and checks replays of the whole recipe mix.
+/// A seed runs the same way twice. Only when built with Tokio's `tokio_unstable` cfg (turmoil
+/// then seeds the branch order of `select!`); `just sim` builds so and checks replays of the
+/// whole recipe mix, each in a process of its own.
 #[test]
 #[cfg_attr(
     not(tokio_unstable),
-    ignore = "replays bit for bit only when built with --cfg tokio_unstable (just sim)"
+    ignore = "replays exactly only when built with --cfg tokio_unstable (just sim)"
 )]
 fn a_seed_replays_the_same_run() {
     for seed in [7, 8, 9, 10] {
