@@ -171,10 +171,12 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
             ] {
                 zk.create()
                     .creating_parents_if_needed()
+                    // A retry after a lost reply finds the node its first try made.
+                    .idempotent()
                     .for_path(path, [])
                     .await?;
             }
-            zk.create().for_path(&paths.term, b"0").await?;
+            zk.create().idempotent().for_path(&paths.term, b"0").await?;
             let counter = DistributedAtomicLong::builder(
                 zk.clone(),
                 &paths.counter,
