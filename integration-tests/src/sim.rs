@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use curator_counters::DistributedAtomicLong;
 use curator_framework::retry::RetryNTimes;
-use curator_framework::{CuratorFramework, Error};
 use curator_queues::SimpleDistributedQueue;
 use curator_sim::{FaultPlan, FaultRecord, Simulation};
 use parking_lot::Mutex;
@@ -18,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::checkers::{self, Delivery};
 use crate::history::{Clock, CounterHistory, LogEntry, Take, Violation};
-use crate::soak::LogReader;
+use crate::soak::{LogReader, child_count, wait_until};
 use crate::workloads::{self, Ctx, Gate, Paths, Recorded};
 
 /// One simulated run's settings.
@@ -131,27 +130,19 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
         .step(config.step)
         .build();
 
+    // How many clients' workers have stopped.
+    let finished = Arc::new(tokio::sync::watch::Sender::new(0_usize));
     for index in 0..config.clients {
-        let (ctx, ready) = (ctx.clone(), ready.clone());
+        let (ctx, ready, finished) = (ctx.clone(), ready.clone(), Arc::clone(&finished));
         let seed = config.seed ^ ((index as u64 + 1) << 32);
         sim.client(&format!("c{index}"), move |client| async move {
             let zk = client.connect().await?;
             ready.cancelled().await;
             let mut workers = JoinSet::new();
-            let c = || (ctx.clone(), zk.clone());
-            let (x, cl) = c();
-            workers.spawn(workloads::mutex_worker(x, cl, index, seed + 1));
-            let (x, cl) = c();
-            workers.spawn(workloads::leader_worker(x, cl, index, seed + 2));
-            let (x, cl) = c();
-            workers.spawn(workloads::counter_worker(x, cl, seed + 3));
-            let (x, cl) = c();
-            workers.spawn(workloads::simple_producer(x, cl, index, seed + 4));
-            let (x, cl) = c();
-            workers.spawn(workloads::simple_consumer(x, cl, index));
-            let (x, cl) = c();
-            workers.spawn(workloads::safe_queue_worker(x, cl, index, seed + 5));
+            workloads::spawn_mix(&mut workers, &ctx, &zk, index, seed);
             while workers.join_next().await.is_some() {}
+            // Every write of this client's workers has returned.
+            finished.send_modify(|n| *n += 1);
             zk.close().await?;
             Ok(())
         });
@@ -160,6 +151,8 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
     {
         let (ctx, ready, finals, paths) = (ctx.clone(), ready.clone(), Arc::clone(&finals), paths);
         let faults_for = config.faults_for;
+        let clients = config.clients;
+        let mut stopped = finished.subscribe();
         sim.client("checker", move |client| async move {
             let zk = client.connect().await?;
             for path in [
@@ -195,21 +188,18 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
                 let _ = leader_log.collect(&zk).await;
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            // Healed: producers stop first, so the consumers empty the queues.
+            // A second of healed running, then producers stop first, so the consumers empty
+            // the queues (for up to 10 s; what is left is counted below).
             tokio::time::sleep(Duration::from_secs(1)).await;
             ctx.stop_producers.cancel();
-            for _ in 0..100 {
-                let simple = child_count(&zk, &paths.simple_queue).await;
-                let safe = child_count(&zk, &paths.safe_queue).await;
-                if simple == Some(0) && safe == Some(0) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            wait_until(Duration::from_secs(10), || async {
+                child_count(&zk, &paths.simple_queue).await == Some(0)
+                    && child_count(&zk, &paths.safe_queue).await == Some(0)
+            })
+            .await;
             ctx.stop.cancel();
-            // The workers' last writes land before the logs are read for good (a worker's
-            // longest wait is its 1 s acquisition timeout).
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            // The logs are read for good once every worker's last write has returned.
+            stopped.wait_for(|n| *n >= clients).await?;
             let leftovers =
                 SimpleDistributedQueue::builder(zk.clone(), &paths.simple_queue).build()?;
             let mut left = Vec::new();
@@ -225,12 +215,10 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
             // an item no consumer can take, ever, is a violation.
             if child_count(&zk, &paths.safe_queue).await != Some(0) {
                 let drain = workloads::safe_consumer(&ctx, zk.clone(), "drain".into()).await;
-                for _ in 0..300 {
-                    if child_count(&zk, &paths.safe_queue).await == Some(0) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
+                wait_until(Duration::from_secs(30), || async {
+                    child_count(&zk, &paths.safe_queue).await == Some(0)
+                })
+                .await;
                 if let Some(drain) = drain {
                     let _ = drain.close().await;
                 }
@@ -303,13 +291,4 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
         operations,
         violations,
     })
-}
-
-/// The number of children of `path` (0 when it does not exist); `None` on connection errors.
-async fn child_count(client: &CuratorFramework, path: &str) -> Option<usize> {
-    match client.get_children().for_path(path).await {
-        Ok((children, _)) => Some(children.len()),
-        Err(Error::NoNode) => Some(0),
-        Err(_) => None,
-    }
 }

@@ -324,7 +324,7 @@ async fn members_agree(
 }
 
 /// Polls `condition` every 50 ms until it holds; `false` after `timeout`.
-async fn wait_until<F, Fut>(timeout: Duration, mut condition: F) -> bool
+pub(crate) async fn wait_until<F, Fut>(timeout: Duration, mut condition: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -342,7 +342,7 @@ where
 }
 
 /// The number of children of `path` (0 when it does not exist); `None` on connection errors.
-async fn child_count(client: &CuratorFramework, path: &str) -> Option<usize> {
+pub(crate) async fn child_count(client: &CuratorFramework, path: &str) -> Option<usize> {
     match client.get_children().for_path(path).await {
         Ok((children, _)) => Some(children.len()),
         Err(Error::NoNode) => Some(0),
@@ -558,22 +558,13 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
     let writers = clients_n - 1;
     for (index, client) in clients.iter().enumerate() {
         let seed = config.seed ^ ((index as u64 + 1) << 32);
-        let c = || (ctx.clone(), client.clone());
-        let (x, cl) = c();
-        workers.spawn(workloads::mutex_worker(x, cl, index, seed + 1));
-        let (x, cl) = c();
-        workers.spawn(workloads::leader_worker(x, cl, index, seed + 2));
-        let (x, cl) = c();
-        workers.spawn(workloads::counter_worker(x, cl, seed + 3));
-        let (x, cl) = c();
-        workers.spawn(workloads::simple_producer(x, cl, index, seed + 4));
-        let (x, cl) = c();
-        workers.spawn(workloads::simple_consumer(x, cl, index));
-        let (x, cl) = c();
-        workers.spawn(workloads::safe_queue_worker(x, cl, index, seed + 5));
+        workloads::spawn_mix(&mut workers, &ctx, client, index, seed);
         if index > 0 {
-            let (x, cl) = c();
-            workers.spawn(workloads::cache_writer(x, cl, seed + 6));
+            workers.spawn(workloads::cache_writer(
+                ctx.clone(),
+                client.clone(),
+                seed + 6,
+            ));
         }
     }
 

@@ -249,6 +249,31 @@ pub async fn mutex_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed
     }
 }
 
+/// Spawns into `workers` the mix one client runs (client `index`, drawing from `seed`): the
+/// mutex, the leader latch, the counter, the simple queue's producer and consumer and the
+/// lock-safe queue; the soak and the simulation run the same.
+pub fn spawn_mix(
+    workers: &mut tokio::task::JoinSet<()>,
+    ctx: &Ctx,
+    client: &CuratorFramework,
+    index: usize,
+    seed: u64,
+) {
+    let c = || (ctx.clone(), client.clone());
+    let (x, cl) = c();
+    workers.spawn(mutex_worker(x, cl, index, seed + 1));
+    let (x, cl) = c();
+    workers.spawn(leader_worker(x, cl, index, seed + 2));
+    let (x, cl) = c();
+    workers.spawn(counter_worker(x, cl, seed + 3));
+    let (x, cl) = c();
+    workers.spawn(simple_producer(x, cl, index, seed + 4));
+    let (x, cl) = c();
+    workers.spawn(simple_consumer(x, cl, index));
+    let (x, cl) = c();
+    workers.spawn(safe_queue_worker(x, cl, index, seed + 5));
+}
+
 /// The sequence number at the end of a sequential node's name.
 fn sequence_of(node: &str) -> Option<i64> {
     node.get(node.len().saturating_sub(10)..)?.parse().ok()

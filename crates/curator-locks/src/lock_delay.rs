@@ -640,6 +640,38 @@ mod tests {
     }
 
     #[test]
+    fn any_bytes_parse_to_a_record_or_a_typed_error() {
+        // A directory's data is whatever the server holds: mangled records included.
+        let valid = record(&["held a 10", "failed b 20", "failed c 30 1000"]).to_bytes();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..5_000 {
+            let mut data = valid.clone();
+            for _ in 0..(next() % 4) {
+                let at = usize::try_from(next() % data.len() as u64).unwrap_or(0);
+                data[at] = (next() % 256) as u8;
+            }
+            data.truncate(usize::try_from(next() % (data.len() as u64 + 1)).unwrap_or(0));
+            match LockDelayRecord::parse(&data) {
+                Ok(Some(parsed)) => {
+                    let _ = parsed.available_at(i64::MAX);
+                    assert_eq!(
+                        LockDelayRecord::parse(&parsed.to_bytes()).unwrap(),
+                        Some(parsed)
+                    );
+                }
+                Ok(None) => assert!(data.is_empty()),
+                Err(error) => assert!(matches!(error, Error::InvalidArgument(_)), "{error}"),
+            }
+        }
+    }
+
+    #[test]
     fn delays_are_bounded() {
         assert!(LockDelay::new(Duration::ZERO).is_err());
         assert!(LockDelay::new(Duration::from_secs(2 * 24 * 3600)).is_err());

@@ -370,3 +370,49 @@ async fn a_failed_health_check_is_a_failure_and_delays_the_next_holder() {
     drop(guard);
     client.close().await.unwrap();
 }
+
+/// A server restart while held: the record lives on the server's disk with the lock's nodes,
+/// the holder keeps its session, and its release still hands over at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_survives_a_server_restart_and_its_release_hands_over_at_once() {
+    let mut server = TestingServer::start().await.unwrap();
+    let wait = Timing::new().wait();
+    let path = format!("{}/lock", unique_root("lock-delay-restart"));
+    let client = testkit::client(&server.connect_string()).await;
+    let mutex = |client: &CuratorFramework| {
+        InterProcessMutex::builder(client.clone(), &path)
+            .lock_delay(NEVER)
+            .build()
+            .unwrap()
+    };
+    let guard = mutex(&client).acquire().await.unwrap();
+    let session = client.session_id();
+    server.restart().await.unwrap();
+    testkit::eventually("the holder is back on its session", || async {
+        client.is_connected() && client.session_id() == session
+    })
+    .await;
+    let (held, _) = record(&client, &path).await;
+    assert!(
+        held.entries().contains(&LockDelayEntry::Held {
+            node: paths::node_name(guard.node_path()).to_owned(),
+            delay_ms: 3_600_000
+        }),
+        "{held:?}"
+    );
+    let other = testkit::client(&server.connect_string()).await;
+    let waiting = tokio::spawn({
+        let next = mutex(&other);
+        async move { next.acquire().await }
+    });
+    guard.release().await.unwrap();
+    let next = tokio::time::timeout(wait, waiting)
+        .await
+        .expect("a release after a restart hands over at once")
+        .unwrap()
+        .unwrap();
+    next.release().await.unwrap();
+    assert!(record(&client, &path).await.0.entries().is_empty());
+    client.close().await.unwrap();
+    other.close().await.unwrap();
+}
