@@ -375,7 +375,8 @@ async fn a_failed_health_check_is_a_failure_and_delays_the_next_holder() {
 /// the holder keeps its session, and its release still hands over at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hold_survives_a_server_restart_and_its_release_hands_over_at_once() {
-    let mut server = TestingServer::start().await.unwrap();
+    // Its own server: the one a test run shares must not restart under the others.
+    let mut server = TestingServer::start_dedicated().await.unwrap();
     let wait = Timing::new().wait();
     let path = format!("{}/lock", unique_root("lock-delay-restart"));
     let client = testkit::client(&server.connect_string()).await;
