@@ -26,6 +26,7 @@ pub struct FaultPlan {
     pub(crate) restarts: bool,
     pub(crate) outages: bool,
     pub(crate) expiries: bool,
+    pub(crate) cuts: bool,
     pub(crate) every: Duration,
     pub(crate) longest: Duration,
     pub(crate) quiet_after: Duration,
@@ -40,6 +41,7 @@ impl FaultPlan {
             restarts: false,
             outages: false,
             expiries: false,
+            cuts: false,
             every: Duration::from_secs(3),
             longest: Duration::from_secs(6),
             quiet_after: Duration::from_secs(20),
@@ -47,7 +49,7 @@ impl FaultPlan {
     }
 
     /// Every kind of fault: partitions of one client from the server, held (delayed) links,
-    /// server restarts, server outages, session expiries.
+    /// server restarts, server outages, session expiries, cut connections.
     pub fn all() -> Self {
         Self {
             partitions: true,
@@ -55,6 +57,7 @@ impl FaultPlan {
             restarts: true,
             outages: true,
             expiries: true,
+            cuts: true,
             ..Self::none()
         }
     }
@@ -86,6 +89,12 @@ impl FaultPlan {
     /// Expires one client session on the server (its ephemeral nodes go, its watches end).
     pub fn expiries(mut self, on: bool) -> Self {
         self.expiries = on;
+        self
+    }
+
+    /// Breaks one client's connections (its session lives on; it reconnects).
+    pub fn cuts(mut self, on: bool) -> Self {
+        self.cuts = on;
         self
     }
 
@@ -125,6 +134,9 @@ impl FaultPlan {
         if self.expiries {
             kinds.push(4);
         }
+        if self.cuts && !clients.is_empty() {
+            kinds.push(5);
+        }
         if kinds.is_empty() {
             return None;
         }
@@ -143,9 +155,12 @@ impl FaultPlan {
             },
             2 => Fault::Restart,
             3 => Fault::Outage,
-            _ => Fault::Expiry {
+            4 => Fault::Expiry {
                 pick: rng.random(),
                 session: None,
+            },
+            _ => Fault::Cut {
+                client: client(rng),
             },
         };
         Some((fault, lasting))
@@ -182,6 +197,11 @@ pub enum Fault {
     Restart,
     /// The server is down for a while (its data kept).
     Outage,
+    /// The client's connections break (its session lives on).
+    Cut {
+        /// The client host's name.
+        client: String,
+    },
     /// A session expires on the server.
     Expiry {
         /// Which of the sessions (index into the sorted ids, modulo their number).
@@ -198,6 +218,7 @@ impl fmt::Display for Fault {
             Fault::Hold { client } => write!(f, "hold {}|{client}", crate::ZK_HOST),
             Fault::Restart => f.write_str("restart"),
             Fault::Outage => f.write_str("outage"),
+            Fault::Cut { client } => write!(f, "cut {client}'s connections"),
             Fault::Expiry {
                 session: Some(id), ..
             } => write!(f, "expire session {id:#x}"),

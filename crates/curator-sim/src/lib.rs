@@ -6,7 +6,7 @@ mod simulation;
 
 pub use connector::TurmoilConnector;
 pub use faults::{Fault, FaultPlan, FaultRecord};
-pub use simulation::{SimClient, SimError, SimReport, Simulation, SimulationBuilder};
+pub use simulation::{SimClient, SimError, SimFaults, SimReport, Simulation, SimulationBuilder};
 
 /// The simulated time since the simulation started, when called inside one (from a host's
 /// software or a client body); `None` elsewhere. A history's timestamps from it are comparable

@@ -13,8 +13,9 @@ use curator_zkmodel::{ModelConfig, Server};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
+use crate::connector::{Cuts, CuttableConnector};
 use crate::faults::{Fault, FaultPlan, FaultRecord};
-use crate::{TurmoilConnector, ZK_HOST, ZK_PORT};
+use crate::{ZK_HOST, ZK_PORT};
 
 /// What a client body gets: its host's name and a builder of framework clients that reach the
 /// simulated server.
@@ -30,6 +31,7 @@ use crate::{TurmoilConnector, ZK_HOST, ZK_PORT};
 pub struct SimClient {
     name: String,
     session_timeout: Duration,
+    faults: SimFaults,
 }
 
 impl SimClient {
@@ -38,14 +40,23 @@ impl SimClient {
         &self.name
     }
 
+    /// Faults this body injects itself, at the points it chooses (beside the plan's).
+    pub fn faults(&self) -> &SimFaults {
+        &self.faults
+    }
+
     /// A framework client builder set for the simulation: the server's address, the
-    /// simulated network's [`TurmoilConnector`], the simulation's session timeout, a retry
+    /// simulated network (a [`TurmoilConnector`](crate::TurmoilConnector) whose connections
+    /// [`SimFaults::cut`] can break), the simulation's session timeout, a retry
     /// policy that outlasts its faults, and no ensemble tracking (there is one server). Change
     /// what you like before `build()`.
     pub fn builder(&self) -> CuratorFrameworkBuilder {
         CuratorFramework::builder()
             .connect_string(format!("{ZK_HOST}:{ZK_PORT}"))
-            .connector(Arc::new(TurmoilConnector))
+            .connector(Arc::new(CuttableConnector {
+                host: self.name.clone(),
+                cuts: self.faults.cuts.clone(),
+            }))
             .session_timeout(self.session_timeout)
             .connection_timeout(self.session_timeout / 2)
             .retry_policy(
@@ -160,9 +171,16 @@ impl SimulationBuilder {
             generation: 0,
         });
         sim.host(ZK_HOST, move || serve(serving.clone(), controlled.clone()));
+        let faults = SimFaults {
+            server: server.clone(),
+            control: control.clone(),
+            cuts: Cuts::default(),
+            injected: Arc::default(),
+        };
         Simulation {
             sim,
             server,
+            faults,
             control,
             now_ms,
             rng: StdRng::seed_from_u64(self.seed ^ 0x5eed_fa17),
@@ -265,6 +283,7 @@ pub struct Simulation<'a> {
     clients: Vec<String>,
     session_timeout: Duration,
     seed: u64,
+    faults: SimFaults,
 }
 
 impl fmt::Debug for Simulation<'_> {
@@ -301,6 +320,7 @@ impl<'a> Simulation<'a> {
         let client = SimClient {
             name: name.to_owned(),
             session_timeout: self.session_timeout,
+            faults: self.faults.clone(),
         };
         self.clients.push(name.to_owned());
         self.sim.client(name, body(client));
@@ -371,7 +391,7 @@ impl<'a> Simulation<'a> {
                         seed: self.seed,
                         at: now,
                         error: error.to_string(),
-                        faults,
+                        faults: self.with_injected(faults),
                     });
                 }
             }
@@ -380,8 +400,15 @@ impl<'a> Simulation<'a> {
             seed: self.seed,
             elapsed: self.sim.elapsed(),
             last_zxid: self.server.with_model(|model| model.last_zxid()),
-            faults,
+            faults: self.with_injected(faults),
         })
+    }
+
+    /// The plan's faults and the ones bodies injected, in the order they started.
+    fn with_injected(&self, mut faults: Vec<FaultRecord>) -> Vec<FaultRecord> {
+        faults.extend(self.faults.injected.lock().drain(..));
+        faults.sort_by_key(|record| record.at);
+        faults
     }
 
     fn apply(&mut self, fault: Fault) -> Fault {
@@ -390,6 +417,7 @@ impl<'a> Simulation<'a> {
             Fault::Hold { ref client } => self.sim.hold(ZK_HOST, client.as_str()),
             Fault::Restart => self.control.send_modify(|power| power.generation += 1),
             Fault::Outage => self.control.send_modify(|power| power.up = false),
+            Fault::Cut { ref client } => self.faults.cuts.cut(client),
             Fault::Expiry { pick, .. } => {
                 let mut sessions = self.server.with_model(|model| model.session_ids());
                 sessions.sort_unstable();
@@ -412,7 +440,7 @@ impl<'a> Simulation<'a> {
                 power.up = true;
                 power.generation += 1;
             }),
-            Fault::Restart | Fault::Expiry { .. } => {}
+            Fault::Restart | Fault::Cut { .. } | Fault::Expiry { .. } => {}
         }
     }
 }
@@ -461,3 +489,157 @@ impl fmt::Display for SimError {
 }
 
 impl std::error::Error for SimError {}
+
+/// Faults a client body injects itself, at the points it chooses: the directed fault tests'
+/// tools (a proxy's pause and cut, a server's restart, an expiry), in simulated time. From
+/// [`SimClient::faults`]; each one is also in the run's [`SimReport::faults`].
+///
+/// ```
+/// use std::time::Duration;
+/// use curator_sim::Simulation;
+///
+/// let mut sim = Simulation::builder(3).build();
+/// sim.client("app", |client| async move {
+///     let zk = client.connect().await?;
+///     zk.create().for_path("/kept", b"").await?;
+///     client.faults().restart_server();
+///     client.faults().cut("app");
+///     // The framework reconnects; the tree was kept.
+///     assert!(zk.check_exists().for_path("/kept").await?.is_some());
+///     let session = zk.session_id().expect("connected");
+///     client.faults().expire_session(session);
+///     zk.close().await?;
+///     Ok(())
+/// });
+/// let report = sim.run().expect("the simulation passes");
+/// assert_eq!(report.faults.len(), 3);
+/// ```
+#[derive(Clone)]
+pub struct SimFaults {
+    server: Server,
+    control: tokio::sync::watch::Sender<Power>,
+    cuts: Cuts,
+    injected: Arc<parking_lot::Mutex<Vec<FaultRecord>>>,
+}
+
+impl fmt::Debug for SimFaults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimFaults").finish_non_exhaustive()
+    }
+}
+
+impl SimFaults {
+    fn record(&self, fault: Fault, lasts: bool) {
+        let at = turmoil::sim_elapsed().unwrap_or_default();
+        self.injected.lock().push(FaultRecord {
+            fault,
+            at,
+            until: if lasts { Duration::MAX } else { at },
+        });
+    }
+
+    fn ended(&self, ends: impl Fn(&Fault) -> bool) {
+        let at = turmoil::sim_elapsed().unwrap_or_default();
+        if let Some(record) = self
+            .injected
+            .lock()
+            .iter_mut()
+            .rev()
+            .find(|record| record.until == Duration::MAX && ends(&record.fault))
+        {
+            record.until = at;
+        }
+    }
+
+    /// Cuts `client` (a client host's name) off from the server: messages either way are lost
+    /// until [`repair`](Self::repair). Its connections stay open, as behind a black hole.
+    pub fn partition(&self, client: &str) {
+        turmoil::partition(ZK_HOST, client);
+        self.record(
+            Fault::Partition {
+                client: client.to_owned(),
+            },
+            true,
+        );
+    }
+
+    /// Ends a [`partition`](Self::partition) of `client`.
+    pub fn repair(&self, client: &str) {
+        turmoil::repair(ZK_HOST, client);
+        self.ended(|fault| matches!(fault, Fault::Partition { client: c } if c == client));
+    }
+
+    /// Holds every message between `client` and the server (a paused link) until
+    /// [`release`](Self::release) delivers them.
+    pub fn hold(&self, client: &str) {
+        turmoil::hold(ZK_HOST, client);
+        self.record(
+            Fault::Hold {
+                client: client.to_owned(),
+            },
+            true,
+        );
+    }
+
+    /// Ends a [`hold`](Self::hold) of `client`: what was held is delivered.
+    pub fn release(&self, client: &str) {
+        turmoil::release(ZK_HOST, client);
+        self.ended(|fault| matches!(fault, Fault::Hold { client: c } if c == client));
+    }
+
+    /// Breaks the connections `client` has now (a reset TCP connection): its session lives on
+    /// the server, and its framework clients reconnect.
+    pub fn cut(&self, client: &str) {
+        self.cuts.cut(client);
+        self.record(
+            Fault::Cut {
+                client: client.to_owned(),
+            },
+            false,
+        );
+    }
+
+    /// Restarts the server's software: every connection closes; the tree and the sessions are
+    /// kept, as a real server's are on disk.
+    pub fn restart_server(&self) {
+        self.control.send_modify(|power| power.generation += 1);
+        self.record(Fault::Restart, false);
+    }
+
+    /// Stops the server until [`start_server`](Self::start_server) (its data kept).
+    pub fn stop_server(&self) {
+        self.control.send_modify(|power| power.up = false);
+        self.record(Fault::Outage, true);
+    }
+
+    /// Starts a server stopped by [`stop_server`](Self::stop_server).
+    pub fn start_server(&self) {
+        self.control.send_modify(|power| {
+            if !power.up {
+                power.up = true;
+                power.generation += 1;
+            }
+        });
+        self.ended(|fault| matches!(fault, Fault::Outage));
+    }
+
+    /// Expires `session_id` on the server now (its ephemeral nodes go, its watches end, its
+    /// client hears `Expired` when it next reaches the server). False when there is no such
+    /// session.
+    pub fn expire_session(&self, session_id: i64) -> bool {
+        let expired = self.server.expire_session(session_id);
+        self.record(
+            Fault::Expiry {
+                pick: 0,
+                session: expired.then_some(session_id),
+            },
+            false,
+        );
+        expired
+    }
+
+    /// The simulated server (read its tree with [`Server::with_model`]).
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+}

@@ -1,0 +1,1 @@
+//! barriers fault tests under the simulator.

@@ -1,0 +1,1 @@
+//! caches fault tests under the simulator.

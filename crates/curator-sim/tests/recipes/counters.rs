@@ -1,0 +1,1 @@
+//! counters fault tests under the simulator.

@@ -1,0 +1,1 @@
+//! discovery fault tests under the simulator.

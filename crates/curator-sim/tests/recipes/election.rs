@@ -1,0 +1,1 @@
+//! election fault tests under the simulator.

@@ -1,0 +1,1 @@
+//! modeled fault tests under the simulator.

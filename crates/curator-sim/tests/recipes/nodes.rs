@@ -1,0 +1,1 @@
+//! nodes fault tests under the simulator.

@@ -1,0 +1,1 @@
+//! queues fault tests under the simulator.
