@@ -563,10 +563,27 @@ impl SimFaults {
         );
     }
 
-    /// Ends a [`partition`](Self::partition) of `client`.
+    /// Loses every reply to `client`: its requests reach the server (and apply), what the
+    /// server sends it is lost, until [`repair`](Self::repair). A lost reply, as a proxy
+    /// that pauses replies makes one.
+    pub fn lose_replies(&self, client: &str) {
+        turmoil::partition_oneway(ZK_HOST, client);
+        self.record(
+            Fault::Partition {
+                client: format!("{client} (replies only)"),
+            },
+            true,
+        );
+    }
+
+    /// Ends a [`partition`](Self::partition) or [`lose_replies`](Self::lose_replies) of
+    /// `client`.
     pub fn repair(&self, client: &str) {
         turmoil::repair(ZK_HOST, client);
-        self.ended(|fault| matches!(fault, Fault::Partition { client: c } if c == client));
+        self.ended(|fault| {
+            matches!(fault, Fault::Partition { client: c }
+                if c == client || c.strip_suffix(" (replies only)") == Some(client))
+        });
     }
 
     /// Holds every message between `client` and the server (a paused link) until
