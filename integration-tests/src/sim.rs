@@ -40,13 +40,13 @@ pub struct SimConfig {
 
 impl SimConfig {
     /// Three clients, four simulated seconds of faults (one every 1.5 s at most, each up to
-    /// 3 s long).
+    /// 3 s long), 2 ms steps.
     pub fn new(seed: u64) -> Self {
         Self {
             seed,
             clients: 3,
             faults_for: Duration::from_secs(4),
-            step: Duration::from_millis(1),
+            step: Duration::from_millis(2),
         }
     }
 }

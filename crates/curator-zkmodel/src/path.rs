@@ -19,26 +19,35 @@
 /// assert!(!is_valid("/a\u{0}"));
 /// ```
 pub fn is_valid(path: &str) -> bool {
-    let chars: Vec<char> = path.chars().collect();
-    if chars.first() != Some(&'/') {
+    // Most paths are ASCII: their bytes are their characters, without a copy.
+    if path.is_ascii() {
+        valid(path.as_bytes())
+    } else {
+        valid(&path.chars().collect::<Vec<char>>())
+    }
+}
+
+fn valid<C: Copy + Into<char>>(path: &[C]) -> bool {
+    let at = |i: usize| -> char { path[i].into() };
+    if path.is_empty() || at(0) != '/' {
         return false;
     }
-    if chars.len() == 1 {
+    if path.len() == 1 {
         return true;
     }
-    if chars.last() == Some(&'/') {
+    if at(path.len() - 1) == '/' {
         return false;
     }
     let mut last = '/';
-    for i in 1..chars.len() {
-        let c = chars[i];
-        let at_name_end = i + 1 == chars.len() || chars[i + 1] == '/';
+    for i in 1..path.len() {
+        let c = at(i);
+        let at_name_end = i + 1 == path.len() || at(i + 1) == '/';
         let invalid = if c == '\0' || (c == '/' && last == '/') {
             true
         } else if c == '.' && last == '.' {
-            chars[i - 2] == '/' && at_name_end
+            at(i - 2) == '/' && at_name_end
         } else if c == '.' {
-            chars[i - 1] == '/' && at_name_end
+            at(i - 1) == '/' && at_name_end
         } else {
             invalid_char(c)
         };

@@ -6,6 +6,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+
+/// A seed allocates and frees many small buffers; mimalloc runs them faster than the system's
+/// allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use integration_tests::sim::{SimConfig, run};
 
 /// The soak's recipe mix (mutex, leader latch, counter, queues) against curator-zkmodel's
@@ -29,17 +34,23 @@ struct Args {
     /// Simulated seconds of faults per seed.
     #[arg(long, default_value_t = 4)]
     fault_seconds: u64,
-    /// Simulated milliseconds per step of the simulation.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    /// Simulated milliseconds per step of the simulation (every host runs once a step and
+    /// messages arrive on step boundaries; 1 is finer, 2 explores twice as many seeds a
+    /// minute).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=100))]
     step_ms: u64,
     /// Turn on a known-bad recipe variant, to see the checkers catch it (needs the
     /// `planted-bugs` feature, which `just sim` builds with).
     #[arg(long, value_enum)]
     plant: Option<Plant>,
-    /// Run this many of the explored seeds twice (each in a process of its own, as a replay
-    /// is) and fail unless both print the same.
+    /// Replay this many of the explored seeds in a process of their own (as `--seed S` does)
+    /// and fail unless the replay prints what the exploration did.
     #[arg(long, default_value_t = 3)]
     verify_replays: u64,
+    /// Run every explored seed in a process of its own (slower; by default the threads run
+    /// seed after seed in this process).
+    #[arg(long)]
+    isolate: bool,
 }
 
 /// The known-bad recipe variants.
@@ -104,6 +115,15 @@ fn replay(seed: u64, settings: &[String]) -> (bool, String) {
             (output.status.success(), text)
         }
         Err(error) => (false, format!("cannot run seed {seed}: {error}\n")),
+    }
+}
+
+/// Runs one seed in this process: whether it passed, and what `--seed S` prints for it.
+fn explore(config: &SimConfig) -> (bool, String) {
+    match std::panic::catch_unwind(|| run(config)) {
+        Ok(Ok(run)) => (run.violations.is_empty(), run.to_string()),
+        Ok(Err(error)) => (false, format!("{error}\n")),
+        Err(_) => (false, format!("seed {}: the run panicked\n", config.seed)),
     }
 }
 
@@ -173,6 +193,7 @@ fn main() -> std::process::ExitCode {
             let settings = Arc::clone(&settings);
             let seeds = args.seeds;
             let verify = args.verify_replays;
+            let isolate = args.isolate;
             std::thread::spawn(move || {
                 loop {
                     let n = next.fetch_add(1, Ordering::SeqCst);
@@ -180,10 +201,11 @@ fn main() -> std::process::ExitCode {
                         return;
                     }
                     let seed = from.wrapping_add(n);
-                    // Each seed in a process of its own, as `--seed S` replays it: Tokio's task
-                    // ids (a process-wide counter) decide the order a crashed host's tasks are
-                    // dropped in, so only a fresh process runs a seed exactly as a replay will.
-                    let (passed, output) = replay(seed, &settings);
+                    let (passed, output) = if isolate {
+                        replay(seed, &settings)
+                    } else {
+                        explore(&config(seed))
+                    };
                     if !passed {
                         failed.fetch_add(1, Ordering::SeqCst);
                         print!("{output}");
