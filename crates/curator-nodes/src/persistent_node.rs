@@ -165,14 +165,21 @@ impl PersistentNode {
         check_data(data)?;
         *self.inner.data.lock() = data.to_vec();
         let actual = self.actual_path();
-        if let Some(actual) = actual {
-            match self.inner.client.set_data().for_path(&actual, data).await {
-                Ok(_) | Err(Error::NoNode) => {}
+        let written = match actual {
+            Some(actual) => match self.inner.client.set_data().for_path(&actual, data).await {
+                Ok(_) => true,
+                Err(Error::NoNode) => false,
                 Err(error) => {
                     self.inner.poke.notify_one();
                     return Err(error);
                 }
-            }
+            },
+            None => false,
+        };
+        if !written {
+            // Not written: the keeper may be creating the node with the data it read before
+            // (a create does not fail on other data); it looks again and writes this.
+            self.inner.poke.notify_one();
         }
         Ok(())
     }
@@ -397,10 +404,7 @@ impl Inner {
                 }
                 Err(Error::NodeExists) if !self.mode.is_sequential() && !self.protected => {
                     self.actual.send_replace(Some(self.path.clone()));
-                    return self
-                        .adopt(&self.path, &data)
-                        .await
-                        .map(|()| self.path.clone());
+                    return self.adopt(&self.path).await.map(|()| self.path.clone());
                 }
                 Err(error) => return Err(error),
             }
@@ -415,14 +419,14 @@ impl Inner {
         }
         match create.for_path(&actual, &data).await {
             Ok(_) => Ok(actual),
-            Err(Error::NodeExists) => self.adopt(&actual, &data).await.map(|()| actual),
+            Err(Error::NodeExists) => self.adopt(&actual).await.map(|()| actual),
             Err(error) => Err(error),
         }
     }
 
-    /// A node is at `path` already: keep it if it is ours (setting the data), replace it if it
-    /// is another session's ephemeral node.
-    async fn adopt(&self, path: &str, data: &[u8]) -> Result<()> {
+    /// A node is at `path` already: keep it if it is ours (setting the latest data), replace it
+    /// if it is another session's ephemeral node.
+    async fn adopt(&self, path: &str) -> Result<()> {
         let Some(stat) = self.client.check_exists().for_path(path).await? else {
             return Err(Error::NoNode);
         };
@@ -442,11 +446,28 @@ impl Inner {
             }
             return Err(Error::NoNode);
         }
-        let current = self.client.get_data().for_path(path).await?.0;
-        if current != data {
-            self.client.set_data().for_path(path, data).await?;
+        loop {
+            let (current, stat) = self.client.get_data().for_path(path).await?;
+            // The latest data, read after the node's (a `set_data` since `ensure` began has
+            // changed it), written over the version read only: a concurrent `set_data` is
+            // never overwritten with older data.
+            let data = self.data.lock().clone();
+            if current == data {
+                return Ok(());
+            }
+            match self
+                .client
+                .set_data()
+                .with_version(stat.version)
+                .for_path(path, &data)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                // Changed meanwhile: look again.
+                Err(Error::BadVersion) => {}
+                Err(error) => return Err(error),
+            }
         }
-        Ok(())
     }
 }
 
