@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use curator_election::{LatchEvent, LeaderLatch, LeaderObserver, LeaderSelector, Participant};
+use curator_election::{
+    CloseMode, LatchEvent, LeaderLatch, LeaderObserver, LeaderSelector, Participant,
+};
 use curator_framework::listen::ListenerStream;
 use curator_framework::{ConnectionState, CuratorFramework, paths};
 use curator_locks::{LockDelayEntry, LockDelayRecord};
@@ -792,6 +794,166 @@ fn a_selector_leader_that_fails_delays_the_next_and_one_that_returns_does_not() 
             let _ = within("the first closes", WAIT, first.close()).await;
             zk.close().await?;
             drop(doomed);
+            Ok(())
+        });
+        run(&mut sim);
+    }
+}
+
+#[test]
+fn a_leader_closed_while_disconnected_leaves_once_back_and_offers_nothing() {
+    const PATH: &str = "/latch-close-cut";
+    for seed in SEEDS {
+        let mut sim = sim(seed);
+        let mut cut_off = Elsewhere::host(&mut sim, "cut-off", |client| async move {
+            let zk = client.connect().await?;
+            let leader = started(&zk, PATH, "cut-off").await?;
+            Ok(((leader, zk.clone()), vec![zk]))
+        });
+        sim.client("other", move |client| async move {
+            let (leader, leader_client) = cut_off.handed().await?;
+            within("the cut-off one leads", WAIT, leader.await_leadership()).await??;
+            let zk = client.connect().await?;
+            let other = started(&zk, PATH, "other").await?;
+            let hold = leader.hold().ok_or("the leader's hold")?;
+
+            client.faults().partition("cut-off");
+            let closing = leader.close();
+            futures::pin_mut!(closing);
+            assert!(futures::poll!(closing.as_mut()).is_pending());
+            assert!(hold.is_lost() && !leader.has_leadership());
+            // The link breaks; the client reconnects on the same session.
+            client.faults().cut("cut-off");
+            client.faults().repair("cut-off");
+            within("close returns once the delete went through", WAIT, closing).await??;
+            within("the other leads", WAIT, other.await_leadership()).await??;
+            let (children, _) = leader_client.get_children().for_path(PATH).await?;
+            let other_node = other.node_path().ok_or("the other's node")?;
+            assert_eq!(children, vec![paths::node_name(&other_node).to_owned()]);
+            assert!(leader.await_leadership().await.is_err());
+            other.close().await?;
+            zk.close().await?;
+            drop(cut_off);
+            Ok(())
+        });
+        run(&mut sim);
+    }
+}
+
+#[test]
+fn the_line_moves_one_place_per_departure() {
+    const PATH: &str = "/latch-line";
+    for seed in SEEDS {
+        let mut sim = sim(seed);
+        sim.client("c0", |client| async move {
+            let log: Log = Arc::default();
+            let mut latches = Vec::new();
+            let mut clients = Vec::new();
+            for i in 0..4 {
+                let zk = client.connect().await?;
+                let latch = LeaderLatch::builder(zk.clone(), PATH, format!("p{i}"))
+                    .close_mode(CloseMode::NotifyLeader)
+                    .build()?;
+                record(&latch, &log);
+                // Started one after the other: their nodes are in this order.
+                latch.start().await?;
+                latches.push(latch);
+                clients.push(zk);
+            }
+            within("p0 leads", WAIT, latches[0].await_leadership()).await??;
+            for id in ["p1", "p2", "p3"] {
+                until("every follower in line", WAIT, || async {
+                    log.lock()
+                        .iter()
+                        .any(|(who, e)| who == id && *e == LatchEvent::Ready)
+                })
+                .await?;
+            }
+
+            // The second in line's session ends: it rejoins at the back; the leader stays.
+            client
+                .faults()
+                .expire_session(session_of(&clients[1]).await?);
+            until("p1 rejoined at the back", WAIT, || async {
+                latches[0].participant_nodes().await.is_ok_and(|nodes| {
+                    nodes.len() == 4 && Some(nodes[3].clone()) == latches[1].node_path()
+                })
+            })
+            .await?;
+            assert_eq!(one_leader(&latches).await?, 0);
+
+            // Someone else deletes the leader's node: the new second (p2) leads, p0 rejoins
+            // behind.
+            let admin = client.connect().await?;
+            let leader_node = latches[0].node_path().ok_or("p0's node")?;
+            admin.delete().for_path(&leader_node).await?;
+            within("p2 leads", WAIT, latches[2].await_leadership()).await??;
+            until("p0 stepped down and rejoined", WAIT, || async {
+                !latches[0].has_leadership()
+                    && latches[0].participants().await.is_ok_and(|p| p.len() == 4)
+            })
+            .await?;
+            assert_eq!(one_leader(&latches).await?, 2);
+
+            // Closes: p2 → p3 → p1 → p0, each to the next in line and only to it.
+            for (leaving, next) in [(2, 3), (3, 1), (1, 0)] {
+                latches[leaving].close().await?;
+                within("the next leads", WAIT, latches[next].await_leadership()).await??;
+                let open: Vec<LeaderLatch> = latches
+                    .iter()
+                    .filter(|l| l.node_path().is_some())
+                    .cloned()
+                    .collect();
+                assert_eq!(open[one_leader(&open).await?].id(), format!("p{next}"));
+            }
+            // p2 was second when p0's node went: it led on the watch alone, with no look
+            // between (no `Determining`); p3 was third when p2 left, so it looked again first.
+            let events = log.lock().clone();
+            let before_leading = |id: &str| {
+                let mine: Vec<LatchEvent> = events
+                    .iter()
+                    .filter(|(who, _)| who == id)
+                    .map(|(_, e)| e.clone())
+                    .collect();
+                let at = mine
+                    .iter()
+                    .position(|e| *e == LatchEvent::IsLeader)
+                    .expect("led");
+                mine[at - 1].clone()
+            };
+            assert_eq!(before_leading("p2"), LatchEvent::Ready);
+            assert_eq!(before_leading("p3"), LatchEvent::Determining);
+            // Closed hand-overs never overlapped: each leader's term ended before the next
+            // began.
+            let mut leading: Option<String> = None;
+            let mut p0_terms = 0;
+            for (id, event) in events {
+                match event {
+                    LatchEvent::IsLeader => {
+                        if id == "p0" {
+                            p0_terms += 1;
+                        }
+                        // p0's first term ended by someone else's delete: p2 may hear first.
+                        if let Some(current) = &leading {
+                            assert!(
+                                current == "p0" && id == "p2",
+                                "{id} led while {current} did"
+                            );
+                        }
+                        leading = Some(id);
+                    }
+                    LatchEvent::NotLeader if leading.as_deref() == Some(id.as_str()) => {
+                        leading = None;
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(p0_terms, 2);
+            latches[0].close().await?;
+            admin.close().await?;
+            for zk in clients {
+                zk.close().await?;
+            }
             Ok(())
         });
         run(&mut sim);
