@@ -449,17 +449,17 @@ fn caches_converge_through_reconnects_restarts_and_expiries() {
                     control,
                 )),
             ];
-            ops_pass(&done, 25).await?;
+            ops_pass(&done, 15).await?;
 
             // A partition while the writers go on, then the same sessions come back: whatever
             // the watches carried during the partition is lost.
             faults.partition("caches");
             phase.store(1, Ordering::SeqCst);
-            ops_pass(&done, 40).await?;
+            ops_pass(&done, 25).await?;
             phase.store(2, Ordering::SeqCst);
             faults.cut("caches");
             faults.repair("caches");
-            ops_pass(&done, 25).await?;
+            ops_pass(&done, 15).await?;
             let whole = |cache: &CuratorCache| cache_tree(&cache.snapshot());
             let views: [(&str, &dyn Fn() -> Tree); 3] = [
                 ("the persistent-watch CuratorCache", &|| {
@@ -473,7 +473,7 @@ fn caches_converge_through_reconnects_restarts_and_expiries() {
 
             // A server restart: every client reconnects to its session.
             faults.restart_server();
-            ops_pass(&done, 25).await?;
+            ops_pass(&done, 15).await?;
             checkpoint("after a server restart", faults, ROOT, hold, &views).await?;
 
             // A partition during which the server expires two sessions.
@@ -485,20 +485,20 @@ fn caches_converge_through_reconnects_restarts_and_expiries() {
                 assert!(faults.expire_session(id), "the session was alive");
                 expired.push(id);
             }
-            ops_pass(&done, 40).await?;
+            ops_pass(&done, 25).await?;
             phase.store(4, Ordering::SeqCst);
             faults.cut("caches");
             faults.repair("caches");
-            ops_pass(&done, 15).await?;
+            ops_pass(&done, 10).await?;
 
             // Expiries of connected sessions, while the writers go on.
             phase.store(5, Ordering::SeqCst);
             faults.expire_session(session_of(&c.one_shot_client).await?);
-            ops_pass(&done, 15).await?;
-            faults.expire_session(session_of(&c.children_client).await?);
-            ops_pass(&done, 25).await?;
-            phase.store(6, Ordering::SeqCst);
             ops_pass(&done, 10).await?;
+            faults.expire_session(session_of(&c.children_client).await?);
+            ops_pass(&done, 15).await?;
+            phase.store(6, Ordering::SeqCst);
+            ops_pass(&done, 5).await?;
 
             stop.store(true, Ordering::SeqCst);
             for mutator in mutators {

@@ -123,7 +123,7 @@ fn the_cache_equals_the_server_after_a_restart_and_an_expiry() {
             let zk = away.handed().await?;
             let writer = client.connect().await?;
             let written = users(&writer, ROOT)?;
-            populate(&written, 40).await?;
+            populate(&written, 20).await?;
 
             let cached = users(&zk, ROOT)?.cached()?;
             let mut events = cached.stream();
