@@ -980,6 +980,13 @@ async fn run(inner: Arc<Inner>) {
                     if event.event_type == EventType::NodeDeleted {
                         if event.path == node {
                             inner.node.lock().take();
+                            // Our node is gone (the session ended, or someone deleted it):
+                            // leadership ends now, not after the look that follows (which may
+                            // wait for a new session), even when the deletion is heard before
+                            // the connection trouble that ends the hold.
+                            if leading && inner.core.state() != RecipeState::Closed {
+                                inner.step_down(true);
+                            }
                         } else if let Some(next) = succession {
                             // The first in line went: we are first now, on the session that
                             // made our node (`lead` checks the connection).
