@@ -8,7 +8,7 @@ use std::time::Duration;
 use curator_wire::codec::{ClientCodec, ClientFrame, RequestFrame, ServerFrame};
 use curator_wire::proto::{
     AUTH_XID, ConnectRequest, ConnectResponse, ErrorCode, NOTIFICATION_XID, OpCode, PING_XID,
-    Request, Response, WatcherEvent,
+    Request, Response, SET_WATCHES_XID, WatcherEvent,
 };
 use futures::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -40,6 +40,10 @@ pub(crate) struct Client {
     next_xid: i32,
     pub(crate) session_id: i64,
     pub(crate) password: Vec<u8>,
+    /// The negotiated session timeout.
+    timeout_ms: i32,
+    /// The highest zxid of a reply so far (what a reconnect says it has seen).
+    pub(crate) last_zxid: i64,
     wait: Duration,
 }
 
@@ -52,31 +56,53 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Connects to `address` and opens a new session asking for `timeout_ms`.
     pub(crate) async fn connect(address: &str, timeout_ms: i32, wait: Duration) -> (Client, Item) {
+        let mut client = Client {
+            framed: None,
+            pending: VecDeque::new(),
+            next_xid: 1,
+            session_id: 0,
+            password: Vec::new(),
+            timeout_ms,
+            last_zxid: 0,
+            wait,
+        };
+        let item = client
+            .handshake(address, ConnectRequest::new_session(timeout_ms, false))
+            .await;
+        (client, item)
+    }
+
+    /// Drops the connection and takes the session up again on a new one to `address`, as a
+    /// client does after a connection loss (its id, password and last zxid seen).
+    pub(crate) async fn reconnect(&mut self, address: &str) -> Item {
+        self.drop_connection();
+        let request = ConnectRequest {
+            last_zxid_seen: self.last_zxid,
+            session_id: self.session_id,
+            passwd: self.password.clone(),
+            ..ConnectRequest::new_session(self.timeout_ms, false)
+        };
+        self.handshake(address, request).await
+    }
+
+    async fn handshake(&mut self, address: &str, request: ConnectRequest) -> Item {
         let stream = TcpStream::connect(address)
             .await
             .unwrap_or_else(|error| panic!("connecting to {address}: {error}"));
         stream.set_nodelay(true).expect("TCP_NODELAY");
         let mut framed = Framed::new(stream, ClientCodec::new());
         framed
-            .send(ClientFrame::Connect(ConnectRequest::new_session(
-                timeout_ms, false,
-            )))
+            .send(ClientFrame::Connect(request))
             .await
             .expect("sending the handshake");
-        let mut client = Client {
-            framed: Some(framed),
-            pending: VecDeque::new(),
-            next_xid: 1,
-            session_id: 0,
-            password: Vec::new(),
-            wait,
-        };
-        let item = client.next_item().await;
+        self.framed = Some(framed);
+        let item = self.next_item().await;
         if let Item::Connected(response) = &item {
-            client.session_id = response.session_id;
-            client.password = response.passwd.clone();
+            self.session_id = response.session_id;
+            self.password = response.passwd.clone();
+            self.timeout_ms = response.timeout;
         }
-        (client, item)
+        item
     }
 
     /// Whether the connection is still open.
@@ -96,6 +122,7 @@ impl Client {
         let xid = match request {
             Request::Ping => PING_XID,
             Request::Auth(_) => AUTH_XID,
+            Request::SetWatches2(_) | Request::SetWatches(_) => SET_WATCHES_XID,
             _ => {
                 let xid = self.next_xid;
                 self.next_xid += 1;
@@ -176,6 +203,7 @@ impl Client {
                     }
                 };
                 self.pending.pop_front();
+                self.last_zxid = self.last_zxid.max(header.zxid);
                 match reply.decode(op) {
                     Ok(result) => Item::Reply {
                         xid: header.xid,

@@ -6,7 +6,7 @@ use curator_wire::proto::{
     CreateTtlRequest, DeleteRequest, ExistsRequest, GetAclRequest, GetAllChildrenNumberRequest,
     GetChildrenRequest, GetDataRequest, GetEphemeralsRequest, Id, MultiOp, MultiReadOp,
     MultiReadRequest, MultiRequest, Perms, RemoveWatchesRequest, Request, SetAclRequest,
-    SetDataRequest, SyncRequest, WatcherType,
+    SetDataRequest, SetWatches2, SyncRequest, WatcherType,
 };
 use curator_zkmodel::Model;
 
@@ -25,6 +25,15 @@ pub(crate) enum Op {
     /// The server expires the session (its connection dropped first), then a new session in
     /// the slot.
     Expire { session: usize, reopen_timeout: i32 },
+    /// The session's connection drops; the session reconnects on a new one (its id, password
+    /// and last zxid) and asks for `watches` again, relative to the zxid it had `back`
+    /// operations before (so changes since then fire at once), as a client does after a
+    /// connection loss.
+    Reconnect {
+        session: usize,
+        back: usize,
+        watches: SetWatches2,
+    },
 }
 
 /// SplitMix64: small, seedable, and the same everywhere.
@@ -223,10 +232,29 @@ impl Generator {
                 }))
             }
             94..=95 => call(Request::WhoAmI),
-            96..=97 => Op::Close {
+            96 => Op::Close {
                 session,
                 reopen_timeout: self.session_timeout(),
             },
+            97..=98 => {
+                let mut paths = |most: usize| -> Vec<String> {
+                    let n = self.rng.below(most + 1);
+                    (0..n).map(|_| self.path(model)).collect()
+                };
+                let watches = SetWatches2 {
+                    relative_zxid: 0,
+                    data_watches: paths(3),
+                    exist_watches: paths(3),
+                    child_watches: paths(3),
+                    persistent_watches: paths(1),
+                    persistent_recursive_watches: paths(1),
+                };
+                Op::Reconnect {
+                    session,
+                    back: 1 + self.rng.below(12),
+                    watches,
+                }
+            }
             _ => Op::Expire {
                 session,
                 reopen_timeout: self.session_timeout(),

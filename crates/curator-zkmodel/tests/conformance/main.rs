@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use curator_test::{SessionCredentials, TestingServer, Timing, ZooKeeperVersion};
-use curator_wire::proto::{ErrorCode, ExistsRequest, Request};
+use curator_wire::proto::{ErrorCode, ExistsRequest, Request, SetWatches2};
 use curator_zkmodel::{InProcessServer, ModelConfig, ServerRelease};
 
 use client::{Client, Item};
@@ -104,6 +104,7 @@ async fn conformance(version: ZooKeeperVersion, release: ServerRelease) {
             address: model.connect_string(),
             clients: Vec::new(),
             generations: Vec::new(),
+            zxids: Vec::new(),
             names: Names::default(),
             model: Some(model),
             control: None,
@@ -113,6 +114,7 @@ async fn conformance(version: ZooKeeperVersion, release: ServerRelease) {
             address: real.connect_string(),
             clients: Vec::new(),
             generations: Vec::new(),
+            zxids: Vec::new(),
             names: Names::default(),
             model: None,
             control: Some(
@@ -124,13 +126,21 @@ async fn conformance(version: ZooKeeperVersion, release: ServerRelease) {
     ];
     let ops = env_number("CONFORMANCE_OPS", 300) as usize;
     let started = std::time::Instant::now();
+    let mut replays = Replays::default();
     for seed in seeds() {
-        run_seed(&mut sides, version, seed, ops).await;
+        run_seed(&mut sides, version, seed, ops, &mut replays).await;
     }
     eprintln!(
-        "conformance with ZooKeeper {version}: seeds {:?} x {ops} operations in {:?}",
+        "conformance with ZooKeeper {version}: seeds {:?} x {ops} operations in {:?}; {} \
+         reconnects with setWatches2, {} watches fired by them",
         seeds(),
-        started.elapsed()
+        started.elapsed(),
+        replays.reconnects,
+        replays.fired
+    );
+    assert!(
+        replays.fired > 0 || ops < 100,
+        "no reconnect fired a watch: the stream does not exercise setWatches2"
     );
 }
 
@@ -140,6 +150,9 @@ struct Side {
     address: String,
     clients: Vec<Client>,
     generations: Vec<usize>,
+    /// After each operation of the seed, the highest zxid a session of this side had seen
+    /// (what a reconnect's watches are relative to).
+    zxids: Vec<i64>,
     names: Names,
     /// The model (`None` for the real server).
     model: Option<InProcessServer>,
@@ -211,8 +224,41 @@ impl Side {
                 let item = self.open(*session, *reopen_timeout, wait).await;
                 observed[*session] = vec![item];
             }
+            Op::Reconnect {
+                session,
+                back,
+                watches,
+            } => {
+                let relative_zxid = self
+                    .zxids
+                    .len()
+                    .checked_sub(*back)
+                    .map_or(0, |at| self.zxids[at]);
+                let client = &mut self.clients[*session];
+                let mut items = vec![client.reconnect(&self.address).await];
+                items.extend(
+                    client
+                        .call(&Request::SetWatches2(SetWatches2 {
+                            relative_zxid,
+                            ..watches.clone()
+                        }))
+                        .await,
+                );
+                observed[*session] = items;
+            }
         }
         observed
+    }
+
+    /// Notes the highest zxid this side's sessions have seen after an operation.
+    fn seen(&mut self) {
+        let before = self.zxids.last().copied().unwrap_or(0);
+        let now = self
+            .clients
+            .iter()
+            .map(|client| client.last_zxid)
+            .fold(before, i64::max);
+        self.zxids.push(now);
     }
 
     /// Waits until the real server has reaped `paths`.
@@ -297,13 +343,27 @@ impl Side {
     }
 }
 
-async fn run_seed(sides: &mut [Side; 2], version: ZooKeeperVersion, seed: u64, ops: usize) {
+/// How much the reconnects exercised: reconnects, and watches their setWatches2 fired.
+#[derive(Debug, Default)]
+struct Replays {
+    reconnects: usize,
+    fired: usize,
+}
+
+async fn run_seed(
+    sides: &mut [Side; 2],
+    version: ZooKeeperVersion,
+    seed: u64,
+    ops: usize,
+    replays: &mut Replays,
+) {
     let wait = Timing::new().wait();
     let base = format!("/conformance-{seed}");
     let mut generator = Generator::new(seed, base.clone());
     for side in sides.iter_mut() {
         side.clients.clear();
         side.generations.clear();
+        side.zxids.clear();
     }
     let mut history: Vec<String> = Vec::new();
     let fail = |history: &[String], index: usize, op: &str, what: String| -> ! {
@@ -365,6 +425,7 @@ async fn run_seed(sides: &mut [Side; 2], version: ZooKeeperVersion, seed: u64, o
         reap(sides, &base, wait).await;
         for (side, observed) in sides.iter_mut().zip(observations.iter_mut()) {
             side.barrier(observed).await;
+            side.seen();
         }
         let texts: Vec<Vec<Vec<String>>> = sides
             .iter_mut()
@@ -394,6 +455,13 @@ async fn run_seed(sides: &mut [Side; 2], version: ZooKeeperVersion, seed: u64, o
             let _ = writeln!(what, "raw model: {:?}", observations[0]);
             let _ = writeln!(what, "raw real:  {:?}", observations[1]);
             fail(&history, index, &op_text, what);
+        }
+        if let Op::Reconnect { session, .. } = &op {
+            replays.reconnects += 1;
+            replays.fired += observations[1][*session]
+                .iter()
+                .filter(|item| matches!(item, Item::Event { .. }))
+                .count();
         }
         history.push(format!("{index}: {op_text} => {:?}", texts[1]));
     }
@@ -446,6 +514,13 @@ fn describe(op: &Op) -> String {
             session,
             reopen_timeout,
         } => format!("session {session}: expired, then a new session ({reopen_timeout} ms)"),
+        Op::Reconnect {
+            session,
+            back,
+            watches,
+        } => format!(
+            "session {session}: reconnects, setWatches2 relative to {back} operations ago: {watches:?}"
+        ),
     }
 }
 
