@@ -911,7 +911,17 @@ fn a_hold_survives_a_server_restart_and_its_release_hands_over_at_once() {
             let zk = client.connect().await?;
             let guard = mutex(&zk)?.acquire().await?;
             let session = zk.session_id();
+            let mut states = zk.connection_state_stream();
             client.faults().restart_server();
+            tokio::time::timeout(WAIT, async {
+                while let Some(state) = states.next().await {
+                    if state == ConnectionState::Reconnected {
+                        break;
+                    }
+                }
+            })
+            .await
+            .map_err(|_| "the holder never reconnects")?;
             until("the holder is back on its session", WAIT, || async {
                 zk.is_connected() && zk.session_id() == session
             })
