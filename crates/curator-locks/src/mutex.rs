@@ -753,6 +753,12 @@ impl InterProcessMutex {
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error),
             };
+            // A watch set on a later session than our node's (the read was retried after the
+            // session expired) hears nothing of that session's end: our node went with it, and
+            // waiting for the blocker would leave us out of line until it goes. List again.
+            if client.session_id() != Some(stat.ephemeral_owner) {
+                continue;
+            }
             let event = match wait {
                 Wait::Until(deadline) => {
                     match tokio::time::timeout_at(deadline, watcher.changed()).await {
