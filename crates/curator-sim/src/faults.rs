@@ -27,6 +27,7 @@ pub struct FaultPlan {
     pub(crate) outages: bool,
     pub(crate) expiries: bool,
     pub(crate) cuts: bool,
+    pub(crate) lost_replies: bool,
     pub(crate) every: Duration,
     pub(crate) longest: Duration,
     pub(crate) quiet_after: Duration,
@@ -42,6 +43,7 @@ impl FaultPlan {
             outages: false,
             expiries: false,
             cuts: false,
+            lost_replies: false,
             every: Duration::from_secs(3),
             longest: Duration::from_secs(6),
             quiet_after: Duration::from_secs(20),
@@ -49,7 +51,7 @@ impl FaultPlan {
     }
 
     /// Every kind of fault: partitions of one client from the server, held (delayed) links,
-    /// server restarts, server outages, session expiries, cut connections.
+    /// server restarts, server outages, session expiries, cut connections, lost replies.
     pub fn all() -> Self {
         Self {
             partitions: true,
@@ -58,6 +60,7 @@ impl FaultPlan {
             outages: true,
             expiries: true,
             cuts: true,
+            lost_replies: true,
             ..Self::none()
         }
     }
@@ -95,6 +98,13 @@ impl FaultPlan {
     /// Breaks one client's connections (its session lives on; it reconnects).
     pub fn cuts(mut self, on: bool) -> Self {
         self.cuts = on;
+        self
+    }
+
+    /// Loses what the server sends one client for a while (its requests still apply): replies
+    /// lost after their requests took effect.
+    pub fn lost_replies(mut self, on: bool) -> Self {
+        self.lost_replies = on;
         self
     }
 
@@ -137,6 +147,9 @@ impl FaultPlan {
         if self.cuts && !clients.is_empty() {
             kinds.push(5);
         }
+        if self.lost_replies && !clients.is_empty() {
+            kinds.push(6);
+        }
         if kinds.is_empty() {
             return None;
         }
@@ -159,7 +172,10 @@ impl FaultPlan {
                 pick: rng.random(),
                 session: None,
             },
-            _ => Fault::Cut {
+            5 => Fault::Cut {
+                client: client(rng),
+            },
+            _ => Fault::LostReplies {
                 client: client(rng),
             },
         };
@@ -197,6 +213,11 @@ pub enum Fault {
     Restart,
     /// The server is down for a while (its data kept).
     Outage,
+    /// What the server sends the client is lost (its requests still reach the server).
+    LostReplies {
+        /// The client host's name.
+        client: String,
+    },
     /// The client's connections break (its session lives on).
     Cut {
         /// The client host's name.
@@ -219,6 +240,7 @@ impl fmt::Display for Fault {
             Fault::Restart => f.write_str("restart"),
             Fault::Outage => f.write_str("outage"),
             Fault::Cut { client } => write!(f, "cut {client}'s connections"),
+            Fault::LostReplies { client } => write!(f, "lose replies {}->{client}", crate::ZK_HOST),
             Fault::Expiry {
                 session: Some(id), ..
             } => write!(f, "expire session {id:#x}"),

@@ -367,7 +367,10 @@ impl<'a> Simulation<'a> {
                     let fault = self.apply(fault);
                     let lasts = matches!(
                         fault,
-                        Fault::Partition { .. } | Fault::Hold { .. } | Fault::Outage
+                        Fault::Partition { .. }
+                            | Fault::Hold { .. }
+                            | Fault::Outage
+                            | Fault::LostReplies { .. }
                     );
                     faults.push(FaultRecord {
                         fault,
@@ -418,6 +421,9 @@ impl<'a> Simulation<'a> {
             Fault::Restart => self.control.send_modify(|power| power.generation += 1),
             Fault::Outage => self.control.send_modify(|power| power.up = false),
             Fault::Cut { ref client } => self.faults.cuts.cut(client),
+            Fault::LostReplies { ref client } => {
+                self.sim.partition_oneway(ZK_HOST, client.as_str())
+            }
             Fault::Expiry { pick, .. } => {
                 let mut sessions = self.server.with_model(|model| model.session_ids());
                 sessions.sort_unstable();
@@ -436,6 +442,7 @@ impl<'a> Simulation<'a> {
         match fault {
             Fault::Partition { client } => self.sim.repair(ZK_HOST, client.as_str()),
             Fault::Hold { client } => self.sim.release(ZK_HOST, client.as_str()),
+            Fault::LostReplies { client } => self.sim.repair_oneway(ZK_HOST, client.as_str()),
             Fault::Outage => self.control.send_modify(|power| {
                 power.up = true;
                 power.generation += 1;
@@ -569,8 +576,8 @@ impl SimFaults {
     pub fn lose_replies(&self, client: &str) {
         turmoil::partition_oneway(ZK_HOST, client);
         self.record(
-            Fault::Partition {
-                client: format!("{client} (replies only)"),
+            Fault::LostReplies {
+                client: client.to_owned(),
             },
             true,
         );
@@ -581,8 +588,8 @@ impl SimFaults {
     pub fn repair(&self, client: &str) {
         turmoil::repair(ZK_HOST, client);
         self.ended(|fault| {
-            matches!(fault, Fault::Partition { client: c }
-                if c == client || c.strip_suffix(" (replies only)") == Some(client))
+            matches!(fault, Fault::Partition { client: c } | Fault::LostReplies { client: c }
+                if c == client)
         });
     }
 
