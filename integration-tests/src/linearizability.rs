@@ -131,6 +131,9 @@ pub struct Op<I, O> {
     pub outcome: Outcome<O>,
 }
 
+/// A history of operations on `M`'s object.
+pub type History<M> = Vec<Op<<M as Model>::Input, <M as Model>::Output>>;
+
 /// How much work one check may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -346,28 +349,24 @@ pub fn check<M: Model>(model: &M, history: &[Op<M::Input, M::Output>], budget: B
     }
 }
 
-/// Checks each object's history on its own (`key` names the object an operation acts on):
-/// the verdicts by object.
-pub fn check_partitioned<M, K, F>(
+/// Checks each object's history on its own: `history` gives each operation with the object it
+/// acts on; the verdicts by object.
+pub fn check_partitioned<M, K>(
     model: &M,
-    history: &[Op<M::Input, M::Output>],
-    key: F,
+    history: impl IntoIterator<Item = (K, Op<M::Input, M::Output>)>,
     budget: Budget,
 ) -> BTreeMap<K, Verdict>
 where
     M: Model,
-    M::Input: Clone,
-    M::Output: Clone,
     K: Ord,
-    F: Fn(&Op<M::Input, M::Output>) -> K,
 {
-    let mut parts: BTreeMap<K, Vec<Op<M::Input, M::Output>>> = BTreeMap::new();
-    for op in history {
-        parts.entry(key(op)).or_default().push(op.clone());
+    let mut parts: BTreeMap<K, History<M>> = BTreeMap::new();
+    for (key, op) in history {
+        parts.entry(key).or_default().push(op);
     }
     parts
         .into_iter()
-        .map(|(k, ops)| (k, check(model, &ops, budget)))
+        .map(|(key, ops)| (key, check(model, &ops, budget)))
         .collect()
 }
 
@@ -571,15 +570,14 @@ mod tests {
         // As one register: two reads disagree after both writes returned.
         assert!(matches!(verdict(&history), Verdict::NotLinearizable(_)));
         // As two registers (by parity of the value): both fine.
-        let verdicts = check_partitioned(
-            &Reg,
-            &history,
-            |op| match (&op.input, &op.outcome) {
+        let by_parity = history.iter().map(|op| {
+            let key = match (&op.input, &op.outcome) {
                 (In::W(v), _) | (_, Outcome::Returned { output: v, .. }) => v % 2,
                 _ => 0,
-            },
-            Budget::default(),
-        );
+            };
+            (key, op.clone())
+        });
+        let verdicts = check_partitioned(&Reg, by_parity, Budget::default());
         assert_eq!(verdicts.len(), 2);
         assert!(verdicts.values().all(|v| *v == Verdict::Linearizable));
     }
