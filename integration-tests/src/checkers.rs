@@ -17,6 +17,10 @@
 //!
 //! Actions that were sent after the holder was told it lost its role break the recipes'
 //! connection-state policy as the workloads follow it: also a violation.
+//!
+//! The counter and the register nodes are also checked for linearizability by the generic
+//! checker ([`crate::linearizability`]) against sequential models ([`CounterModel`],
+//! [`RegisterModel`]); the queues' deliveries for FIFO order ([`queue_reorderings`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
