@@ -17,10 +17,19 @@
 //!
 //! Actions that were sent after the holder was told it lost its role break the recipes'
 //! connection-state policy as the workloads follow it: also a violation.
+//!
+//! The counter and the register nodes are also checked for linearizability by the generic
+//! checker ([`crate::linearizability`]) against sequential models ([`CounterModel`],
+//! [`RegisterModel`]); the queues' deliveries for FIFO order ([`queue_reorderings`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
-use crate::history::{CounterHistory, CounterOp, Episode, LogEntry, Put, Take, Tree, Violation};
+use crate::history::{
+    CounterHistory, CounterOp, Episode, LogEntry, Put, RegisterInput, RegisterOp, RegisterOutput,
+    Take, Tree, Violation,
+};
+use crate::linearizability::{self, Budget, Model, Op, Outcome, Verdict};
 
 /// How many details of one kind a checker spells out.
 const MAX_DETAILS: usize = 10;
@@ -240,6 +249,208 @@ pub fn check_counter_linearizable(ops: &[CounterOp]) -> Vec<Violation> {
     violations
 }
 
+/// The shared counter as a sequential object: increments by one, each reporting the value
+/// before and after it.
+#[derive(Debug, Clone, Copy)]
+pub struct CounterModel {
+    /// The value before the run.
+    pub initial: i64,
+}
+
+impl Model for CounterModel {
+    type State = i64;
+    type Input = ();
+    type Output = (i64, i64);
+
+    fn init(&self) -> i64 {
+        self.initial
+    }
+
+    fn step(&self, state: &i64, (): &(), output: Option<&(i64, i64)>) -> Option<i64> {
+        match output {
+            Some(&(pre, post)) => (pre == *state && post == pre + 1).then_some(post),
+            None => Some(state + 1),
+        }
+    }
+}
+
+/// The counter's increments as a history for the generic checker: those reported applied, and
+/// those of unknown outcome (the increments reported not applied did nothing and are left out).
+pub fn counter_history(ops: &[CounterOp]) -> Vec<Op<(), (i64, i64)>> {
+    ops.iter()
+        .filter_map(|op| {
+            let outcome = match (op.applied, op.unknown) {
+                (Some(output), _) => Outcome::Returned {
+                    output,
+                    at: op.completed,
+                },
+                (None, true) => Outcome::Unknown,
+                (None, false) => return None,
+            };
+            Some(Op {
+                input: (),
+                invoked: op.invoked,
+                outcome,
+            })
+        })
+        .collect()
+}
+
+/// Checks the counter's increments with the generic linearizability checker
+/// ([`crate::linearizability`]); it must agree with [`check_counter_linearizable`] (which
+/// leaves out the increments of unknown outcome, and is exact for the others). The
+/// findings' `undecided` names a history the budget could not decide (not a violation).
+pub fn check_counter_generic(
+    history: &CounterHistory,
+    budget: Budget,
+) -> (Vec<Violation>, LinearizabilityFindings) {
+    let ops = counter_history(&history.ops);
+    let model = CounterModel {
+        initial: history.initial,
+    };
+    let mut findings = LinearizabilityFindings {
+        histories: 1,
+        operations: ops.len(),
+        ..Default::default()
+    };
+    let violations = match linearizability::check(&model, &ops, budget) {
+        Verdict::Linearizable => Vec::new(),
+        Verdict::NotLinearizable(why) => vec![Violation::new(
+            "counter",
+            format!("not linearizable (generic checker): {why}"),
+        )],
+        Verdict::Unknown(why) => {
+            findings.undecided.push(format!("counter: {why}"));
+            Vec::new()
+        }
+    };
+    (violations, findings)
+}
+
+/// A register node as a sequential object: its value and data version. Writes and
+/// compare-and-sets that apply move the version up by one; a compare-and-set applies only at
+/// its expected version, and fails (`BadVersion`) only at another; a read returns both.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RegisterModel {
+    /// The node's value and version before the run.
+    pub initial: (u64, i32),
+}
+
+impl Model for RegisterModel {
+    type State = (u64, i32);
+    type Input = RegisterInput;
+    type Output = RegisterOutput;
+
+    fn init(&self) -> (u64, i32) {
+        self.initial
+    }
+
+    fn step(
+        &self,
+        &(value, version): &(u64, i32),
+        input: &RegisterInput,
+        output: Option<&RegisterOutput>,
+    ) -> Option<(u64, i32)> {
+        let next = version.wrapping_add(1);
+        let written = |v: &Option<i32>| v.is_none_or(|v| v == next);
+        match (*input, output) {
+            (RegisterInput::Read, None) => Some((value, version)),
+            (
+                RegisterInput::Read,
+                Some(RegisterOutput::Read {
+                    value: v,
+                    version: n,
+                }),
+            ) => (*v == value && *n == version).then_some((value, version)),
+            (RegisterInput::Write(new), None) => Some((new, next)),
+            (RegisterInput::Write(new), Some(RegisterOutput::Written { version: v })) => {
+                written(v).then_some((new, next))
+            }
+            (
+                RegisterInput::Cas {
+                    expected,
+                    value: new,
+                },
+                None,
+            ) => (version == expected).then_some((new, next)),
+            (
+                RegisterInput::Cas {
+                    expected,
+                    value: new,
+                },
+                Some(RegisterOutput::Written { version: v }),
+            ) => (version == expected && written(v)).then_some((new, next)),
+            (RegisterInput::Cas { expected, .. }, Some(RegisterOutput::CasFailed)) => {
+                (version != expected).then_some((value, version))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a run of the generic checker found besides violations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinearizabilityFindings {
+    /// Histories checked (one per object).
+    pub histories: usize,
+    /// Operations in them.
+    pub operations: usize,
+    /// Operations among them of unknown outcome.
+    pub unknown: usize,
+    /// Histories the budget could not decide, and why (not violations).
+    pub undecided: Vec<String>,
+}
+
+/// Checks that every register node's history is linearizable (each node on its own; every node
+/// starts at `initial`). Reads count only when made linearizable: see
+/// [`crate::workloads::register_worker`] (a plain read on a ZooKeeper follower may lag: it is
+/// sequentially consistent, not linearizable; the workload reads after a `sync` on the same
+/// client).
+pub fn check_register(
+    ops: &[RegisterOp],
+    initial: (u64, i32),
+    budget: Budget,
+) -> (Vec<Violation>, LinearizabilityFindings) {
+    let history = ops.iter().map(|op| {
+        let outcome = match op.output {
+            Some(output) => Outcome::Returned {
+                output,
+                at: op.completed,
+            },
+            None => Outcome::Unknown,
+        };
+        let input = op.input;
+        (
+            op.key,
+            Op {
+                input,
+                invoked: op.invoked,
+                outcome,
+            },
+        )
+    });
+    let model = RegisterModel { initial };
+    let mut violations = Vec::new();
+    let mut findings = LinearizabilityFindings {
+        operations: ops.len(),
+        unknown: ops.iter().filter(|op| op.output.is_none()).count(),
+        ..Default::default()
+    };
+    let verdicts = linearizability::check_partitioned(&model, history, budget);
+    for (key, verdict) in verdicts {
+        findings.histories += 1;
+        match verdict {
+            Verdict::Linearizable => {}
+            Verdict::NotLinearizable(why) => violations.push(Violation::new(
+                "register",
+                format!("register {key} not linearizable: {why}"),
+            )),
+            Verdict::Unknown(why) => findings.undecided.push(format!("register {key}: {why}")),
+        }
+    }
+    (violations, findings)
+}
+
 /// What a queue promises about delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
@@ -332,6 +543,75 @@ pub fn check_queue(
         details("delivered although their put failed", applied_anyway);
     }
     (violations, findings)
+}
+
+/// Items a FIFO queue delivered out of order, as `(skipped, taken first)` pairs: `a` was put
+/// (successfully) before `b`'s put was invoked, and `b`'s first take returned before `a`'s
+/// first take was invoked, so a consumer took `b` while `a` sat in the queue (Elle's "queue
+/// reordering"). Puts that did not report success, and items never taken, are left out (the
+/// lost and never-put checks of [`check_queue`] see them). `n log n`.
+pub fn queue_reorderings(puts: &[Put], takes: &[Take]) -> Vec<(String, String)> {
+    let mut first_take: BTreeMap<&str, (Duration, Duration)> = BTreeMap::new();
+    for take in takes {
+        let entry = first_take
+            .entry(take.item.as_str())
+            .or_insert((take.invoked, take.completed));
+        entry.0 = entry.0.min(take.invoked);
+        entry.1 = entry.1.min(take.completed);
+    }
+    // (item, put invoked, put completed, take invoked, take completed)
+    let items: Vec<(&str, Duration, Duration, Duration, Duration)> = puts
+        .iter()
+        .filter(|p| p.ok)
+        .filter_map(|p| {
+            let &(taken, returned) = first_take.get(p.item.as_str())?;
+            Some((p.item.as_str(), p.invoked, p.completed, taken, returned))
+        })
+        .collect();
+    let mut by_take_invoked: Vec<usize> = (0..items.len()).collect();
+    by_take_invoked.sort_by_key(|&i| items[i].3);
+    let mut by_take_completed: Vec<usize> = (0..items.len()).collect();
+    by_take_completed.sort_by_key(|&i| items[i].4);
+    let mut reordered = Vec::new();
+    // Among the items whose take returned before the current item's take was invoked: the one
+    // whose put was invoked last.
+    let mut latest_put: Option<usize> = None;
+    let mut next = 0;
+    for &a in &by_take_invoked {
+        while next < by_take_completed.len() && items[by_take_completed[next]].4 < items[a].3 {
+            let b = by_take_completed[next];
+            if latest_put.is_none_or(|l| items[b].1 > items[l].1) {
+                latest_put = Some(b);
+            }
+            next += 1;
+        }
+        if let Some(b) = latest_put
+            && items[b].1 > items[a].2
+        {
+            reordered.push((items[a].0.to_owned(), items[b].0.to_owned()));
+        }
+    }
+    reordered
+}
+
+/// Checks a FIFO queue's order ([`queue_reorderings`]): each item skipped is a violation.
+pub fn check_queue_order(workload: &'static str, puts: &[Put], takes: &[Take]) -> Vec<Violation> {
+    let reordered = queue_reorderings(puts, takes);
+    if reordered.is_empty() {
+        return Vec::new();
+    }
+    let shown: Vec<String> = reordered
+        .iter()
+        .take(MAX_DETAILS)
+        .map(|(a, b)| format!("{a} (put before {b} was put; taken after {b} was taken)"))
+        .collect();
+    vec![Violation::new(
+        workload,
+        format!(
+            "{} item(s) delivered out of FIFO order: {shown:?}",
+            reordered.len()
+        ),
+    )]
 }
 
 /// Checks a cache against the server's tree at a quiet point.
@@ -570,6 +850,8 @@ mod tests {
             item: item.into(),
             ok,
             across_fault,
+            invoked: Duration::ZERO,
+            completed: Duration::ZERO,
         }
     }
 
@@ -578,7 +860,90 @@ mod tests {
             item: item.into(),
             by: by.into(),
             across_fault,
+            invoked: Duration::ZERO,
+            completed: Duration::ZERO,
         }
+    }
+
+    fn timed_put(item: &str, ok: bool, invoked: u64, completed: u64) -> Put {
+        Put {
+            invoked: ms(invoked),
+            completed: ms(completed),
+            ..put(item, ok, false)
+        }
+    }
+
+    fn timed_take(item: &str, invoked: u64, completed: u64) -> Take {
+        Take {
+            invoked: ms(invoked),
+            completed: ms(completed),
+            ..take(item, "x", false)
+        }
+    }
+
+    #[test]
+    fn fifo_deliveries_pass_the_order_check() {
+        let puts = [
+            timed_put("a", true, 0, 10),
+            timed_put("b", true, 20, 30),
+            // Concurrent with b's put: either order.
+            timed_put("c", true, 25, 40),
+        ];
+        let takes = [
+            timed_take("a", 50, 60),
+            timed_take("c", 61, 70),
+            timed_take("b", 71, 80),
+        ];
+        assert_eq!(
+            queue_reorderings(&puts, &takes),
+            Vec::<(String, String)>::new()
+        );
+        assert_eq!(check_queue_order("queue", &puts, &takes), []);
+        // Takes that overlap may return in any order.
+        let takes = [timed_take("b", 50, 60), timed_take("a", 55, 70)];
+        assert_eq!(check_queue_order("queue", &puts[..2], &takes), []);
+        // A failed put, or an item never taken, says nothing about order.
+        let puts = [timed_put("a", false, 0, 10), timed_put("b", true, 20, 30)];
+        let takes = [timed_take("b", 50, 60), timed_take("a", 70, 80)];
+        assert_eq!(check_queue_order("queue", &puts, &takes), []);
+        assert_eq!(check_queue_order("queue", &puts, &takes[..1]), []);
+    }
+
+    #[test]
+    fn the_order_check_catches_a_skipped_item() {
+        let puts = [
+            timed_put("a", true, 0, 10),
+            timed_put("b", true, 20, 30),
+            timed_put("c", true, 40, 50),
+        ];
+        // b taken (and returned) before a's take was even invoked.
+        let takes = [
+            timed_take("b", 60, 70),
+            timed_take("a", 71, 80),
+            timed_take("c", 81, 90),
+        ];
+        assert_eq!(
+            queue_reorderings(&puts, &takes),
+            [("a".to_owned(), "b".to_owned())]
+        );
+        let violations = check_queue_order("queue", &puts, &takes);
+        assert_eq!(violations.len(), 1);
+        assert!(violations[0].detail.contains("out of FIFO order"));
+        // Also when the witness is not the item just before: c taken before a and b.
+        let takes = [
+            timed_take("c", 60, 70),
+            timed_take("a", 71, 80),
+            timed_take("b", 81, 90),
+        ];
+        assert_eq!(queue_reorderings(&puts, &takes).len(), 2);
+        // A duplicate delivery of b later does not excuse its first.
+        let takes = [
+            timed_take("b", 60, 70),
+            timed_take("a", 71, 80),
+            timed_take("b", 81, 90),
+            timed_take("c", 91, 95),
+        ];
+        assert_eq!(queue_reorderings(&puts, &takes).len(), 1);
     }
 
     #[test]
@@ -706,7 +1071,231 @@ mod tests {
             invoked: std::time::Duration::from_millis(invoked),
             completed: std::time::Duration::from_millis(completed),
             applied,
+            unknown: false,
         }
+    }
+
+    fn counter_ops(ops: &[CounterOp]) -> CounterHistory {
+        CounterHistory {
+            initial: 0,
+            ops: ops.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    /// Both linearizability checks of the counter on one history: whether each found it
+    /// linearizable (they must agree).
+    fn both_counter_checks(ops: &[CounterOp]) -> bool {
+        let exact = check_counter_linearizable(ops).is_empty();
+        let (generic, findings) = check_counter_generic(&counter_ops(ops), Budget::default());
+        assert_eq!(findings.undecided, Vec::<String>::new());
+        assert_eq!(exact, generic.is_empty(), "the checks disagree on {ops:?}");
+        exact
+    }
+
+    #[test]
+    fn the_generic_counter_check_agrees_with_the_exact_one() {
+        let histories: Vec<Vec<CounterOp>> = vec![
+            vec![op(0, 10, Some((1, 2))), op(5, 8, Some((0, 1)))],
+            vec![op(0, 10, Some((1, 2))), op(11, 12, Some((0, 1)))],
+            vec![op(0, 1, Some((0, 1))), op(0, 1, Some((0, 1)))],
+            vec![op(0, 1, Some((0, 1))), op(2, 3, Some((1, 3)))],
+            vec![op(0, 1, None), op(2, 3, Some((0, 1)))],
+            vec![
+                op(0, 5, Some((0, 1))),
+                op(1, 9, Some((2, 3))),
+                op(2, 6, Some((1, 2))),
+                op(7, 8, Some((3, 4))),
+            ],
+            vec![
+                op(0, 5, Some((0, 1))),
+                op(6, 9, Some((2, 3))),
+                op(7, 8, Some((1, 2))),
+            ],
+        ];
+        let verdicts: Vec<bool> = histories.iter().map(|h| both_counter_checks(h)).collect();
+        assert_eq!(verdicts, [true, false, false, false, true, true, true]);
+        // Pseudo-random histories of concurrent increments, a few of them tampered with.
+        let mut seed = 7_u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            seed >> 33
+        };
+        for round in 0..200 {
+            let mut ops = Vec::new();
+            let mut t = 0;
+            for value in 0..30 {
+                t += next() % 5;
+                let invoked = t.saturating_sub(next() % 8);
+                let completed = t + next() % 8;
+                ops.push(op(invoked, completed, Some((value, value + 1))));
+            }
+            if round % 3 == 0 {
+                let i = (next() % 30) as usize;
+                let j = (next() % 30) as usize;
+                let (a, b) = (ops[i].applied, ops[j].applied);
+                ops[i].applied = b;
+                ops[j].applied = a;
+            }
+            both_counter_checks(&ops);
+        }
+    }
+
+    #[test]
+    fn the_generic_counter_check_places_increments_of_unknown_outcome() {
+        let unknown = CounterOp {
+            unknown: true,
+            ..op(0, 1, None)
+        };
+        // It applied (between 0 and the next increment's read of 1)...
+        let ops = [unknown, op(5, 6, Some((1, 2)))];
+        let (violations, _) = check_counter_generic(&counter_ops(&ops), Budget::default());
+        assert_eq!(violations, []);
+        // ...or it did not.
+        let ops = [unknown, op(5, 6, Some((0, 1)))];
+        let (violations, _) = check_counter_generic(&counter_ops(&ops), Budget::default());
+        assert_eq!(violations, []);
+        // But not twice.
+        let ops = [unknown, op(5, 6, Some((2, 3)))];
+        let (violations, _) = check_counter_generic(&counter_ops(&ops), Budget::default());
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("generic"));
+    }
+
+    // ---- register
+
+    fn reg(
+        key: usize,
+        input: RegisterInput,
+        invoked: u64,
+        completed: u64,
+        output: Option<RegisterOutput>,
+    ) -> RegisterOp {
+        RegisterOp {
+            key,
+            client: 0,
+            input,
+            invoked: ms(invoked),
+            completed: ms(completed),
+            output,
+        }
+    }
+
+    fn read(value: u64, version: i32) -> Option<RegisterOutput> {
+        Some(RegisterOutput::Read { value, version })
+    }
+
+    fn written(version: i32) -> Option<RegisterOutput> {
+        Some(RegisterOutput::Written {
+            version: Some(version),
+        })
+    }
+
+    fn cas(expected: i32, value: u64) -> RegisterInput {
+        RegisterInput::Cas { expected, value }
+    }
+
+    fn register_violations(ops: &[RegisterOp]) -> Vec<Violation> {
+        let (violations, findings) = check_register(ops, (0, 0), Budget::default());
+        assert_eq!(findings.undecided, Vec::<String>::new());
+        violations
+    }
+
+    #[test]
+    fn linearizable_register_histories_pass() {
+        use RegisterInput::{Read, Write};
+        let ops = [
+            reg(0, Read, 0, 1, read(0, 0)),
+            reg(0, Write(7), 2, 3, written(1)),
+            reg(1, Write(8), 2, 3, written(1)),
+            // A read concurrent with a CAS sees either side.
+            reg(0, cas(1, 9), 4, 10, written(2)),
+            reg(0, Read, 5, 6, read(7, 1)),
+            reg(0, Read, 11, 12, read(9, 2)),
+            // A CAS that lost to a concurrent write.
+            reg(1, cas(1, 10), 4, 10, Some(RegisterOutput::CasFailed)),
+            reg(1, Write(11), 5, 9, written(2)),
+            reg(1, Read, 11, 12, read(11, 2)),
+            // A write whose version the writer did not learn.
+            reg(
+                1,
+                Write(12),
+                13,
+                14,
+                Some(RegisterOutput::Written { version: None }),
+            ),
+            reg(1, Read, 15, 16, read(12, 3)),
+        ];
+        assert_eq!(register_violations(&ops), []);
+    }
+
+    #[test]
+    fn the_register_check_catches_a_stale_read() {
+        use RegisterInput::{Read, Write};
+        let ops = [
+            reg(0, Write(7), 0, 1, written(1)),
+            reg(0, Read, 2, 3, read(0, 0)),
+        ];
+        let violations = register_violations(&ops);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("register 0 not linearizable"));
+        // The other register is unaffected, and reported apart.
+        let mut more = ops.to_vec();
+        more.push(reg(1, Read, 2, 3, read(0, 0)));
+        assert_eq!(register_violations(&more).len(), 1);
+    }
+
+    #[test]
+    fn the_register_check_catches_bad_compare_and_sets() {
+        use RegisterInput::Write;
+        // Two CAS from version 0 both applied.
+        let ops = [
+            reg(0, cas(0, 1), 0, 5, written(1)),
+            reg(0, cas(0, 2), 0, 5, written(1)),
+        ];
+        assert_eq!(register_violations(&ops).len(), 1);
+        // A CAS failed with nothing in its way.
+        let ops = [reg(0, cas(0, 1), 0, 5, Some(RegisterOutput::CasFailed))];
+        assert_eq!(register_violations(&ops).len(), 1);
+        // A write reported a version that skips one.
+        let ops = [reg(0, Write(3), 0, 5, written(2))];
+        assert_eq!(register_violations(&ops).len(), 1);
+    }
+
+    #[test]
+    fn register_writes_of_unknown_outcome_are_placed_both_ways() {
+        use RegisterInput::{Read, Write};
+        // Applied, and seen after its writer gave up.
+        let ops = [
+            reg(0, Write(7), 0, 5, None),
+            reg(0, Read, 6, 7, read(0, 0)),
+            reg(0, Read, 8, 9, read(7, 1)),
+            reg(0, cas(1, 8), 10, 11, written(2)),
+        ];
+        assert_eq!(register_violations(&ops), []);
+        // Not applied at all.
+        let ops = [
+            reg(0, Write(7), 0, 5, None),
+            reg(0, Read, 8, 9, read(0, 0)),
+            reg(0, cas(0, 8), 10, 11, written(1)),
+        ];
+        assert_eq!(register_violations(&ops), []);
+        // Not seen before it was invoked.
+        let ops = [reg(0, Read, 0, 1, read(7, 1)), reg(0, Write(7), 5, 6, None)];
+        assert_eq!(register_violations(&ops).len(), 1);
+        // Applied once, not twice: seen, then the version moves on by two with nothing else.
+        let ops = [
+            reg(0, Write(7), 0, 5, None),
+            reg(0, Read, 6, 7, read(7, 1)),
+            reg(0, Read, 8, 9, read(7, 2)),
+        ];
+        assert_eq!(register_violations(&ops).len(), 1);
+        // An unknown CAS that applied.
+        let ops = [
+            reg(0, cas(0, 5), 0, 5, None),
+            reg(0, Read, 6, 7, read(5, 1)),
+        ];
+        assert_eq!(register_violations(&ops), []);
     }
 
     #[test]

@@ -116,6 +116,8 @@ pub struct CounterOp {
     /// `(pre, post)` when it reported itself applied; `None` otherwise (not applied, or
     /// unknown).
     pub applied: Option<(i64, i64)>,
+    /// Whether its outcome is unknown (`Err(Closed)`): it may or may not have applied.
+    pub unknown: bool,
 }
 
 /// What the increments of the shared [`DistributedAtomicLong`](curator_counters) told their
@@ -146,6 +148,10 @@ pub struct Put {
     pub ok: bool,
     /// Whether the putting client's connection state changed while the put ran.
     pub across_fault: bool,
+    /// When the put was called (the run's clock).
+    pub invoked: Duration,
+    /// When it returned.
+    pub completed: Duration,
 }
 
 /// One item delivered by a queue.
@@ -157,6 +163,68 @@ pub struct Take {
     pub by: String,
     /// Whether the taking client's connection state changed while the take ran.
     pub across_fault: bool,
+    /// When the take was called (the run's clock); for a consumer that is handed items (the
+    /// lock-safe queue's), when the item was handed over.
+    pub invoked: Duration,
+    /// When it returned the item.
+    pub completed: Duration,
+}
+
+/// What an operation on a register node asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterInput {
+    /// `sync`, then `get_data`, on one client.
+    Read,
+    /// A write of a value unique in the run (a `set_data` without a version, made
+    /// apply-at-most-once: see [`crate::workloads::register_worker`]).
+    Write(u64),
+    /// `set_data().with_version(expected)` of a value unique in the run, after a read.
+    Cas {
+        /// The data version the write expects.
+        expected: i32,
+        /// The value it writes.
+        value: u64,
+    },
+}
+
+/// What an operation on a register node returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterOutput {
+    /// A read's value and data version.
+    Read {
+        /// The value.
+        value: u64,
+        /// The node's data version.
+        version: i32,
+    },
+    /// A write or compare-and-set applied, leaving the node at `version` (`None` when the
+    /// writer learned that it applied but not the version: a retry met its own applied write).
+    Written {
+        /// The node's new data version, when known.
+        version: Option<i32>,
+    },
+    /// A compare-and-set met another version (`BadVersion`, on its first and only attempt):
+    /// nothing applied.
+    CasFailed,
+}
+
+/// One operation on a register node, as its caller saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegisterOp {
+    /// Which register node (0-based).
+    pub key: usize,
+    /// The client (0-based) that ran it.
+    pub client: usize,
+    /// What it asked.
+    pub input: RegisterInput,
+    /// When it was invoked (the run's clock).
+    pub invoked: Duration,
+    /// When it returned.
+    pub completed: Duration,
+    /// What it returned; `None` when its outcome is unknown (it may have applied once, at any
+    /// point after its invocation, or not at all). Operations that definitely did nothing (a
+    /// read that failed) are not recorded.
+    pub output: Option<RegisterOutput>,
 }
 
 /// A node as a cache holds it or the server has it: data and data version.

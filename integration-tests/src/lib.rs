@@ -5,6 +5,7 @@
 pub mod checkers;
 pub mod faults;
 pub mod history;
+pub mod linearizability;
 pub mod sim;
 pub mod soak;
 pub mod workloads;

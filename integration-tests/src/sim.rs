@@ -17,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::checkers::{self, Delivery};
 use crate::history::{Clock, CounterHistory, LogEntry, Take, Violation};
+use crate::linearizability::Budget;
 use crate::soak::{LogReader, child_count, wait_until};
-use crate::workloads::{self, Ctx, Gate, Paths, Recorded};
+use crate::workloads::{self, Ctx, Gate, Paths, REGISTER_INITIAL, Recorded};
 
 /// One simulated run's settings.
 ///
@@ -95,8 +96,39 @@ struct Final {
     mutex_log: Vec<LogEntry>,
     leader_log: Vec<LogEntry>,
     counter: Option<i64>,
-    leftover_queue: Vec<String>,
+    /// Items drained from the simple queue at the end: (item, take invoked, take returned).
+    leftover_queue: Vec<(String, Duration, Duration)>,
     safe_queue_left: Option<usize>,
+}
+
+/// Widens the recorded invocation and completion times to whole steps of the simulation:
+/// invocations down to the start of their step, completions up to the end of theirs.
+///
+/// Each host's clock runs ahead within a step (its Tokio time advances while it runs), and the
+/// hosts run one after another: two events of one step, on two hosts, may be ordered one way by
+/// their clocks and the other way in fact (a client may read a write that its writer's clock
+/// says was sent a millisecond later). Only steps order events across hosts: an event of an
+/// earlier step happened before every event of a later one, and events of one step are taken
+/// as concurrent.
+fn widen_to_steps(record: &mut Recorded, step: Duration) {
+    let step_ns = step.as_nanos().max(1);
+    let floor = |t: Duration| {
+        let ns = t.as_nanos() / step_ns * step_ns;
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    };
+    let ceil = |t: Duration| floor(t) + step - Duration::from_nanos(1);
+    for op in &mut record.counter.ops {
+        (op.invoked, op.completed) = (floor(op.invoked), ceil(op.completed));
+    }
+    for op in &mut record.register {
+        (op.invoked, op.completed) = (floor(op.invoked), ceil(op.completed));
+    }
+    for put in record.simple_puts.iter_mut().chain(&mut record.safe_puts) {
+        (put.invoked, put.completed) = (floor(put.invoked), ceil(put.completed));
+    }
+    for take in record.simple_takes.iter_mut().chain(&mut record.safe_takes) {
+        (take.invoked, take.completed) = (floor(take.invoked), ceil(take.completed));
+    }
 }
 
 /// Runs one seed of the mix.
@@ -170,6 +202,7 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
                     .await?;
             }
             zk.create().idempotent().for_path(&paths.term, b"0").await?;
+            workloads::create_registers(&zk, &paths).await?;
             let counter = DistributedAtomicLong::builder(
                 zk.clone(),
                 &paths.counter,
@@ -203,8 +236,13 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
             let leftovers =
                 SimpleDistributedQueue::builder(zk.clone(), &paths.simple_queue).build()?;
             let mut left = Vec::new();
-            while let Some(item) = leftovers.poll().await? {
-                left.push(String::from_utf8_lossy(&item).into_owned());
+            loop {
+                let invoked = ctx.clock.now();
+                let Some(item) = leftovers.poll().await? else {
+                    break;
+                };
+                let item = String::from_utf8_lossy(&item).into_owned();
+                left.push((item, invoked, ctx.clock.now()));
             }
             mutex_log.collect(&zk).await?;
             leader_log.collect(&zk).await?;
@@ -241,18 +279,27 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
     let finals = std::mem::take(&mut *finals.lock());
     let mut violations = Vec::new();
     let mut record = ctx.record.lock();
-    for item in finals.leftover_queue {
+    for (item, invoked, completed) in finals.leftover_queue {
         record.simple_takes.push(Take {
             item,
             by: "drain".into(),
             across_fault: false,
+            invoked,
+            completed,
         });
     }
     record.counter.final_value = finals.counter;
+    widen_to_steps(&mut record, config.step);
     violations.extend(checkers::check_mutex(&record.mutex, &finals.mutex_log));
     violations.extend(checkers::check_leader(&record.leader, &finals.leader_log));
     violations.extend(checkers::check_counter(&record.counter));
     violations.extend(checkers::check_counter_linearizable(&record.counter.ops));
+    let budget = Budget::default();
+    let (counter, counter_findings) = checkers::check_counter_generic(&record.counter, budget);
+    violations.extend(counter);
+    let (register, register_findings) =
+        checkers::check_register(&record.register, REGISTER_INITIAL, budget);
+    violations.extend(register);
     let (simple, _) = checkers::check_queue(
         "simple queue",
         &record.simple_puts,
@@ -260,6 +307,14 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
         Delivery::Strict,
     );
     violations.extend(simple);
+    violations.extend(checkers::check_queue_order(
+        "simple queue",
+        &record.simple_puts,
+        &record.simple_takes,
+    ));
+    // The lock-safe queue may skip an item locked by a consumer that died mid-way (until its
+    // session ends): counted, not a violation.
+    let safe_skipped = checkers::queue_reorderings(&record.safe_puts, &record.safe_takes).len();
     if finals.safe_queue_left == Some(0) {
         let (safe, _) = checkers::check_queue(
             "lock-safe queue",
@@ -284,6 +339,22 @@ pub fn run(config: &SimConfig) -> Result<SimRun, curator_sim::SimError> {
     operations.insert("counter increments applied", record.counter.succeeded);
     operations.insert("simple queue puts", record.simple_puts.len() as u64);
     operations.insert("lock-safe queue puts", record.safe_puts.len() as u64);
+    operations.insert("register operations", record.register.len() as u64);
+    // Counts that are often zero are shown only when they are not.
+    let mut unless_zero = |what, n: usize| {
+        if n > 0 {
+            operations.insert(what, n as u64);
+        }
+    };
+    unless_zero(
+        "register operations of unknown outcome",
+        register_findings.unknown,
+    );
+    unless_zero("lock-safe queue items skipped (allowed)", safe_skipped);
+    unless_zero(
+        "linearizability checks undecided",
+        register_findings.undecided.len() + counter_findings.undecided.len(),
+    );
     Ok(SimRun {
         seed: config.seed,
         elapsed: report.elapsed,

@@ -22,7 +22,8 @@ use tokio_util::sync::CancellationToken;
 use crate::checkers::{self, Delivery, QueueFindings};
 use crate::faults::{FaultCounts, FaultKind, FaultPlan, Link, Target, inject};
 use crate::history::{Clock, Episode, LogEntry, NodeState, Take, Tree, Violation};
-use crate::workloads::{self, Ctx, Gate, Paths, Recorded};
+use crate::linearizability::Budget;
+use crate::workloads::{self, Ctx, Gate, Paths, REGISTER_INITIAL, Recorded};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -518,6 +519,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
             .await?;
     }
     admin.create().for_path(&paths.term, b"0").await?;
+    workloads::create_registers(&admin, &paths).await?;
     let counter = DistributedAtomicLong::builder(
         admin.clone(),
         &paths.counter,
@@ -709,11 +711,17 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
 
     // Whatever the consumers left is taken here, and counted.
     let leftovers = SimpleDistributedQueue::builder(admin.clone(), &paths.simple_queue).build()?;
-    while let Some(item) = leftovers.poll().await? {
+    loop {
+        let invoked = ctx.clock.now();
+        let Some(item) = leftovers.poll().await? else {
+            break;
+        };
         ctx.record.lock().simple_takes.push(Take {
             item: String::from_utf8_lossy(&item).into_owned(),
             by: "drain".into(),
             across_fault: false,
+            invoked,
+            completed: ctx.clock.now(),
         });
     }
     if child_count(&admin, &paths.safe_queue).await != Some(0) {
@@ -768,6 +776,15 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         violations.extend(checkers::check_leader(&record.leader, &leader_log));
         violations.extend(checkers::check_counter(&record.counter));
         violations.extend(checkers::check_counter_linearizable(&record.counter.ops));
+        // The soak's histories are long: a larger budget than the simulation's.
+        let budget = Budget {
+            max_steps: 50_000_000,
+        };
+        let (counter, counter_findings) = checkers::check_counter_generic(&record.counter, budget);
+        violations.extend(counter);
+        let (register, register_findings) =
+            checkers::check_register(&record.register, REGISTER_INITIAL, budget);
+        violations.extend(register);
         let (simple, simple_findings) = checkers::check_queue(
             "simple queue",
             &record.simple_puts,
@@ -775,6 +792,11 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
             Delivery::Strict,
         );
         violations.extend(simple);
+        violations.extend(checkers::check_queue_order(
+            "simple queue",
+            &record.simple_puts,
+            &record.simple_takes,
+        ));
         let (safe, safe_findings) = checkers::check_queue(
             "lock-safe queue",
             &record.safe_puts,
@@ -782,6 +804,7 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
             Delivery::AtLeastOnce,
         );
         violations.extend(safe);
+        let safe_skipped = checkers::queue_reorderings(&record.safe_puts, &record.safe_takes);
 
         let mut operations = BTreeMap::new();
         operations.insert("mutex acquisitions", record.mutex.len() as u64);
@@ -805,10 +828,45 @@ pub async fn run(config: SoakConfig) -> Result<Report, AnyError> {
         for (what, n) in &record.counts {
             operations.insert(what, *n);
         }
-        let notes = vec![
+        operations.insert("register operations", register_findings.operations as u64);
+        operations.insert(
+            "register operations of unknown outcome",
+            register_findings.unknown as u64,
+        );
+        let mut notes = vec![
             queue_note("simple queue", simple_findings),
             queue_note("lock-safe queue", safe_findings),
+            format!(
+                "lock-safe queue: {} item(s) taken after an item put later (allowed: a consumer \
+                 skips an item another consumer holds locked){}",
+                safe_skipped.len(),
+                if safe_skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; e.g. {:?}",
+                        safe_skipped.iter().take(3).collect::<Vec<_>>()
+                    )
+                }
+            ),
+            format!(
+                "linearizability: {} register histories ({} operations, {} of unknown \
+                 outcome) and the counter's {} increments checked",
+                register_findings.histories,
+                register_findings.operations,
+                register_findings.unknown,
+                counter_findings.operations
+            ),
         ];
+        for undecided in register_findings
+            .undecided
+            .iter()
+            .chain(&counter_findings.undecided)
+        {
+            notes.push(format!(
+                "linearizability undecided (not a violation): {undecided}"
+            ));
+        }
         (operations, notes)
     };
 

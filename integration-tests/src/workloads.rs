@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use curator_counters::DistributedAtomicLong;
 use curator_election::{CloseMode, LeaderLatch};
-use curator_framework::ops::transaction::TransactionOp;
+use curator_framework::ops::transaction::{TransactionOp, TransactionResult};
 use curator_framework::recipe::Hold;
 use curator_framework::retry::RetryNTimes;
 use curator_framework::{CreateMode, CuratorFramework, Error, paths};
@@ -18,7 +18,10 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::history::{Action, Clock, CounterHistory, Episode, LogEntry, Put, Take};
+use crate::history::{
+    Action, Clock, CounterHistory, Episode, LogEntry, Put, RegisterInput, RegisterOp,
+    RegisterOutput, Take,
+};
 
 /// The znodes of one run, under its root.
 #[derive(Debug, Clone)]
@@ -45,7 +48,17 @@ pub struct Paths {
     pub safe_queue_locks: String,
     /// The subtree the caches follow.
     pub cache: String,
+    /// The parent of the register nodes (`register-<key>`, [`REGISTERS`] of them).
+    pub registers: String,
+    /// The register writes' markers (see [`register_worker`]).
+    pub register_markers: String,
 }
+
+/// How many register nodes the register workers share.
+pub const REGISTERS: usize = 2;
+
+/// A register node's value and data version when [`create_registers`] made it.
+pub const REGISTER_INITIAL: (u64, i32) = (0, 0);
 
 impl Paths {
     /// The paths under `root`.
@@ -63,7 +76,14 @@ impl Paths {
             safe_queue: at("safe-queue"),
             safe_queue_locks: at("safe-queue-locks"),
             cache: at("cache"),
+            registers: at("registers"),
+            register_markers: at("register-markers"),
         }
+    }
+
+    /// The register node `key`.
+    pub fn register(&self, key: usize) -> String {
+        paths::join(&self.registers, &format!("register-{key}"))
     }
 }
 
@@ -84,6 +104,8 @@ pub struct Recorded {
     pub safe_puts: Vec<Put>,
     /// Deliveries of the lock-safe queue.
     pub safe_takes: Vec<Take>,
+    /// Operations on the register nodes.
+    pub register: Vec<RegisterOp>,
     /// Other counts by name (errors, writes).
     pub counts: BTreeMap<&'static str, u64>,
 }
@@ -272,6 +294,166 @@ pub fn spawn_mix(
     workers.spawn(simple_consumer(x, cl, index));
     let (x, cl) = c();
     workers.spawn(safe_queue_worker(x, cl, index, seed + 5));
+    let (x, cl) = c();
+    workers.spawn(register_worker(x, cl, index, seed + 7));
+}
+
+/// Creates the register nodes (each holding `0`, at data version 0) and their markers'
+/// parent; idempotent.
+///
+/// # Errors
+/// Connection errors.
+pub async fn create_registers(client: &CuratorFramework, paths: &Paths) -> Result<(), Error> {
+    for path in [&paths.registers, &paths.register_markers] {
+        client
+            .create()
+            .creating_parents_if_needed()
+            .idempotent()
+            .for_path(path, [])
+            .await?;
+    }
+    for key in 0..REGISTERS {
+        client
+            .create()
+            .idempotent()
+            .for_path(&paths.register(key), b"0")
+            .await?;
+    }
+    Ok(())
+}
+
+/// Operations on the register nodes, recorded for the linearizability checker
+/// ([`crate::checkers::check_register`]): reads, writes of values unique in the run, and
+/// compare-and-sets (a read, then `set_data().with_version(v)` of a unique value), on a node
+/// drawn from [`REGISTERS`], paced like the other workers.
+///
+/// - **Reads are `sync` then `get_data`, on this client.** A plain ZooKeeper read is served by
+///   whichever member the client is connected to, which may lag the leader: reads are
+///   sequentially consistent (each client sees the writes in order, its own included), not
+///   linearizable. A `sync` first makes the member catch up with the leader as of the `sync`,
+///   so the read that follows sees every write that completed before the `sync` was sent: that
+///   read is checked as linearizable (invoked when the `sync` was sent). A failed read did
+///   nothing and is not recorded.
+/// - **Writes apply at most once.** The framework retries an operation whose reply was lost,
+///   and a plain `set_data` whose first attempt applied then applies again: one write, two
+///   instants, which no single linearization point explains (and a write of another client in
+///   between makes the value go back). So a write is a transaction that creates a marker node
+///   unique to it along with the `set_data`: a retry of an applied write meets the marker and
+///   fails as a whole, which tells the writer that its write applied (version unknown). The
+///   marker is deleted afterwards.
+/// - **Compare-and-sets** are `idempotent()` (a retry that meets `BadVersion` and finds the
+///   node at `v + 1` with exactly its value succeeds). A version-conditioned write applies at
+///   most once anyway; its `BadVersion` is a definite failure (the node was at another version)
+///   only on a first attempt: if the client retried anything meanwhile, the outcome is unknown.
+/// - Any other error: the outcome is unknown (it may have applied once, or not).
+pub async fn register_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut n = 0u64;
+    // Values unique in the run: the client in the high bits.
+    let mut unique = || {
+        n += 1;
+        ((index as u64 + 1) << 40) | n
+    };
+    while !ctx.stop.is_cancelled() {
+        let key = rng.random_range(0..REGISTERS);
+        let path = ctx.paths.register(key);
+        let record = |op: RegisterOp| ctx.record.lock().register.push(op);
+        let op = |input, invoked, output| RegisterOp {
+            key,
+            client: index,
+            input,
+            invoked,
+            completed: ctx.clock.now(),
+            output,
+        };
+        match rng.random_range(0..10) {
+            0..=3 => {
+                let _ = register_read(&ctx, &client, key, index).await;
+            }
+            4..=6 => {
+                let value = unique();
+                let marker = paths::join(&ctx.paths.register_markers, &format!("w-{value}"));
+                let retries = client.metrics().retries;
+                let invoked = ctx.clock.now();
+                let result = client
+                    .transaction()
+                    .op(TransactionOp::create(&marker, []))
+                    .op(TransactionOp::set_data(&path, value.to_string()))
+                    .commit()
+                    .await;
+                let output = match result {
+                    Ok(results) => Some(RegisterOutput::Written {
+                        version: results.iter().find_map(|r| match r {
+                            TransactionResult::SetData { stat } => Some(stat.version),
+                            _ => None,
+                        }),
+                    }),
+                    // Only a retry of this very write made the marker.
+                    Err(Error::Transaction { index: 0, cause })
+                        if *cause == Error::NodeExists && client.metrics().retries != retries =>
+                    {
+                        Some(RegisterOutput::Written { version: None })
+                    }
+                    Err(_) => None,
+                };
+                record(op(RegisterInput::Write(value), invoked, output));
+                let _ = client.delete().quietly().for_path(&marker).await;
+            }
+            _ => {
+                let Some(expected) = register_read(&ctx, &client, key, index).await else {
+                    continue;
+                };
+                let value = unique();
+                let retries = client.metrics().retries;
+                let invoked = ctx.clock.now();
+                let result = client
+                    .set_data()
+                    .with_version(expected)
+                    .idempotent()
+                    .for_path(&path, value.to_string())
+                    .await;
+                let output = match result {
+                    Ok(stat) => Some(RegisterOutput::Written {
+                        version: Some(stat.version),
+                    }),
+                    Err(Error::BadVersion) if client.metrics().retries == retries => {
+                        Some(RegisterOutput::CasFailed)
+                    }
+                    Err(_) => None,
+                };
+                record(op(RegisterInput::Cas { expected, value }, invoked, output));
+            }
+        }
+        // Paced: a few hundred operations a simulated run are plenty for the checker.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        jitter(&mut rng, 80).await;
+    }
+}
+
+/// A linearizable read of register `key` (`sync`, then `get_data`), recorded; its version.
+async fn register_read(
+    ctx: &Ctx,
+    client: &CuratorFramework,
+    key: usize,
+    index: usize,
+) -> Option<i32> {
+    let path = ctx.paths.register(key);
+    let invoked = ctx.clock.now();
+    client.sync().for_path(&path).await.ok()?;
+    let (data, stat) = client.get_data().for_path(&path).await.ok()?;
+    let value = String::from_utf8_lossy(&data).parse().ok()?;
+    ctx.record.lock().register.push(RegisterOp {
+        key,
+        client: index,
+        input: RegisterInput::Read,
+        invoked,
+        completed: ctx.clock.now(),
+        output: Some(RegisterOutput::Read {
+            value,
+            version: stat.version,
+        }),
+    });
+    Some(stat.version)
 }
 
 /// The sequence number at the end of a sequential node's name.
@@ -370,19 +552,24 @@ pub async fn counter_worker(ctx: Ctx, client: CuratorFramework, seed: u64) {
             let mut record = ctx.record.lock();
             let history = &mut record.counter;
             let mut applied = None;
+            let mut unknown = false;
             match result {
                 Ok(value) if value.succeeded => {
                     history.succeeded += 1;
                     applied = Some((value.pre_value, value.post_value));
                 }
                 Ok(_) => history.not_applied += 1,
-                Err(Error::Closed) => history.unknown += 1,
+                Err(Error::Closed) => {
+                    history.unknown += 1;
+                    unknown = true;
+                }
                 Err(_) => history.not_applied += 1,
             }
             history.ops.push(crate::history::CounterOp {
                 invoked,
                 completed,
                 applied,
+                unknown,
             });
         }
         jitter(&mut rng, 20).await;
@@ -432,12 +619,16 @@ pub async fn simple_producer(ctx: Ctx, client: CuratorFramework, index: usize, s
         let item = format!("s{index}-{n}");
         n += 1;
         let before = transitions(&client);
+        let invoked = ctx.clock.now();
         let ok = queue.offer(item.as_bytes()).await.is_ok();
+        let completed = ctx.clock.now();
         let across_fault = transitions(&client) != before;
         ctx.record.lock().simple_puts.push(Put {
             item,
             ok,
             across_fault,
+            invoked,
+            completed,
         });
         jitter(&mut rng, 30).await;
     }
@@ -453,6 +644,7 @@ pub async fn simple_consumer(ctx: Ctx, client: CuratorFramework, index: usize) {
     };
     while !ctx.stop.is_cancelled() {
         let before = transitions(&client);
+        let invoked = ctx.clock.now();
         match queue.poll_timeout(Duration::from_millis(500)).await {
             Ok(Some(item)) => {
                 let across_fault = transitions(&client) != before;
@@ -460,6 +652,8 @@ pub async fn simple_consumer(ctx: Ctx, client: CuratorFramework, index: usize) {
                     item: String::from_utf8_lossy(&item).into_owned(),
                     by: format!("c{index}"),
                     across_fault,
+                    invoked,
+                    completed: ctx.clock.now(),
                 });
             }
             Ok(None) => {}
@@ -478,13 +672,17 @@ pub async fn safe_consumer(
     by: String,
 ) -> Option<DistributedQueue<String>> {
     let record = Arc::clone(&ctx.record);
+    let clock = ctx.clock;
     let queue = DistributedQueue::<String>::builder(client, &ctx.paths.safe_queue)
         .lock_path(&ctx.paths.safe_queue_locks)
         .consumer(move |item: String| {
+            let now = clock.now();
             record.lock().safe_takes.push(Take {
                 item,
                 by: by.clone(),
                 across_fault: false,
+                invoked: now,
+                completed: now,
             });
             async { Ok::<(), std::convert::Infallible>(()) }
         })
@@ -522,12 +720,16 @@ pub async fn safe_queue_worker(ctx: Ctx, client: CuratorFramework, index: usize,
         let item = format!("d{index}-{n}");
         n += 1;
         let before = transitions(&client);
+        let invoked = ctx.clock.now();
         let ok = queue.put(&item).await.is_ok();
+        let completed = ctx.clock.now();
         let across_fault = transitions(&client) != before;
         ctx.record.lock().safe_puts.push(Put {
             item,
             ok,
             across_fault,
+            invoked,
+            completed,
         });
         jitter(&mut rng, 30).await;
     }
