@@ -448,10 +448,19 @@ impl SimpleDistributedQueue {
             .record_seconds(names::QUEUE_CONSUMER_LAG_SECONDS, lag);
     }
 
-    /// Reads and deletes `name`; `None` when another consumer got it first.
+    /// Reads and deletes `name`; `None` when another consumer got it first. An error leaves
+    /// the item's fate unknown: the next take lists the items again instead of passing over it.
     async fn try_take(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let taken = self.take_named(name).await;
+        match &taken {
+            Ok(_) => self.forget(name),
+            Err(_) => self.known.lock().clear(),
+        }
+        taken
+    }
+
+    async fn take_named(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let path = paths::join(&self.path, name);
-        self.forget(name);
         // The planted bug: the item is deleted before it is read (and so lost).
         #[cfg(feature = "planted-bugs")]
         if crate::planted::planted() {

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_framework::Error;
+use curator_framework::retry::RetryNTimes;
 use curator_queues::SimpleDistributedQueue;
-use curator_test::{TestingServer, Timing, unique_root};
+use curator_test::{FaultProxy, TestingServer, Timing, unique_root};
 use curator_testkit::client;
 
 #[tokio::test]
@@ -187,4 +188,45 @@ async fn a_server_restart_loses_no_item() {
         "{} duplicate deliveries across the restart",
         taken.len() - distinct.len()
     );
+}
+
+/// A take that fails (the connection went while it read the item) leaves the item where it
+/// was, and the next take of the same consumer gets it: the consumer does not pass over it to
+/// the items after it.
+#[tokio::test]
+async fn a_take_that_fails_midway_does_not_pass_over_its_item() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("simple-failed-take");
+    let producer = SimpleDistributedQueue::builder(client(&server.connect_string()).await, &path)
+        .build()
+        .unwrap();
+    // No retries: the take fails as soon as the connection does.
+    let consumer_client = curator_testkit::started(
+        curator_testkit::builder(&proxy.connect_string(), Duration::from_secs(3))
+            .retry_policy(RetryNTimes::new(0, Duration::from_millis(10))),
+    )
+    .await;
+    let consumer = SimpleDistributedQueue::builder(consumer_client.clone(), &path)
+        .build()
+        .unwrap();
+    for item in [b"a", b"b", b"c"] {
+        producer.offer(item).await.unwrap();
+    }
+    assert_eq!(consumer.poll().await.unwrap(), Some(b"a".to_vec()));
+
+    // The consumer knows b and c from its listing; the read of b fails.
+    proxy.pause();
+    let failed = tokio::time::timeout(Timing::new().wait(), consumer.poll())
+        .await
+        .expect("the take fails with the connection");
+    assert!(failed.is_err(), "{failed:?}");
+    proxy.resume();
+    consumer_client
+        .block_until_connected(Timing::new().wait())
+        .await
+        .unwrap();
+    assert_eq!(consumer.poll().await.unwrap(), Some(b"b".to_vec()));
+    assert_eq!(consumer.poll().await.unwrap(), Some(b"c".to_vec()));
+    assert_eq!(consumer.poll().await.unwrap(), None);
 }
