@@ -69,6 +69,10 @@ fn validate_inner(path: &str, sequential: bool) -> Result<()> {
             _ => {}
         }
     }
+    // Printable ASCII, the usual path, has no disallowed character.
+    if path.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Ok(());
+    }
     if let Some(c) = path.chars().find(|c| is_disallowed(*c)) {
         let reason = if c == '\0' {
             "null character not allowed".to_owned()
