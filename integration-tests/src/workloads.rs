@@ -236,7 +236,14 @@ pub async fn mutex_worker(ctx: Ctx, client: CuratorFramework, index: usize, seed
         return;
     };
     while !ctx.stop.is_cancelled() {
-        let guard = match mutex.acquire_timeout(Duration::from_secs(1)).await {
+        // Told to stop, a waiter gives up its place at once (a dropped acquisition leaves no
+        // node behind).
+        let acquired = tokio::select! {
+            biased;
+            () = ctx.stop.cancelled() => break,
+            acquired = mutex.acquire_timeout(Duration::from_secs(1)) => acquired,
+        };
+        let guard = match acquired {
             Ok(Some(guard)) => guard,
             Ok(None) => continue,
             Err(_) => {
@@ -476,7 +483,12 @@ pub async fn leader_worker(ctx: Ctx, client: CuratorFramework, index: usize, see
         return;
     }
     while !ctx.stop.is_cancelled() {
-        match tokio::time::timeout(Duration::from_secs(1), latch.await_leadership()).await {
+        let led = tokio::select! {
+            biased;
+            () = ctx.stop.cancelled() => break,
+            led = tokio::time::timeout(Duration::from_secs(1), latch.await_leadership()) => led,
+        };
+        match led {
             Ok(Ok(())) => {}
             Err(_) => continue,
             Ok(Err(_)) => break,
@@ -579,9 +591,10 @@ pub async fn counter_worker(ctx: Ctx, client: CuratorFramework, seed: u64) {
 
 /// Waits while a queue's backlog (items put and not yet delivered, as recorded) is large, so
 /// producers do not outrun the consumers (the lock-safe queue takes several round trips per item)
-/// and the queues can be emptied at the end.
+/// and the queues can be emptied at the end. Kept small: a longer queue makes every consumer's
+/// listing longer and the end's drain slower, not the consumers busier.
 async fn backlog_room(ctx: &Ctx, safe: bool) {
-    const MAX_BACKLOG: usize = 100;
+    const MAX_BACKLOG: usize = 25;
     loop {
         let backlog = {
             let record = ctx.record.lock();
