@@ -1461,3 +1461,71 @@ fn wait_for_is_right_before_the_caches_hear_of_the_reconnect() {
         run(&mut sim);
     }
 }
+
+/// A wait asked before the cache starts is answered once it has started and loaded; a wait
+/// that cannot be answered (the reader cut off) ends with the cache's close, and with the
+/// client's.
+#[test]
+fn wait_for_waits_for_the_start_and_the_initial_load_and_ends_with_the_cache() {
+    const ROOT: &str = "/wait-for-lifecycle";
+    for seed in SEEDS {
+        let mut sim = sim(seed);
+        let mut away = Elsewhere::host(&mut sim, "reader", |client| async move {
+            let reader = client.connect().await?;
+            Ok((reader.clone(), vec![reader]))
+        });
+        sim.client("writer", move |client| async move {
+            let writer = client.connect().await?;
+            writer.create().for_path(ROOT, b"").await?;
+            let stat = writer.set_data().for_path(ROOT, b"before start").await?;
+            let reader: CuratorFramework = away.handed().await?;
+
+            // Asked before start: answered once the cache has started and loaded.
+            let cache = CuratorCache::builder(reader.clone(), ROOT).build()?;
+            let (waited, started) = tokio::join!(cache.wait_for(stat.mzxid, WAIT), async {
+                tokio::task::yield_now().await;
+                assert!(!cache.is_initialized());
+                cache.start().await
+            });
+            started?;
+            waited?;
+            assert!(cache.is_initialized());
+            assert_eq!(
+                cache
+                    .get(ROOT)
+                    .and_then(|node| node.data().map(<[u8]>::to_vec)),
+                Some(b"before start".to_vec())
+            );
+
+            // A wait that cannot be answered ends with the cache's close.
+            client.faults().partition("reader");
+            let stat = writer.set_data().for_path(ROOT, b"unseen").await?;
+            let (waited, closed) = tokio::join!(cache.wait_for(stat.mzxid, WAIT), async {
+                tokio::task::yield_now().await;
+                cache.close().await
+            });
+            closed?;
+            assert_eq!(waited, Err(ZkError::Closed));
+            assert_eq!(
+                cache.wait_for(stat.mzxid, WAIT).await,
+                Err(ZkError::Closed),
+                "a closed cache answers at once"
+            );
+
+            // And with the client's close, the link still down.
+            let other = CuratorCache::builder(reader.clone(), ROOT).build()?;
+            other.start().await?;
+            let (waited, closed) = tokio::join!(other.wait_for(stat.mzxid, WAIT), async {
+                tokio::task::yield_now().await;
+                reader.close().await
+            });
+            closed?;
+            assert_eq!(waited, Err(ZkError::Closed));
+            client.faults().repair("reader");
+            writer.close().await?;
+            drop(away);
+            Ok(())
+        });
+        run(&mut sim);
+    }
+}
