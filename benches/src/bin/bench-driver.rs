@@ -48,7 +48,7 @@ struct Server {
 
 enum Driver {
     Framework(CuratorFramework, Server),
-    Bare(Session),
+    Bare(Session, Server),
 }
 
 /// A task of a multi-session scenario: the `(slot, latency)` pairs it measured.
@@ -79,7 +79,7 @@ impl Driver {
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string()),
-            Driver::Bare(s) => s.get_data(path).await.map(drop).map_err(|e| e.to_string()),
+            Driver::Bare(s, _) => s.get_data(path).await.map(drop).map_err(|e| e.to_string()),
         }
     }
 
@@ -92,7 +92,7 @@ impl Driver {
                     .map_err(|e| e.to_string())?;
                 c.delete().for_path(node).await.map_err(|e| e.to_string())
             }
-            Driver::Bare(s) => {
+            Driver::Bare(s, _) => {
                 s.create(node, PAYLOAD, open_acl(), CreateMode::Persistent, None)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -117,7 +117,7 @@ impl Driver {
                     *slot = result.map_err(|e| e.to_string())?;
                 }
             }
-            Driver::Bare(s) => {
+            Driver::Bare(s, _) => {
                 let futures: Vec<_> = latencies
                     .iter()
                     .map(|_| {
@@ -188,7 +188,7 @@ impl Driver {
                     *slot = elapsed_ns(t);
                 }
             }
-            Driver::Bare(s) => {
+            Driver::Bare(s, _) => {
                 let prefix = format!("{path}/lock-");
                 create_parent(s, path).await?;
                 for slot in latencies.iter_mut() {
@@ -384,7 +384,9 @@ impl Driver {
     async fn leader_handover(&self, path: &str, latencies: &mut [u64]) -> Result<(), String> {
         let connect = match self {
             Driver::Framework(_, connect) => connect,
-            Driver::Bare(s) => return watched_delete_floor(s, path, latencies).await,
+            Driver::Bare(s, server) => {
+                return watched_delete_floor(s, server, path, latencies).await;
+            }
         };
         let clients = [
             connect_framework(connect).await,
@@ -541,34 +543,44 @@ async fn create_parent(s: &Session, path: &str) -> Result<(), String> {
     }
 }
 
-/// The bare floor of a hand-over (see `leader_handover`): delete a watched node, until the
-/// watch fires.
+/// The bare floor of a hand-over (see `leader_handover`): one session deletes a node that
+/// another watches (two participants of an election are two sessions), until the watch fires
+/// on the watching session; the deleter's reply is not waited for, as the framework's
+/// hand-over does not wait for the leader's.
 async fn watched_delete_floor(
     s: &Session,
+    server: &Server,
     path: &str,
     latencies: &mut [u64],
 ) -> Result<(), String> {
     create_parent(s, path).await?;
+    let leader = connect_bare(server).await?;
     let node = format!("{path}/leader");
-    for slot in latencies.iter_mut() {
-        s.create(&node, b"", open_acl(), CreateMode::Ephemeral, None)
-            .await
-            .map_err(|e| e.to_string())?;
-        let (_, watch) = s.exists_watched(&node).await.map_err(|e| e.to_string())?;
-        let t = Instant::now();
-        let delete = s.delete(&node, -1);
-        let fired = async {
-            let event = watch.changed().await;
-            (event, elapsed_ns(t))
-        };
-        let ((event, took), deleted) = futures::join!(fired, delete);
-        *slot = took;
-        deleted.map_err(|e| e.to_string())?;
-        if event.event_type != EventType::NodeDeleted {
-            return Err(format!("unexpected event {event:?}"));
+    let measured = async {
+        for slot in latencies.iter_mut() {
+            leader
+                .create(&node, b"", open_acl(), CreateMode::Ephemeral, None)
+                .await
+                .map_err(|e| e.to_string())?;
+            let (_, watch) = s.exists_watched(&node).await.map_err(|e| e.to_string())?;
+            let t = Instant::now();
+            let delete = leader.delete(&node, -1);
+            let fired = async {
+                let event = watch.changed().await;
+                (event, elapsed_ns(t))
+            };
+            let ((event, took), deleted) = futures::join!(fired, delete);
+            *slot = took;
+            deleted.map_err(|e| e.to_string())?;
+            if event.event_type != EventType::NodeDeleted {
+                return Err(format!("unexpected event {event:?}"));
+            }
         }
+        Ok(())
     }
-    Ok(())
+    .await;
+    let _ = leader.close().await;
+    measured
 }
 
 /// The session timeout of `crash_join`, the same in every driver.
@@ -688,7 +700,9 @@ async fn main() {
         Kind::Framework => try_connect_framework(&server, Duration::from_secs(30))
             .await
             .map(|client| Driver::Framework(client, server)),
-        Kind::Bare => connect_bare(&server).await.map(Driver::Bare),
+        Kind::Bare => connect_bare(&server)
+            .await
+            .map(|session| Driver::Bare(session, server)),
     };
     let driver = match driver {
         Ok(driver) => Arc::new(driver),
@@ -737,7 +751,7 @@ async fn main() {
         Driver::Framework(client, _) => {
             let _ = client.close().await;
         }
-        Driver::Bare(session) => {
+        Driver::Bare(session, _) => {
             let _ = session.close().await;
         }
     }
