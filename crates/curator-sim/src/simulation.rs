@@ -409,7 +409,14 @@ impl<'a> Simulation<'a> {
 
     /// The plan's faults and the ones bodies injected, in the order they started.
     fn with_injected(&self, mut faults: Vec<FaultRecord>) -> Vec<FaultRecord> {
-        faults.extend(self.faults.injected.lock().drain(..));
+        let now = self.sim.elapsed();
+        faults.extend(self.faults.injected.lock().drain(..).map(|mut record| {
+            // Still in force at the end (never repaired, released or started again).
+            if record.until == Duration::MAX {
+                record.until = now.max(record.at);
+            }
+            record
+        }));
         faults.sort_by_key(|record| record.at);
         faults
     }

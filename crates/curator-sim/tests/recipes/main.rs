@@ -65,3 +65,19 @@ pub async fn session_of(zk: &CuratorFramework) -> Result<i64, Box<dyn std::error
     zk.block_until_connected(Duration::from_secs(30)).await?;
     zk.session_id().ok_or_else(|| "no session".into())
 }
+
+/// A directed fault never ended by its body is reported as lasting until the run's end.
+#[test]
+fn a_directed_fault_still_in_force_ends_with_the_run() {
+    let mut sim = sim(1);
+    sim.client("c0", |client| async move {
+        client.faults().partition("c0");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Ok(())
+    });
+    let report = run(&mut sim);
+    assert_eq!(report.faults.len(), 1);
+    let fault = &report.faults[0];
+    assert!(fault.until > fault.at, "{fault}");
+    assert!(fault.until <= report.elapsed, "{fault}");
+}
