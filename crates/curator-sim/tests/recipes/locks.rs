@@ -20,6 +20,39 @@ use tokio::time::Instant;
 
 use crate::{SEEDS, run, session_of, sim, until};
 
+/// A holder on a host of its own (`host`), there to fail: it connects, takes what `hold`
+/// gives (a guard or a lease, and its node's path), hands over its node's name and its session
+/// id, and keeps the hold until told it is done (meanwhile the scenario partitions its host and
+/// expires its session); then it repairs its link and closes. What it hands over, and the
+/// sender of "done".
+fn doomed<H, F, Fut>(
+    sim: &mut curator_sim::Simulation<'static>,
+    host: &'static str,
+    hold: F,
+) -> (oneshot::Receiver<(String, i64)>, oneshot::Sender<()>)
+where
+    H: 'static,
+    F: FnOnce(CuratorFramework) -> Fut + 'static,
+    Fut: std::future::Future<Output = Result<(H, String), Box<dyn Error>>> + 'static,
+{
+    let (held_tx, held_rx) = oneshot::channel();
+    let (done_tx, done_rx) = oneshot::channel::<()>();
+    sim.client(host, move |client| async move {
+        let zk = client.connect().await?;
+        let (held, node_path) = hold(zk.clone()).await?;
+        let node = paths::node_name(&node_path).to_owned();
+        held_tx
+            .send((node, session_of(&zk).await?))
+            .map_err(|_| "the other host is gone")?;
+        done_rx.await?;
+        drop(held);
+        client.faults().repair(host);
+        zk.close().await?;
+        Ok(())
+    });
+    (held_rx, done_tx)
+}
+
 /// A body's outcome.
 type Outcome = Result<(), Box<dyn Error>>;
 
@@ -622,24 +655,14 @@ fn a_release_hands_over_at_once_and_a_failure_keeps_try_acquire_out() {
         let mut sim = sim(seed);
         let path = "/lock-delay-release/lock";
         let (released_tx, released_rx) = oneshot::channel::<()>();
-        let (held_tx, held_rx) = oneshot::channel::<(String, i64)>();
-        let (done_tx, done_rx) = oneshot::channel::<()>();
-        sim.client("doomed", move |client| async move {
+        let (held_rx, done_tx) = doomed(&mut sim, "doomed", move |zk| async move {
             released_rx.await?;
-            let zk = client.connect().await?;
-            let mutex = InterProcessMutex::builder(zk.clone(), path)
+            let mutex = InterProcessMutex::builder(zk, path)
                 .lock_delay(NEVER)
                 .build()?;
             let lost = mutex.acquire().await?;
-            let node = paths::node_name(lost.node_path()).to_owned();
-            held_tx
-                .send((node, session_of(&zk).await?))
-                .map_err(|_| "the other host is gone")?;
-            done_rx.await?;
-            drop(lost);
-            client.faults().repair("doomed");
-            zk.close().await?;
-            Ok(())
+            let node = lost.node_path().to_owned();
+            Ok((lost, node))
         });
         sim.client("c0", move |client| async move {
             let a_client = client.connect().await?;
@@ -712,46 +735,28 @@ fn a_failed_reader_keeps_writers_out_and_a_failed_writer_everyone() {
                 .build()
         };
         // Each doomed side's session once it holds; then the other side's word that it is done.
-        let (reader_tx, reader_rx) = oneshot::channel::<i64>();
-        let (reader_done_tx, reader_done_rx) = oneshot::channel::<()>();
-        let (writer_tx, writer_rx) = oneshot::channel::<i64>();
-        let (writer_done_tx, writer_done_rx) = oneshot::channel::<()>();
-        sim.client("doomed-reader", move |client| async move {
-            let zk = client.connect().await?;
-            let read = lock(zk.clone(), "/lock-delay-rw/reader-fails")?
+        let (reader_rx, reader_done_tx) = doomed(&mut sim, "doomed-reader", move |zk| async move {
+            let read = lock(zk, "/lock-delay-rw/reader-fails")?
                 .read_lock()
                 .acquire()
                 .await?;
-            reader_tx
-                .send(session_of(&zk).await?)
-                .map_err(|_| "the other host is gone")?;
-            reader_done_rx.await?;
-            drop(read);
-            client.faults().repair("doomed-reader");
-            zk.close().await?;
-            Ok(())
+            let node = read.node_path().to_owned();
+            Ok((read, node))
         });
-        sim.client("doomed-writer", move |client| async move {
-            let zk = client.connect().await?;
-            let write = lock(zk.clone(), "/lock-delay-rw/writer-fails")?
+        let (writer_rx, writer_done_tx) = doomed(&mut sim, "doomed-writer", move |zk| async move {
+            let write = lock(zk, "/lock-delay-rw/writer-fails")?
                 .write_lock()
                 .acquire()
                 .await?;
-            writer_tx
-                .send(session_of(&zk).await?)
-                .map_err(|_| "the other host is gone")?;
-            writer_done_rx.await?;
-            drop(write);
-            client.faults().repair("doomed-writer");
-            zk.close().await?;
-            Ok(())
+            let node = write.node_path().to_owned();
+            Ok((write, node))
         });
         sim.client("c0", move |client| async move {
             let zk = client.connect().await?;
 
             // A reader fails: another reader holds at once, a writer is kept out.
             let path = "/lock-delay-rw/reader-fails";
-            let session = reader_rx.await?;
+            let (_, session) = reader_rx.await?;
             client.faults().partition("doomed-reader");
             assert!(client.faults().expire_session(session));
             let ours = lock(zk.clone(), path)?;
@@ -770,7 +775,7 @@ fn a_failed_reader_keeps_writers_out_and_a_failed_writer_everyone() {
 
             // A writer fails: readers and writers are kept out.
             let path = "/lock-delay-rw/writer-fails";
-            let session = writer_rx.await?;
+            let (_, session) = writer_rx.await?;
             client.faults().partition("doomed-writer");
             assert!(client.faults().expire_session(session));
             let ours = lock(zk.clone(), path)?;
@@ -800,20 +805,10 @@ fn a_failed_lease_keeps_its_slot_and_a_returned_one_frees_it() {
                 .lock_delay(NEVER)
                 .build()
         };
-        let (held_tx, held_rx) = oneshot::channel::<(String, i64)>();
-        let (done_tx, done_rx) = oneshot::channel::<()>();
-        sim.client("doomed", move |client| async move {
-            let zk = client.connect().await?;
-            let lost = semaphore(zk.clone())?.acquire().await?;
-            let node = paths::node_name(lost.node_path()).to_owned();
-            held_tx
-                .send((node, session_of(&zk).await?))
-                .map_err(|_| "the other host is gone")?;
-            done_rx.await?;
-            drop(lost);
-            client.faults().repair("doomed");
-            zk.close().await?;
-            Ok(())
+        let (held_rx, done_tx) = doomed(&mut sim, "doomed", move |zk| async move {
+            let lost = semaphore(zk)?.acquire().await?;
+            let node = lost.node_path().to_owned();
+            Ok((lost, node))
         });
         sim.client("c0", move |client| async move {
             let (lost_node, session) = held_rx.await?;
