@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod contract;
+pub mod writers;
 
 use std::time::Duration;
 

@@ -23,6 +23,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 
+use curator_testkit::writers::{Control, mutate};
+
 use crate::election::{Elsewhere, WAIT, within};
 use crate::{SEEDS, run, session_of, sim, until};
 
@@ -208,63 +210,6 @@ async fn expire_and_renew(client: &SimClient, zk: &CuratorFramework) -> Res {
         zk.session_id().is_some_and(|id| id != old)
     })
     .await
-}
-
-/// What the convergence test shares with its writers.
-#[derive(Clone)]
-struct Control {
-    phase: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    done: Arc<AtomicUsize>,
-    running: watch::Receiver<bool>,
-    parked: Arc<AtomicUsize>,
-}
-
-/// Random creates, sets and deletes on paths up to three levels below `root/p<phase>`, until
-/// `stop`. Each phase works on its own subtree, so what a disruption made a cache miss is not
-/// repaired by later writes: only the cache's own resync can repair it.
-async fn mutate(client: CuratorFramework, root: String, seed: u64, control: Control) {
-    let Control {
-        phase,
-        stop,
-        done,
-        mut running,
-        parked,
-    } = control;
-    let mut rng = StdRng::seed_from_u64(seed);
-    let names = ["a", "b", "c"];
-    while !stop.load(Ordering::SeqCst) {
-        if !*running.borrow() {
-            parked.fetch_add(1, Ordering::SeqCst);
-            let _ = running.wait_for(|r| *r).await;
-            parked.fetch_sub(1, Ordering::SeqCst);
-        }
-        let depth = rng.random_range(1..=3);
-        let mut path = format!("{root}/p{}", phase.load(Ordering::SeqCst));
-        for _ in 0..depth {
-            path.push('/');
-            path.push_str(names[rng.random_range(0..names.len())]);
-        }
-        let data = format!("v{}", rng.random_range(0..1000)).into_bytes();
-        // Errors (no node, node exists, a connection lost during a restart) are part of it.
-        let _ = match rng.random_range(0..10) {
-            0..=3 => client
-                .create()
-                .creating_parents_if_needed()
-                .for_path(&path, data)
-                .await
-                .map(drop),
-            4..=7 => client.set_data().for_path(&path, data).await.map(drop),
-            _ => {
-                client
-                    .delete()
-                    .deleting_children_if_needed()
-                    .for_path(&path)
-                    .await
-            }
-        };
-        done.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 /// Waits until the writers made `more` operations.
