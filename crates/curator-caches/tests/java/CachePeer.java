@@ -6,6 +6,9 @@
 //   delete <path>        -> "ok" (children deleted as needed)
 //   dump                 -> "dump <path>=<data>;<path>=<data>..." (the cache's content, by path)
 //   events               -> "events <kind> <path> <data>;..." (the cache's events so far)
+//   await-dump <dump>    -> "dump ..." once the cache's content is <dump> (or 30 s have passed)
+//   await-event <event>  -> "seen" once the listener has had <event> ("<kind> <path> <data>"),
+//                           "timeout <events>" after 30 s
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -31,6 +34,22 @@ public final class CachePeer {
         return data == null ? "" : new String(data, StandardCharsets.UTF_8);
     }
 
+    private static String dump(CuratorCache cache) {
+        return "dump " + cache.stream()
+                .sorted(Comparator.comparing(ChildData::getPath))
+                .map(node -> node.getPath() + "=" + text(node))
+                .collect(Collectors.joining(";"));
+    }
+
+    // The listener adds to the list and wakes the waiters under the list's monitor: the storage
+    // is updated before the listener runs, so a waiter woken by an event sees both.
+    private static void record(List<String> events, String event) {
+        synchronized (events) {
+            events.add(event);
+            events.notifyAll();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         CuratorFramework client = CuratorFrameworkFactory.newClient(args[0], new RetryNTimes(10, 200));
         client.start();
@@ -39,9 +58,9 @@ public final class CachePeer {
         CountDownLatch initialized = new CountDownLatch(1);
         List<String> events = Collections.synchronizedList(new ArrayList<>());
         cache.listenable().addListener(CuratorCacheListener.builder()
-                .forCreates(node -> events.add("created " + node.getPath() + " " + text(node)))
-                .forChanges((old, node) -> events.add("changed " + node.getPath() + " " + text(node)))
-                .forDeletes(old -> events.add("deleted " + old.getPath() + " " + text(old)))
+                .forCreates(node -> record(events, "created " + node.getPath() + " " + text(node)))
+                .forChanges((old, node) -> record(events, "changed " + node.getPath() + " " + text(node)))
+                .forDeletes(old -> record(events, "deleted " + old.getPath() + " " + text(old)))
                 .forInitialized(initialized::countDown)
                 .build());
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
@@ -50,6 +69,9 @@ public final class CachePeer {
         String line;
         while ((line = in.readLine()) != null) {
             String[] words = line.trim().split(" ");
+            // The command's argument as sent (an event's data may be empty: "created /a ").
+            String rest = line.length() > words[0].length() ? line.substring(words[0].length() + 1) : "";
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             String answer;
             try {
                 switch (words[0]) {
@@ -71,10 +93,24 @@ public final class CachePeer {
                         answer = "ok";
                         break;
                     case "dump":
-                        answer = "dump " + cache.stream()
-                                .sorted(Comparator.comparing(ChildData::getPath))
-                                .map(node -> node.getPath() + "=" + text(node))
-                                .collect(Collectors.joining(";"));
+                        answer = dump(cache);
+                        break;
+                    case "await-dump":
+                        synchronized (events) {
+                            answer = dump(cache);
+                            while (!answer.equals("dump " + rest) && System.nanoTime() < end) {
+                                events.wait(100);
+                                answer = dump(cache);
+                            }
+                        }
+                        break;
+                    case "await-event":
+                        synchronized (events) {
+                            while (!events.contains(rest) && System.nanoTime() < end) {
+                                events.wait(100);
+                            }
+                            answer = events.contains(rest) ? "seen" : "timeout " + String.join(";", events);
+                        }
                         break;
                     case "events":
                         synchronized (events) {
