@@ -231,13 +231,18 @@ impl<E: Clone + Send + 'static> ListenerContainer<E> {
 
     /// Queues `event` for every listener. Never blocks; delivery happens on the dispatcher task,
     /// in the order of `publish` calls. Once the client that owns the container is closed,
-    /// events are dropped (listeners hear nothing after the close).
+    /// events are dropped (listeners hear nothing after the close). With no listener
+    /// registered, the event is dropped at once: nobody hears it, and the dispatcher is not
+    /// woken (a listener added later hears the events published from then on).
     pub fn publish(&self, event: E) {
         if let Some(Runtime { cancel, .. }) = &self.shared.runtime {
             if cancel.is_cancelled() {
                 // The owning client is closed: nobody hears of anything after it.
                 return;
             }
+        }
+        if self.shared.listeners.entries.lock().is_empty() {
+            return;
         }
         if let Some(pending) = self.shared.pending.lock().take() {
             let listeners = Arc::clone(&self.shared.listeners);
@@ -704,6 +709,17 @@ mod tests {
             report.message.contains("listener failed on 1"),
             "{report:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_event_published_while_nobody_listens_is_heard_by_nobody() {
+        let container = ListenerContainer::<u32>::new("test");
+        container.publish(0);
+        // Nothing was queued: the dispatcher was not even started.
+        assert!(container.shared.pending.lock().is_some());
+        let mut stream = container.listenable().stream();
+        container.publish(1);
+        assert_eq!(stream.next().await, Some(1));
     }
 
     #[tokio::test]
