@@ -227,6 +227,10 @@ struct Inner {
 /// One leadership of the latch.
 struct Leadership {
     hold: Hold,
+    /// The same hold without the step-down's end: what the latch's task waits on. A step-down
+    /// is the task's own doing, or `close()`'s (which stops the task), so it need not wake the
+    /// task: on a hand-over, a wake-up there delays the delete that `close()` sends next.
+    task_hold: Hold,
     end: watch::Sender<bool>,
     /// The data version of the leader's node, as last read or written by this participant.
     version: i32,
@@ -615,19 +619,28 @@ fn sorted(mut children: Vec<String>) -> Vec<String> {
 
 impl Inner {
     /// Publishes a leadership change (only a change).
+    ///
+    /// The event is queued for the listeners before those awaiting leadership are woken, so the
+    /// awaiting task is the one this thread runs next (the listeners' dispatcher goes behind it).
     fn set_leader(&self, leader: bool) {
-        if self.leader.send_replace(leader) != leader {
+        self.leader.send_if_modified(|current| {
+            if *current == leader {
+                return false;
+            }
+            *current = leader;
             tracing::info!(path = %self.path, id = %self.id.lock(), leader, "leadership changed");
             self.events.publish(if leader {
                 LatchEvent::IsLeader
             } else {
                 LatchEvent::NotLeader
             });
-        }
+            true
+        });
     }
 
     /// Leads with `node`, whose creation zxid is `token` and data version `version`; returns the
-    /// leadership's hold, or `None` when it does not lead: the latch is closed, or the
+    /// leadership's hold for the task (lost with the connection or the client, not by a
+    /// step-down), or `None` when it does not lead: the latch is closed, or the
     /// connection went bad (the hold is lost).
     fn lead(&self, node: &str, token: i64, version: i32) -> Option<Hold> {
         // The hold first: whoever sees `has_leadership()` finds it.
@@ -644,9 +657,8 @@ impl Inner {
                 // Lost by the route of every hold of the client (an error state published from
                 // now on), or by the step-down. Made before the state is looked at, so an error
                 // state published before it shows here and one published after it loses it.
-                let hold = Hold::new(&self.client, node.to_owned(), token)
-                    .ended_by(ended)
-                    .for_leadership();
+                let task_hold = Hold::new(&self.client, node.to_owned(), token).for_leadership();
+                let hold = task_hold.clone().ended_by(ended);
                 let policy = self.client.connection_state_error_policy();
                 let connection_bad = self
                     .client
@@ -658,6 +670,7 @@ impl Inner {
                 self.core.name().set(names::LEADER_IS_LEADER, 1.0);
                 leadership.insert(Leadership {
                     hold,
+                    task_hold,
                     end,
                     version,
                     since: tokio::time::Instant::now(),
@@ -666,7 +679,7 @@ impl Inner {
         };
         // Versions only grow: a read older than our own last proclaim must not undo it.
         leadership.version = leadership.version.max(version);
-        let hold = leadership.hold.clone();
+        let hold = leadership.task_hold.clone();
         self.set_leader(true);
         Some(hold)
     }
@@ -767,6 +780,14 @@ impl Inner {
         loop {
             // The listing and the read of our own node go out together: a participant that turns
             // out first already has what it needs to lead (one round trip after a hand-over).
+            //
+            // Our own node is watched with a *child* watch (with its stat): on an ephemeral node
+            // it fires only when the node goes, as a data watch would, but the server tells a
+            // deleted node's data watchers before its child watchers. So when a leader deletes
+            // its node, the next participant (a data watch on it, as Curator's participants
+            // set) hears it before the leader's own watch is served, on every server. A data
+            // watch here made the hand-over wait behind the leader's notification about half
+            // the time.
             let listing = self
                 .client
                 .get_children()
@@ -774,7 +795,7 @@ impl Inner {
                 .into_future();
             let own = self
                 .client
-                .get_data()
+                .get_children()
                 .watched()
                 .for_path(node)
                 .into_future();
