@@ -165,7 +165,7 @@ def run(client, scenario, path, latencies):
     elif scenario == "leader_handover":
         # Kazoo's election (a lock underneath): two participants on separate sessions hand
         # leadership back and forth; each latency runs from the leader's resignation to the
-        # other's leadership function starting.
+        # other's leadership function starting, the other in line before it.
         sessions = []
         for _ in range(2):
             session = new_client()
@@ -175,8 +175,10 @@ def run(client, scenario, path, latencies):
         resign = [threading.Event(), threading.Event()]
         stop = threading.Event()
 
+        elections = [sessions[i].Election(path, "p%d" % i) for i in range(2)]
+
         def participate(index):
-            election = sessions[index].Election(path, "p%d" % index)
+            election = elections[index]
             while not stop.is_set():
                 def lead():
                     leading.put((index, time.perf_counter_ns()))
@@ -189,8 +191,11 @@ def run(client, scenario, path, latencies):
             thread.start()
         current, _ = leading.get(timeout=60)
         for i in range(ops):
-            election = sessions[0].Election(path)
-            while len(election.contenders()) < 2:
+            # In line: the follower's session watches the leader's node (Kazoo's lock reads
+            # its predecessor with a watch), as every driver waits.
+            lock = elections[current].lock
+            leader_node = "%s/%s" % (lock.path, lock.node)
+            while not sessions[1 - current]._data_watchers.get(leader_node):
                 time.sleep(0.0005)
             t = time.perf_counter_ns()
             resign[current].set()

@@ -376,7 +376,9 @@ impl Driver {
     }
 
     /// Two participants on separate sessions hand leadership back and forth: each latency runs
-    /// from the leader's close to the other's election; the one that left rejoins behind.
+    /// from the leader's close to the other's election; the one that left rejoins behind and,
+    /// before the next hand-over, is in line: its watch on the leader's node is set (as every
+    /// driver waits: Curator's and Kazoo's look at their client's watches).
     ///
     /// The bare session measures the floor of any hand-over: it deletes a node it watches, and
     /// the latency runs until the watch fires (one committed write and its notification, which
@@ -392,6 +394,8 @@ impl Driver {
             connect_framework(connect).await,
             connect_framework(connect).await,
         ];
+        // A participant, and a permit once it is first in line (`LatchEvent::Ready`: its
+        // watch on the leader's node is set).
         let join = |i: usize| {
             let latch = LeaderLatch::builder(clients[i].clone(), path, format!("p{i}"))
                 .close_mode(CloseMode::Silent)
@@ -399,16 +403,34 @@ impl Driver {
                 .map_err(|e| e.to_string());
             async move {
                 let latch = latch?;
+                let ready = Arc::new(tokio::sync::Semaphore::new(0));
+                let signal = Arc::clone(&ready);
+                // Removed once it has served (dropped with the handle, before the hand-over):
+                // like Curator's and Kazoo's participants, the measured ones have no listener.
+                let listening = latch.listenable().add_listener(move |event| {
+                    if event == LatchEvent::Ready && signal.available_permits() == 0 {
+                        signal.add_permits(1);
+                    }
+                });
                 latch.start().await.map_err(|e| e.to_string())?;
-                Ok::<_, String>(latch)
+                Ok::<_, String>((latch, (ready, listening)))
             }
         };
-        let mut leader = join(0).await?;
+        let (mut leader, _) = join(0).await?;
         leader.await_leadership().await.map_err(|e| e.to_string())?;
         let mut leader_index = 0;
-        let mut follower = join(1).await?;
+        let (mut follower, mut ready) = join(1).await?;
         for slot in latencies.iter_mut() {
-            wait_for_participants(&follower, 2).await?;
+            tokio::time::timeout(Duration::from_secs(30), ready.0.acquire())
+                .await
+                .map_err(|_| "the follower did not get in line".to_owned())?
+                .map_err(|e| e.to_string())?
+                .forget();
+            drop(ready.1);
+            // The hand-over starts from a task polled afresh, not at the end of the chain of
+            // wake-ups that brought the follower's readiness (the reader's, the latch's, its
+            // listeners'), where the scheduler sends the next wake-up to another thread.
+            tokio::task::yield_now().await;
             // The hand-over ends when the follower leads, whether or not the leader's close has
             // had its delete's reply yet (Curator's close does not wait for it at all).
             let t = Instant::now();
@@ -420,8 +442,9 @@ impl Driver {
             closed.map_err(|e| e.to_string())?;
             *slot = led.map_err(|e| e.to_string())?;
             leader_index = 1 - leader_index;
-            let rejoined = join(1 - leader_index).await?;
+            let (rejoined, rejoined_ready) = join(1 - leader_index).await?;
             leader = std::mem::replace(&mut follower, rejoined);
+            ready = rejoined_ready;
         }
         leader.close().await.map_err(|e| e.to_string())?;
         follower.close().await.map_err(|e| e.to_string())?;
@@ -604,13 +627,6 @@ impl Driver {
         std::mem::forget((latch, client));
         Ok(())
     }
-}
-
-async fn wait_for_participants(latch: &LeaderLatch, n: usize) -> Result<(), String> {
-    while latch.participants().await.map_err(|e| e.to_string())?.len() < n {
-        tokio::task::yield_now().await;
-    }
-    Ok(())
 }
 
 async fn connect_framework(server: &Server) -> CuratorFramework {
