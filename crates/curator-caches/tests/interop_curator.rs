@@ -107,7 +107,11 @@ async fn java_sees_the_server(java: &mut JavaPeer, client: &CuratorFramework, ro
         .collect();
     let expected = expected.join(";");
     let dump = ask(java, &format!("await-dump {expected}")).await;
-    assert_eq!(dump, format!("dump {expected}"), "Java's cache and the server");
+    assert_eq!(
+        dump,
+        format!("dump {expected}"),
+        "Java's cache and the server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
