@@ -785,9 +785,9 @@ impl Inner {
             // it fires only when the node goes, as a data watch would, but the server tells a
             // deleted node's data watchers before its child watchers. So when a leader deletes
             // its node, the next participant (a data watch on it, as Curator's participants
-            // set) hears it before the leader's own watch is served, on every server. A data
-            // watch here made the hand-over wait behind the leader's notification about half
-            // the time.
+            // set) hears it before the leader's own watch is served, on every server (with a
+            // data watch here, the server would write the leader's notification first in about
+            // half the hand-overs, and the next participant would wait behind it).
             let listing = self
                 .client
                 .get_children()
