@@ -54,7 +54,9 @@
 //! there) while the old connection stays open and is read; only once the new server has taken
 //! the session is the old connection dropped and the held requests sent on the new one. When
 //! no new server answers, the session goes on over the old connection. Nobody sees
-//! `Disconnected` unless the old connection breaks meanwhile.
+//! `Disconnected` unless the old connection breaks and no new server takes the session (a
+//! server closes a moved session's old connection when it gets a request there, a ping
+//! included, so the old connection may break because the move succeeded).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -841,12 +843,23 @@ impl Shared {
         let mut probe_every = RW_PROBE_START;
         let mut next_probe = read_only.then(|| Instant::now() + probe_every);
         let mut probing: Option<futures::future::BoxFuture<'static, Option<ServerAddress>>> = None;
+        // The old connection's loss while a move's handshake is under way: a server that gets
+        // a request (a ping) on it after the session moved away closes it (ZooKeeper tears a
+        // moved session's old connection down), so losing it then may be the move's own doing.
+        // It counts only if the move fails.
+        let mut old_lost: Option<String> = None;
         loop {
             tokio::select! {
                 biased;
                 () = self.stop.cancelled() => return LinkEnd::Stop,
-                end = &mut read => return end,
-                end = &mut write => return end,
+                end = &mut read, if old_lost.is_none() => match end {
+                    LinkEnd::Lost(why) if making.is_some() => old_lost = Some(why),
+                    end => return end,
+                },
+                end = &mut write, if old_lost.is_none() => match end {
+                    LinkEnd::Lost(why) if making.is_some() => old_lost = Some(why),
+                    end => return end,
+                },
                 () = self.wake_driver.notified(), if draining.is_none() && making.is_none() => {
                     if let Some(drained) = self.begin_move(link_id) {
                         if drained {
@@ -869,6 +882,9 @@ impl Shared {
                     making = None;
                     match made {
                         Ok(Some(established)) => return LinkEnd::MovedTo(established),
+                        Ok(None) | Err(ConnectError::Retry(_)) if old_lost.is_some() => {
+                            return LinkEnd::Lost(old_lost.take().unwrap_or_default());
+                        }
                         Ok(None) => {
                             tracing::info!("no server to move to answered; staying on {server}");
                             self.resume_link(link_id);
