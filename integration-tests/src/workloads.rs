@@ -755,33 +755,10 @@ pub async fn safe_queue_worker(ctx: Ctx, client: CuratorFramework, index: usize,
 /// Random creates, sets and deletes in the cached subtree, pausing at quiet points.
 pub async fn cache_writer(ctx: Ctx, client: CuratorFramework, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let names = ["a", "b", "c"];
     while !ctx.stop.is_cancelled() {
         ctx.gate.pass().await;
-        let depth = rng.random_range(1..=2);
-        let mut path = ctx.paths.cache.clone();
-        for _ in 0..depth {
-            path.push('/');
-            path.push_str(names[rng.random_range(0..names.len())]);
-        }
-        let data = format!("v{}", rng.random_range(0..1000)).into_bytes();
         // Errors (no node, node exists, connection loss) are part of the game.
-        let _ = match rng.random_range(0..10) {
-            0..=3 => client
-                .create()
-                .creating_parents_if_needed()
-                .for_path(&path, data)
-                .await
-                .map(drop),
-            4..=7 => client.set_data().for_path(&path, data).await.map(drop),
-            _ => {
-                client
-                    .delete()
-                    .deleting_children_if_needed()
-                    .for_path(&path)
-                    .await
-            }
-        };
+        curator_testkit::writers::random_write(&client, &mut rng, &ctx.paths.cache, 2).await;
         ctx.count("cache writes");
         jitter(&mut rng, 40).await;
     }

@@ -57,36 +57,58 @@ pub async fn mutate(client: CuratorFramework, root: String, seed: u64, control: 
         parked,
     } = control;
     let mut rng = StdRng::seed_from_u64(seed);
-    let names = ["a", "b", "c"];
     while !stop.load(Ordering::SeqCst) {
         if !*running.borrow() {
             parked.fetch_add(1, Ordering::SeqCst);
             let _ = running.wait_for(|r| *r).await;
             parked.fetch_sub(1, Ordering::SeqCst);
         }
-        let depth = rng.random_range(1..=3);
-        let mut path = format!("{root}/p{}", phase.load(Ordering::SeqCst));
-        for _ in 0..depth {
-            path.push('/');
-            path.push_str(names[rng.random_range(0..names.len())]);
-        }
-        let data = format!("v{}", rng.random_range(0..1000)).into_bytes();
-        let _ = match rng.random_range(0..10) {
-            0..=3 => client
-                .create()
-                .creating_parents_if_needed()
-                .for_path(&path, data)
-                .await
-                .map(drop),
-            4..=7 => client.set_data().for_path(&path, data).await.map(drop),
-            _ => {
-                client
-                    .delete()
-                    .deleting_children_if_needed()
-                    .for_path(&path)
-                    .await
-            }
-        };
+        let base = format!("{root}/p{}", phase.load(Ordering::SeqCst));
+        random_write(&client, &mut rng, &base, 3).await;
         done.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// One random write below `base`, on a path 1 to `max_depth` levels down named from `a`, `b`
+/// and `c`: a create (parents as needed, 40%), a set (40%) or a delete with its children
+/// (20%). Its error, if any (no node, node exists, a connection lost), is ignored: writers that
+/// race each other and faults expect them.
+///
+/// ```no_run
+/// # async fn demo(client: curator_framework::CuratorFramework) {
+/// use rand::SeedableRng;
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+/// curator_testkit::writers::random_write(&client, &mut rng, "/tree", 2).await;
+/// # }
+/// ```
+pub async fn random_write(
+    client: &CuratorFramework,
+    rng: &mut impl Rng,
+    base: &str,
+    max_depth: usize,
+) {
+    let names = ["a", "b", "c"];
+    let depth = rng.random_range(1..=max_depth.max(1));
+    let mut path = base.to_owned();
+    for _ in 0..depth {
+        path.push('/');
+        path.push_str(names[rng.random_range(0..names.len())]);
+    }
+    let data = format!("v{}", rng.random_range(0..1000)).into_bytes();
+    let _ = match rng.random_range(0..10) {
+        0..=3 => client
+            .create()
+            .creating_parents_if_needed()
+            .for_path(&path, data)
+            .await
+            .map(drop),
+        4..=7 => client.set_data().for_path(&path, data).await.map(drop),
+        _ => {
+            client
+                .delete()
+                .deleting_children_if_needed()
+                .for_path(&path)
+                .await
+        }
+    };
 }
