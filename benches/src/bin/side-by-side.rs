@@ -1298,7 +1298,10 @@ fn run(args: Args) -> Result<(), String> {
         let watcher = runtime
             .block_on(plain_target.client())
             .map_err(|e| e.to_string())?;
-        let crash_rounds = if quick { 1 } else { 6 };
+        // Where a kill falls in the ping cycle moves a round by up to the ping interval (a
+        // third to a half of the session timeout): ten rounds keep the medians of libraries
+        // whose expected failovers differ by a twelfth of the timeout apart.
+        let crash_rounds = if quick { 1 } else { 10 };
         crash_failover(&runtime, &watcher, &fresh_kinds, &base, crash_rounds)?
     } else {
         Vec::new()
