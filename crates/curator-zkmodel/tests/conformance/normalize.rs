@@ -21,10 +21,21 @@ use crate::client::Item;
 #[derive(Debug, Default)]
 pub(crate) struct Names {
     zxids: BTreeMap<i64, usize>,
+    /// zxids of transactions that changed nothing and that the other side does not have, each
+    /// named as the zxid before it (see `alias`).
+    aliases: BTreeMap<i64, i64>,
     sessions: HashMap<i64, String>,
 }
 
 impl Names {
+    /// From now on `zxid` reads as `as_zxid`: a transaction of this side that changed nothing
+    /// and is not the other side's (a real server's container reaper may delete a node twice:
+    /// the second delete fails, and a failed write still takes a zxid). Such a zxid is seen
+    /// only as a server's last zxid in the headers of later replies.
+    pub(crate) fn alias(&mut self, zxid: i64, as_zxid: i64) {
+        self.aliases.insert(zxid, as_zxid);
+    }
+
     /// Names a session (when it is opened).
     pub(crate) fn session(&mut self, id: i64, name: String) {
         self.sessions.insert(id, name);
@@ -34,6 +45,7 @@ impl Names {
         if zxid <= 0 {
             return zxid.to_string();
         }
+        let zxid = self.aliases.get(&zxid).copied().unwrap_or(zxid);
         if let Some(name) = self.zxids.get(&zxid) {
             return format!("z{name}");
         }
