@@ -852,7 +852,9 @@ struct Args {
     /// A short run: a quarter of the operations, 2 rounds, one crash round.
     #[arg(long)]
     quick: bool,
-    /// Measured rounds per driver, after one discarded warm-up [default: 5; 2 with --quick].
+    /// Measured rounds per driver, after one discarded warm-up [default: 5; 2 with --quick];
+    /// in a full run the rows compared with the floors run four times as many, each a quarter
+    /// the size.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     rounds: Option<u16>,
     /// Only these rows, by key (comma-separated): a scenario (get_data, create_delete, ...),
