@@ -268,7 +268,11 @@ public final class CuratorDriver {
                 follower.start();
                 for (int i = 0; i < latencies.length; i++) {
                     // In line: the follower's client watches the leader's node.
+                    long inLineBy = System.nanoTime() + 30_000_000_000L;
                     while (!dataWatches(clients[1 - leaderIndex]).contains(leader.getOurPath())) {
+                        if (System.nanoTime() > inLineBy) {
+                            throw new IllegalStateException("the follower did not get in line");
+                        }
                         Thread.yield();
                     }
                     long t = System.nanoTime();

@@ -195,7 +195,10 @@ def run(client, scenario, path, latencies):
             # its predecessor with a watch), as every driver waits.
             lock = elections[current].lock
             leader_node = "%s/%s" % (lock.path, lock.node)
+            in_line_by = time.monotonic() + 30
             while not sessions[1 - current]._data_watchers.get(leader_node):
+                if time.monotonic() > in_line_by:
+                    raise RuntimeError("the follower did not get in line")
                 time.sleep(0.0005)
             t = time.perf_counter_ns()
             resign[current].set()
