@@ -20,6 +20,10 @@
 //! machine, which lands on one driver's round, moved the ratio of medians of five long rounds by
 //! up to ±15% from run to run. The recipe rows keep long rounds: their drivers set up each
 //! round (sessions, latches), and shorter rounds would measure that set-up more than the recipe.
+//! The leader hand-over, whose p50 is compared across libraries, runs four times as many rounds
+//! of its size (20 of 100 hand-overs): from one round to the next a driver's p50 moves by up to
+//! a fifth, and five rounds left the ratio to Curator's a few hundredths from where the next run
+//! put it.
 //! A driver that does not do a scenario answers `err unsupported`
 //! and shows "n/a" in that row (the floors do only `get_data`, `pipelined_get_data` and
 //! `create_delete`, and speak plaintext only: they sit out the TLS rows).
@@ -110,7 +114,9 @@ struct Scenario {
     /// this many times `ops`): the rows compared with the floors run the same operations as
     /// a row of four times the size, in four times as many rounds, so the drivers alternate
     /// more often and a burst of load from elsewhere on the machine lands on one round of one
-    /// driver instead of a fifth of its sample.
+    /// driver instead of a fifth of its sample; the leader hand-over runs four times as many
+    /// rounds of its size (its p50 is compared across libraries, and a round's p50 moves by a
+    /// fifth from one round to the next).
     split: usize,
 }
 
@@ -854,7 +860,7 @@ struct Args {
     quick: bool,
     /// Measured rounds per driver, after one discarded warm-up [default: 5; 2 with --quick];
     /// in a full run the rows compared with the floors run four times as many, each a quarter
-    /// the size.
+    /// the size, and the leader hand-over four times as many.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     rounds: Option<u16>,
     /// Only these rows, by key (comma-separated): a scenario (get_data, create_delete, ...),
@@ -954,8 +960,8 @@ fn scenarios(quick: bool, with_tls: bool) -> Vec<Scenario> {
         Scenario {
             name: "leader_handover",
             what: "leader leaves → the next participant leads (latency is the hand-over)",
-            ops: 25 * scale,
-            split: 1,
+            ops: 100,
+            split: scale,
             over: Over::Plain,
         },
         Scenario {
@@ -1332,7 +1338,7 @@ fn run(args: Args) -> Result<(), String> {
             String::new()
         } else {
             format!(
-                " ({} of a quarter the size for {})",
+                " ({} for {}, a quarter the size, and for leader_handover)",
                 rounds * FULL_SCALE,
                 FLOOR_SCENARIOS.join(", ")
             )
