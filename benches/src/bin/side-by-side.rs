@@ -314,6 +314,34 @@ fn ratio_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
 /// The scenarios the floor drivers run (they answer `err unsupported` to the others).
 const FLOOR_SCENARIOS: &[&str] = &["get_data", "pipelined_get_data", "create_delete"];
 
+/// The leader hand-over's p50 latencies against each other (the ratio table compares ops/s,
+/// which for this row counts each round's set-up too): curator-rs and its floor, two bare
+/// sessions (one deletes the node the other watches), against Curator's; empty when the row
+/// did not run.
+fn handover_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
+    let Some(summaries) = scenarios
+        .iter()
+        .zip(results)
+        .find(|(s, _)| s.name == "leader_handover" && s.over == Over::Plain)
+        .map(|(_, summaries)| summaries)
+    else {
+        return String::new();
+    };
+    let p50 = |name: &str| {
+        summaries
+            .iter()
+            .find(|s| s.driver == name)
+            .map_or(f64::NAN, |s| s.p50_us)
+    };
+    format!(
+        "
+Leader hand-over, ratios of p50 latency in this run (below 1: the first is quicker):          curator-rs ÷ Curator {}, two bare sessions ÷ Curator {} (the floor of any hand-over:          one session deletes the node another watches), curator-rs ÷ two bare sessions {}.\n",
+        ratio_text(p50(CURATOR_RS) / p50(CURATOR)),
+        ratio_text(p50(BARE) / p50(CURATOR)),
+        ratio_text(p50(CURATOR_RS) / p50(BARE)),
+    )
+}
+
 /// Each driver over TLS against itself in plaintext on the same (Netty) server, for the
 /// scenarios run both ways; and the Netty plaintext port against the default NIO server.
 fn tls_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
@@ -1370,6 +1398,7 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     report.push_str(&ratio_report(&scenarios, &results));
+    report.push_str(&handover_report(&scenarios, &results));
     report.push_str(&tls_report(&scenarios, &results));
     if !memory.is_empty() {
         let bytes = |name: &str| {
@@ -1541,6 +1570,43 @@ mod tests {
             row[2..],
             ["n/a", "n/a", "0.95", "0.90", "n/a", "0.95", "n/a"]
         );
+    }
+
+    #[test]
+    fn the_hand_over_is_compared_by_p50_latency() {
+        let scenarios: Vec<Scenario> = scenarios(true, false)
+            .into_iter()
+            .filter(|s| s.name == "leader_handover")
+            .collect();
+        let latency = |driver, p50_us| Summary {
+            driver,
+            // The round's set-up counts in ops/s: not what the hand-over is compared by.
+            ops_per_sec: 1.0,
+            p50_us,
+            p99_us: 2.0 * p50_us,
+        };
+        let results = vec![vec![
+            latency(CURATOR_RS, 220.0),
+            latency(BARE, 200.0),
+            latency(CURATOR, 500.0),
+            latency(KAZOO, 1000.0),
+        ]];
+        let report = handover_report(&scenarios, &results);
+        assert!(report.contains("curator-rs ÷ Curator 0.44,"), "{report}");
+        assert!(
+            report.contains("two bare sessions ÷ Curator 0.40 "),
+            "{report}"
+        );
+        assert!(
+            report.contains("curator-rs ÷ two bare sessions 1.10."),
+            "{report}"
+        );
+        // Without Curator's row: n/a, not a division by nothing.
+        let results = vec![vec![latency(CURATOR_RS, 220.0), latency(BARE, 200.0)]];
+        let report = handover_report(&scenarios, &results);
+        assert!(report.contains("curator-rs ÷ Curator n/a,"), "{report}");
+        // The row did not run: nothing.
+        assert!(handover_report(&[], &[]).is_empty());
     }
 
     #[test]
