@@ -334,8 +334,9 @@ fn handover_report(scenarios: &[Scenario], results: &[Vec<Summary>]) -> String {
             .map_or(f64::NAN, |s| s.p50_us)
     };
     format!(
-        "
-Leader hand-over, ratios of p50 latency in this run (below 1: the first is quicker):          curator-rs ÷ Curator {}, two bare sessions ÷ Curator {} (the floor of any hand-over:          one session deletes the node another watches), curator-rs ÷ two bare sessions {}.\n",
+        "\nLeader hand-over, ratios of p50 latency in this run (below 1: the first is quicker): \
+         curator-rs ÷ Curator {}, two bare sessions ÷ Curator {} (the floor of any hand-over: \
+         one session deletes the node another watches), curator-rs ÷ two bare sessions {}.\n",
         ratio_text(p50(CURATOR_RS) / p50(CURATOR)),
         ratio_text(p50(BARE) / p50(CURATOR)),
         ratio_text(p50(CURATOR_RS) / p50(BARE)),
@@ -1592,14 +1593,12 @@ mod tests {
             latency(KAZOO, 1000.0),
         ]];
         let report = handover_report(&scenarios, &results);
-        assert!(report.contains("curator-rs ÷ Curator 0.44,"), "{report}");
-        assert!(
-            report.contains("two bare sessions ÷ Curator 0.40 "),
-            "{report}"
-        );
-        assert!(
-            report.contains("curator-rs ÷ two bare sessions 1.10."),
-            "{report}"
+        assert_eq!(
+            report,
+            "\nLeader hand-over, ratios of p50 latency in this run (below 1: the first is \
+             quicker): curator-rs ÷ Curator 0.44, two bare sessions ÷ Curator 0.40 (the floor of \
+             any hand-over: one session deletes the node another watches), curator-rs ÷ two bare \
+             sessions 1.10.\n"
         );
         // Without Curator's row: n/a, not a division by nothing.
         let results = vec![vec![latency(CURATOR_RS, 220.0), latency(BARE, 200.0)]];
