@@ -884,7 +884,8 @@ fn redraw_chart(json_path: &Path, png: &Path) -> Result<(), String> {
 #[derive(Debug, Parser)]
 #[command(name = "side-by-side")]
 struct Args {
-    /// A short run: a quarter of the operations, 2 rounds, one crash round.
+    /// A short run: 2 rounds, none of a full run's four-fold rounds (the other rows a quarter
+    /// the operations per round), one crash round.
     #[arg(long)]
     quick: bool,
     /// Measured rounds per driver, after one discarded warm-up [default: 5; 2 with --quick];
@@ -1495,6 +1496,14 @@ mod tests {
         }
     }
 
+    /// The plaintext rows of a quick run named in `names`.
+    fn rows(names: &[&str]) -> Vec<Scenario> {
+        scenarios(true, false)
+            .into_iter()
+            .filter(|s| names.contains(&s.name))
+            .collect()
+    }
+
     /// The row of `scenario` in a table, split into its cells.
     fn cells<'a>(report: &'a str, scenario: &str) -> Vec<&'a str> {
         let line = report
@@ -1506,10 +1515,7 @@ mod tests {
 
     #[test]
     fn every_rust_row_is_a_fraction_of_each_floor_where_the_floor_ran() {
-        let scenarios: Vec<Scenario> = scenarios(true, false)
-            .into_iter()
-            .filter(|s| s.name == "get_data" || s.name == "mutex_uncontended")
-            .collect();
+        let scenarios = rows(&["get_data", "mutex_uncontended"]);
         let results = vec![
             vec![
                 summary(CURATOR_RS, 900.0),
@@ -1554,10 +1560,7 @@ mod tests {
 
     #[test]
     fn a_driver_that_did_not_run_shows_n_a() {
-        let scenarios: Vec<Scenario> = scenarios(true, false)
-            .into_iter()
-            .filter(|s| s.name == "get_data")
-            .collect();
+        let scenarios = rows(&["get_data"]);
         let results = vec![vec![
             summary(CURATOR_RS, 900.0),
             summary(BARE, 950.0),
@@ -1575,10 +1578,7 @@ mod tests {
 
     #[test]
     fn the_hand_over_is_compared_by_p50_latency() {
-        let scenarios: Vec<Scenario> = scenarios(true, false)
-            .into_iter()
-            .filter(|s| s.name == "leader_handover")
-            .collect();
+        let scenarios = rows(&["leader_handover"]);
         let latency = |driver, p50_us| Summary {
             driver,
             // The round's set-up counts in ops/s: not what the hand-over is compared by.
